@@ -1,0 +1,56 @@
+// A persistent thread pool: threads start once and are reused for every parallel region.
+// run(fn) calls fn(thread_index, n_threads) on every thread (the caller is thread 0) and
+// returns when all have finished. Inside fn, barrier() synchronises all threads, so a
+// forward pass can run several ops in one region without a fork/join per op.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace edge {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  void run(const std::function<void(int, int)>& fn);
+  // Only valid inside run(): every thread must call it the same number of times.
+  void barrier();
+
+  // Splits [0, n) into near-equal contiguous chunks; returns this thread's range.
+  static std::pair<int64_t, int64_t> split(int64_t n, int tid, int nth) {
+    int64_t chunk = (n + nth - 1) / nth;
+    int64_t b = std::min<int64_t>(n, chunk * tid);
+    return {b, std::min<int64_t>(n, b + chunk)};
+  }
+
+  // Default thread count: physical parallelism of this process (affinity mask).
+  static int default_threads();
+
+ private:
+  void worker_loop(int tid);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int, int)>* task_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable cv_start_;
+  std::condition_variable cv_done_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  // Barrier state: count of arrivals and a phase flip (sense-reversing barrier).
+  std::atomic<int> barrier_count_{0};
+  std::atomic<uint32_t> barrier_phase_{0};
+};
+
+}  // namespace edge
