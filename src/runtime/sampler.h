@@ -1,0 +1,60 @@
+// Token sampling from a logit vector: greedy, temperature, top-k, top-p, min-p,
+// repetition / presence / frequency penalties, and a seed (same seed, same tokens).
+// Order of operations: penalties -> (temperature 0: argmax) -> top-k -> temperature ->
+// softmax -> top-p -> min-p -> draw.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace edge {
+
+struct SamplingParams {
+  float temperature = 0.8f;     // 0 = greedy
+  int32_t top_k = 40;           // <= 0: off
+  float top_p = 0.95f;          // >= 1: off
+  float min_p = 0.05f;          // <= 0: off; relative to the most likely token
+  float repeat_penalty = 1.0f;  // 1: off; divides positive logits, multiplies negative
+  int32_t repeat_last_n = 64;   // window of history the penalties look at (-1: all)
+  float presence_penalty = 0.f;   // subtracted once per token present in the window
+  float frequency_penalty = 0.f;  // subtracted per occurrence in the window
+  uint64_t seed = 0;
+
+  static SamplingParams greedy() {
+    SamplingParams p;
+    p.temperature = 0.f;
+    return p;
+  }
+  // Refuses values that make no sense (negative temperature, top_p outside (0,1], ...).
+  Status validate() const;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+  // history: tokens seen so far (prompt + generated), for the penalties.
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  struct Candidate {
+    int32_t id;
+    float logit;
+    float p;
+  };
+  void apply_penalties(std::vector<Candidate>& cands, std::span<const int32_t> history) const;
+
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::vector<Candidate> cands_;  // reused across calls: [n_vocab]
+};
+
+// Index of the largest value (the lowest index on ties).
+int32_t argmax(std::span<const float> v);
+
+}  // namespace edge
