@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "core/half.h"
+#include "core/mapped_file.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+
+namespace edge {
+namespace {
+
+Expected<int> parse_positive(int v) {
+  if (v <= 0) return Status::invalid_argument("not positive");
+  return v;
+}
+
+Status twice(int v, int* out) {
+  ASSIGN_OR_RETURN(int x, parse_positive(v));
+  *out = 2 * x;
+  return {};
+}
+
+TEST(Status, ExpectedCarriesValueOrError) {
+  int out = 0;
+  EXPECT_TRUE(twice(3, &out).ok());
+  EXPECT_EQ(out, 6);
+  Status s = twice(-1, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.to_string(), "invalid argument: not positive");
+  EXPECT_EQ(s.with_context("x").message(), "x: not positive");
+}
+
+TEST(Half, F16RoundTripsEveryHalfValue) {
+  // Every finite half converts to float and back to the same bits.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00u) == 0x7c00u) continue;  // inf/nan
+    uint16_t back = f32_to_f16(f16_to_f32(static_cast<uint16_t>(h)));
+    ASSERT_EQ(back, h) << std::hex << h;
+  }
+  EXPECT_EQ(f16_to_f32(0x3c00), 1.0f);
+  EXPECT_EQ(f16_to_f32(0xc000), -2.0f);
+  EXPECT_EQ(f32_to_f16(65520.f), 0x7c00);  // rounds to inf
+}
+
+TEST(Half, F16RoundsToNearestEven) {
+  // 1 + 2^-11 is exactly halfway between 1 and the next half (1 + 2^-10): ties to even.
+  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  EXPECT_EQ(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+}
+
+TEST(Half, Bf16) {
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.5f)), 1.5f);
+  EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie -> even
+  EXPECT_NEAR(bf16_to_f32(f32_to_bf16(3.14159f)), 3.14159f, 0.02f);
+}
+
+TEST(ThreadPool, RunsEveryThreadAndBarrierOrdersPhases) {
+  ThreadPool pool(4);
+  std::vector<int> stage(4, 0);
+  std::atomic<int> errors{0};
+  for (int iter = 0; iter < 200; ++iter) {
+    pool.run([&](int tid, int nth) {
+      stage[tid] = iter * 2 + 1;
+      pool.barrier();
+      // After the barrier every thread must see every other thread's first write.
+      for (int t = 0; t < nth; ++t)
+        if (stage[t] != iter * 2 + 1) errors++;
+      pool.barrier();
+      stage[tid] = iter * 2 + 2;
+    });
+  }
+  EXPECT_EQ(errors.load(), 0);
+  for (int v : stage) EXPECT_EQ(v, 400);
+}
+
+TEST(ThreadPool, SplitCoversRangeExactlyOnce) {
+  for (int n : {0, 1, 7, 100}) {
+    int64_t covered = 0;
+    for (int t = 0; t < 3; ++t) {
+      auto [b, e] = ThreadPool::split(n, t, 3);
+      EXPECT_LE(b, e);
+      covered += e - b;
+    }
+    EXPECT_EQ(covered, n);
+  }
+}
+
+TEST(MappedFile, MapsAndRejectsMissing) {
+  std::string path = testing::TempDir() + "/edge_mapped_file_test.bin";
+  ASSERT_TRUE(write_file(path, "hello", 5).ok());
+  auto f = MappedFile::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_EQ(f->size(), 5u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(f->data()), 5), "hello");
+  EXPECT_TRUE(f->contains(0, 5));
+  EXPECT_FALSE(f->contains(1, 5));
+  EXPECT_FALSE(f->contains(UINT64_MAX, 2));
+  auto missing = MappedFile::open(path + ".nope");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace edge
