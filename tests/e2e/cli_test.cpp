@@ -1,0 +1,165 @@
+// End-to-end tests of the edge-infer binary: real processes, real files, exit codes.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "formats/gguf.h"
+
+namespace edge {
+namespace {
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string tmp_dir() {
+  static std::string dir = [] {
+    std::string d = testing::TempDir() + "/edge_e2e_" + std::to_string(::getpid());
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs the binary with args (a shell-quoted string), capturing stdout and stderr.
+RunResult run(const std::string& args) {
+  std::string out = tmp_dir() + "/stdout.txt", err = tmp_dir() + "/stderr.txt";
+  std::string cmd = std::string(EDGE_BINARY) + " " + args + " >" + out + " 2>" + err;
+  int rc = std::system(cmd.c_str());
+  RunResult r;
+  r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::string shared_data() {
+  const char* e = std::getenv("EDGE_SHARED_DATA");
+  return e ? e : EDGE_SHARED_DATA;
+}
+
+const std::string& small_llama() {
+  static std::string path = [] {
+    std::string p = tmp_dir() + "/small_llama.gguf";
+    RunResult r = run("make-model --arch llama --layers 2 --dim 64 --heads 4 --kv-heads 2 --ffn 128 "
+                      "--vocab 512 --type f32 -o " + p);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return p;
+  }();
+  return path;
+}
+
+TEST(Cli, GenerateJsonHasTheAdvertisedFields) {
+  RunResult r = run("generate -m " + small_llama() + " --prompt-ids 1,5,9 -n 6 --temp 0 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_ids"], nlohmann::json({1, 5, 9}));
+  EXPECT_EQ(j["generated_ids"].size(), 6u);
+  EXPECT_TRUE(j["text"].is_string());
+  EXPECT_TRUE(j["timings"].is_object());
+}
+
+TEST(Cli, Stories260KGreedyAndLogitsMatchReference) {
+  std::string model = shared_data() + "/stories260K/stories260K.bin";
+  auto ref = nlohmann::json::parse(slurp(shared_data() + "/stories260K/greedy_p1.json"));
+  std::string ids;
+  for (auto& v : ref["prompt"]) ids += (ids.empty() ? "" : ",") + std::to_string(v.get<int>());
+  size_t n_prompt = ref["prompt"].size();
+  size_t n_gen = ref["greedy"].size();
+  RunResult g = run("generate -m " + model + " --prompt-ids " + ids + " -n " + std::to_string(n_gen) +
+                    " --temp 0 --json");
+  ASSERT_EQ(g.code, 0) << g.err;
+  auto gj = nlohmann::json::parse(g.out);
+  EXPECT_EQ(gj["generated_ids"], ref["greedy"]) << "prompt length " << n_prompt;
+  RunResult l = run("logits -m " + model + " --prompt-ids " + ids);
+  ASSERT_EQ(l.code, 0) << l.err;
+  auto lj = nlohmann::json::parse(l.out);
+  ASSERT_EQ(lj["logits"].size(), ref["first_logits"].size());
+  for (size_t i = 0; i < lj["logits"].size(); ++i)
+    ASSERT_NEAR(lj["logits"][i].get<double>(), ref["first_logits"][i].get<double>(), 1e-4) << i;
+}
+
+TEST(Cli, TokenizeVocabTestMatchesOutFile) {
+  std::string base = shared_data() + "/tokenizer/ggml-vocab-llama-spm.gguf";
+  RunResult r = run("tokenize -m " + base + " --vocab-test " + base + ".inp");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, slurp(base + ".out"));
+}
+
+TEST(Cli, InspectNamesArchitectureAndTensors) {
+  RunResult r = run("inspect " + small_llama());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("llama"), std::string::npos);
+  EXPECT_NE(r.out.find("blk.1.attn_q.weight"), std::string::npos);
+}
+
+// --- bad input: a clear error naming the problem, non-zero exit, no crash -----------
+
+void expect_clean_failure(const RunResult& r, const std::string& must_mention) {
+  EXPECT_NE(r.code, 0);
+  EXPECT_LT(r.code, 128) << "killed by a signal: " << r.err;
+  EXPECT_NE(r.err.find("error"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(must_mention), std::string::npos) << "stderr: " << r.err;
+}
+
+TEST(CliBadInput, TruncatedGguf) {
+  std::string bytes = slurp(small_llama());
+  for (size_t cut : {size_t(3), size_t(20), size_t(200), bytes.size() / 2, bytes.size() - 1}) {
+    std::string p = tmp_dir() + "/truncated.gguf";
+    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(cut));
+    expect_clean_failure(run("generate -m " + p + " --prompt-ids 1 -n 1"), "truncated.gguf");
+  }
+}
+
+TEST(CliBadInput, WrongMagic) {
+  std::string bytes = slurp(small_llama());
+  bytes[0] = 'X';
+  std::string p = tmp_dir() + "/badmagic.gguf";
+  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  RunResult r = run("generate -m " + p + " --prompt-ids 1 -n 1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_LT(r.code, 128);
+}
+
+TEST(CliBadInput, UnknownArchitecture) {
+  GgufWriter w;
+  w.set_string("general.architecture", "frobnicator");
+  w.set_u32("frobnicator.block_count", 1);
+  std::string p = tmp_dir() + "/unknown_arch.gguf";
+  ASSERT_TRUE(w.write(p).ok());
+  expect_clean_failure(run("generate -m " + p + " --prompt-ids 1 -n 1"), "frobnicator");
+}
+
+TEST(CliBadInput, PromptLongerThanContext) {
+  expect_clean_failure(run("generate -m " + small_llama() + " --ctx 4 --prompt-ids 1,2,3,4,5,6 -n 1"),
+                       "context");
+}
+
+TEST(CliBadInput, TokenIdOutOfRange) {
+  expect_clean_failure(run("logits -m " + small_llama() + " --prompt-ids 1,99999"), "99999");
+  expect_clean_failure(run("generate -m " + small_llama() + " --prompt-ids 1,-3 -n 1"), "-3");
+}
+
+TEST(CliBadInput, MissingModelFile) {
+  expect_clean_failure(run("generate -m /nonexistent/model.gguf --prompt-ids 1 -n 1"), "/nonexistent/model.gguf");
+}
+
+}  // namespace
+}  // namespace edge
