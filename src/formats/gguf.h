@@ -38,9 +38,16 @@ struct GgufValue {
   size_t array_size() const { return ints.size() + floats.size() + strings.size(); }
 };
 
+// Block info for tensor type ids this layer does not know (our packed range, registered by
+// the quant layer): returns false for an id it does not know either.
+using GgufTypeResolver =
+    std::function<bool(uint32_t type_id, int64_t* block_elems, int64_t* block_bytes)>;
+
 class GgufFile {
  public:
   static Expected<GgufFile> open(const std::string& path);
+  // Same, but tensor types outside GGML's ids are sized by `extra_types`.
+  static Expected<GgufFile> open(const std::string& path, const GgufTypeResolver& extra_types);
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
@@ -101,6 +108,10 @@ class GgufWriter {
   // Copies from existing bytes (which must stay valid until write()).
   Status add_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
                     const void* data, uint64_t nbytes);
+  // For type ids outside GGML's (our packed range) whose size this layer cannot compute:
+  // the caller states nbytes. For known types nbytes must match the computed size.
+  Status add_tensor_sized(const std::string& name, DType dtype,
+                          const std::vector<int64_t>& shape, uint64_t nbytes, Producer produce);
 
   Status write(const std::string& path, uint64_t alignment = 32) const;
 
