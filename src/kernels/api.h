@@ -1,0 +1,99 @@
+// The kernel function table: every op the forward pass calls, one entry per op (and per
+// weight type for the matmul). reference_kernels() holds the scalar versions, always
+// correct; dispatch.cpp fills the table the engine uses once (select_kernels()). SIMD
+// variants live in their own files and overwrite entries of a copy of the reference table.
+//
+// Conventions: activations are F32, row-major. A weight matrix W is [out, in] (row r holds
+// the in-features of output r) in F32, F16 or BF16; kernels convert on the fly.
+#pragma once
+
+#include <cstdint>
+
+#include "formats/tensor.h"
+
+namespace edge {
+
+class ThreadPool;
+
+enum class RopeStyle : uint8_t {
+  kInterleaved,  // pairs (2i, 2i+1): llama2.c, GGUF "llama"
+  kNeox,         // pairs (i, i + rotary_dim/2), "rotate half": HF, GGUF qwen2/qwen3/gemma3
+};
+const char* rope_style_name(RopeStyle s);
+
+// RoPE for one token. Only the first rotary_dim dims of each head rotate (partial rotary);
+// pair i turns by angle pos * pos_scale * theta^(-2i/rotary_dim) / freq_factors[i].
+struct RopeParams {
+  RopeStyle style = RopeStyle::kNeox;
+  int32_t head_dim = 0;
+  int32_t rotary_dim = 0;               // even, <= head_dim
+  float theta = 10000.0f;
+  float pos_scale = 1.0f;               // 1 / linear rope-scaling factor
+  const float* freq_factors = nullptr;  // [rotary_dim/2] or null (Llama-3.1 rope_freqs)
+};
+
+// Causal (optionally sliding-window) attention of n_q queries over a cache whose row p
+// holds the key/value of position p. Query i is at position pos0 + i and sees keys
+// j <= pos0 + i with (pos0 + i) - j < window (window 0 = no window). GQA: query head h
+// reads kv head h / (n_head / n_head_kv).
+struct AttentionArgs {
+  const float* q = nullptr;  // [n_q, n_head * head_dim]
+  const float* k = nullptr;  // [>= pos0 + n_q, n_head_kv * head_dim]
+  const float* v = nullptr;  // [>= pos0 + n_q, n_head_kv * head_dim]
+  float* out = nullptr;      // [n_q, n_head * head_dim]
+  int64_t n_q = 0;
+  int64_t pos0 = 0;
+  int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
+  int32_t window = 0;
+  float scale = 1.0f;  // applied to q.k before the softmax
+};
+
+// Rows [r0, r1) of y[n, out] = x[n, in] . W[out, in]^T. w points at W's first row, rows are
+// w_row_bytes apart. scratch holds >= in floats (a converted weight row).
+using MatmulRowsFn = void (*)(const float* x, int64_t n, int64_t in, const uint8_t* w,
+                              uint64_t w_row_bytes, int64_t out, int64_t r0, int64_t r1,
+                              float* y, float* scratch);
+// Attention for tasks [t0, t1), task t = (query t / n_head, head t % n_head).
+// scratch holds >= pos0 + n_q floats.
+using AttentionTasksFn = void (*)(const AttentionArgs& a, int64_t t0, int64_t t1,
+                                  float* scratch);
+
+struct KernelTable {
+  const char* name = "ref";
+  MatmulRowsFn matmul_f32 = nullptr;
+  MatmulRowsFn matmul_f16 = nullptr;
+  MatmulRowsFn matmul_bf16 = nullptr;
+  // Converts n elements of an F32/F16/BF16 row to F32 (the embedding row fetch).
+  void (*convert_row)(DType t, const uint8_t* src, int64_t n, float* dst) = nullptr;
+  // y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w for each of `rows` rows of `dim`; w [dim].
+  // y may alias x.
+  void (*rmsnorm)(const float* x, const float* w, float* y, int64_t rows, int64_t dim,
+                  float eps) = nullptr;
+  // In place on x [n_heads, head_dim], one token at position pos.
+  void (*rope)(float* x, int64_t n_heads, int64_t pos, const RopeParams& p) = nullptr;
+  void (*softmax)(float* x, int64_t n) = nullptr;  // in place, max-subtracted
+  void (*silu)(float* x, int64_t n) = nullptr;     // x * sigmoid(x), in place
+  void (*gelu)(float* x, int64_t n) = nullptr;     // tanh approximation, in place
+  void (*mul)(float* a, const float* b, int64_t n) = nullptr;  // a *= b
+  void (*add)(float* a, const float* b, int64_t n) = nullptr;  // a += b
+  AttentionTasksFn attention = nullptr;
+};
+
+// The scalar table (always complete).
+const KernelTable& reference_kernels();
+// The table the engine uses: chosen once from the CPU (today: the reference).
+const KernelTable& select_kernels();
+
+// Dtypes a matmul / embedding can read directly.
+bool kernel_supports_dtype(DType t);
+
+// Parallel drivers: split the work among the pool's threads inside one ThreadPool::run.
+// y[n, w.rows] = x[n, w.cols] . w^T. w must be 2-D with a supported dtype (CHECKed: the
+// loader refuses anything else with a Status).
+void matmul(const KernelTable& k, const float* x, int64_t n, const TensorView& w, float* y,
+            ThreadPool& pool);
+void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool);
+// out [w.cols] = row `row` of a 2-D F32/F16/BF16 table (embedding lookup).
+void embedding_row(const KernelTable& k, const TensorView& table, int64_t row, float* out);
+
+}  // namespace edge

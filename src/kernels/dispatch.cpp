@@ -1,0 +1,87 @@
+// Fills the kernel table once. Today only the scalar reference exists; SIMD variants will
+// install over a copy of it here, chosen from the CPU's features.
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "kernels/api.h"
+#include "kernels/ref/ref_kernels.h"
+
+#include <vector>
+
+namespace edge {
+
+const char* rope_style_name(RopeStyle s) {
+  return s == RopeStyle::kInterleaved ? "interleaved" : "neox";
+}
+
+const KernelTable& reference_kernels() {
+  static const KernelTable table = [] {
+    KernelTable t;
+    t.name = "ref";
+    t.matmul_f32 = ref::matmul_f32;
+    t.matmul_f16 = ref::matmul_f16;
+    t.matmul_bf16 = ref::matmul_bf16;
+    t.convert_row = ref::convert_row;
+    t.rmsnorm = ref::rmsnorm;
+    t.rope = ref::rope;
+    t.softmax = ref::softmax;
+    t.silu = ref::silu;
+    t.gelu = ref::gelu;
+    t.mul = ref::mul;
+    t.add = ref::add;
+    t.attention = ref::attention;
+    return t;
+  }();
+  return table;
+}
+
+const KernelTable& select_kernels() { return reference_kernels(); }
+
+bool kernel_supports_dtype(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
+namespace {
+
+MatmulRowsFn matmul_for(const KernelTable& k, DType t) {
+  switch (t) {
+    case DType::F32: return k.matmul_f32;
+    case DType::F16: return k.matmul_f16;
+    case DType::BF16: return k.matmul_bf16;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+void matmul(const KernelTable& k, const float* x, int64_t n, const TensorView& w, float* y,
+            ThreadPool& pool) {
+  CHECK(w.shape.size() == 2);
+  MatmulRowsFn fn = matmul_for(k, w.dtype);
+  CHECK_MSG(fn != nullptr, "matmul: unsupported weight dtype");
+  const int64_t out = w.shape[0], in = w.shape[1];
+  const uint64_t row_bytes = w.nbytes / static_cast<uint64_t>(out);
+  pool.run([&](int tid, int nth) {
+    auto [r0, r1] = ThreadPool::split(out, tid, nth);
+    if (r0 >= r1) return;
+    std::vector<float> scratch(w.dtype == DType::F32 ? 0 : static_cast<size_t>(in));
+    fn(x, n, in, w.data, row_bytes, out, r0, r1, y, scratch.data());
+  });
+}
+
+void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool) {
+  const int64_t tasks = a.n_q * a.n_head;
+  pool.run([&](int tid, int nth) {
+    auto [t0, t1] = ThreadPool::split(tasks, tid, nth);
+    if (t0 >= t1) return;
+    std::vector<float> scratch(static_cast<size_t>(a.pos0 + a.n_q));
+    k.attention(a, t0, t1, scratch.data());
+  });
+}
+
+void embedding_row(const KernelTable& k, const TensorView& table, int64_t row, float* out) {
+  CHECK(table.shape.size() == 2 && row >= 0 && row < table.shape[0]);
+  const uint64_t row_bytes = table.nbytes / static_cast<uint64_t>(table.shape[0]);
+  k.convert_row(table.dtype, table.data + row * row_bytes, table.shape[1], out);
+}
+
+}  // namespace edge

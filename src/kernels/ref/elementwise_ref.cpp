@@ -1,0 +1,75 @@
+// Scalar norm, RoPE, softmax and activations.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/ref/ref_kernels.h"
+
+namespace edge::ref {
+
+void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t dim, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;
+    float* yr = y + r * dim;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+    const float inv = 1.0f / std::sqrt(ss / static_cast<float>(dim) + eps);
+    for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * inv * w[i];
+  }
+}
+
+void rope(float* x, int64_t n_heads, int64_t pos, const RopeParams& p) {
+  const int32_t half = p.rotary_dim / 2;
+  // The angle is computed in float exactly as llama2.c does (1/powf, pos*freq), so the
+  // llama2.c reference outputs are reproduced bit-for-bit in the RoPE step.
+  const float fpos = static_cast<float>(pos) * p.pos_scale;
+  for (int32_t i = 0; i < half; ++i) {
+    float freq = 1.0f / std::pow(p.theta, static_cast<float>(2 * i) / static_cast<float>(p.rotary_dim));
+    if (p.freq_factors) freq /= p.freq_factors[i];
+    const float angle = fpos * freq;
+    const float c = std::cos(angle), s = std::sin(angle);
+    // Interleaved: (2i, 2i+1). NeoX: (i, i + half).
+    const int32_t a = p.style == RopeStyle::kInterleaved ? 2 * i : i;
+    const int32_t b = p.style == RopeStyle::kInterleaved ? 2 * i + 1 : i + half;
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* v = x + h * p.head_dim;
+      const float v0 = v[a], v1 = v[b];
+      v[a] = v0 * c - v1 * s;
+      v[b] = v0 * s + v1 * c;
+    }
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  float mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void silu(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+void gelu(float* x, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+  }
+}
+
+void mul(float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) a[i] *= b[i];
+}
+
+void add(float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) a[i] += b[i];
+}
+
+}  // namespace edge::ref
