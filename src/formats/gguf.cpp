@@ -106,7 +106,9 @@ Expected<std::vector<std::string>> GgufFile::get_string_array(std::string_view k
 
 Expected<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key) const {
   GGUF_FIND_OR_RETURN(v, key);
-  if (v->type != GgufValueType::ARRAY || !is_int_type(v->elem_type))
+  // Bool arrays come back as 0/1: GgufValue keeps them in `ints` too.
+  if (v->type != GgufValueType::ARRAY ||
+      (!is_int_type(v->elem_type) && v->elem_type != GgufValueType::BOOL))
     return wrong_type(path(), key, *v, "array of integers");
   return v->ints;
 }
