@@ -10,20 +10,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// 1-based line and column of byte offset `pos` in `text`, for parse errors.
-std::string line_col(const std::string& text, size_t pos) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < pos && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return "line " + std::to_string(line) + ", column " + std::to_string(col);
-}
-
 std::string existing(const std::string& dir, const char* name) {
   std::error_code ec;
   const fs::path p = fs::path(dir) / name;
@@ -37,12 +23,8 @@ Expected<nlohmann::json> read_json_file(const std::string& path) {
   if (!text) return text.status();
   try {
     return nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is 1-based: the byte where parsing stopped.
-    const size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    return Status::invalid_format(path + ": JSON parse error at " + line_col(*text, at) + ": " +
-                                  e.what());
   } catch (const nlohmann::json::exception& e) {
+    // nlohmann's parse_error text already names the line and column.
     return Status::invalid_format(path + ": bad JSON: " + e.what());
   }
 }
