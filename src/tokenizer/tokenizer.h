@@ -57,6 +57,7 @@ class Tokenizer {
     const Tokenizer& tok_;
     bool special_;
     std::string pending_;
+    bool started_ = false;  // a piece was seen (SPM leading-space strip applies once)
   };
 
  private:
@@ -64,6 +65,11 @@ class Tokenizer {
   std::unique_ptr<Vocab> vocab_;  // heap so the encoder's reference survives moves
   std::unique_ptr<Encoder> encoder_;
   std::vector<int32_t> special_ids_;  // control + user-defined tokens, longest text first
+  std::vector<size_t> special_lens_;  // distinct lengths of their texts, longest first
+  bool special_first_byte_[256] = {};  // quick reject for positions no special can start at
+  // Splits text into plain fragments and special ids, then encodes the fragments.
+  void encode_impl(std::string_view text, bool parse_special, std::vector<int32_t>& out) const;
+  bool strips_leading_space() const;  // SPM-style: decoding drops the added space prefix
   std::string chat_template_;
 };
 

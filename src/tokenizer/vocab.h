@@ -35,6 +35,13 @@ struct Vocab {
   bool byte_fallback = false;          // SPM/BPE: unknown bytes become <0xXX> tokens
   bool ignore_merges = false;          // Llama-3: a word found whole in the vocab is one token
   bool lowercase = false;              // WordPiece (BERT uncased)
+  // kBpe only: true = GPT-2 byte-level alphabet; false = SentencePiece-style pieces
+  // (U+2581 for space, <0xXX> byte fallback) merged by rank, as in HF tokenizer.json
+  // "BPE" models with byte_fallback (Gemma-3, Llama-2 HF).
+  bool byte_level = true;
+  bool normalize_nfc = false;          // HF "NFC" normalizer (Qwen2/3), per plain fragment
+  // Split regexes from a tokenizer.json that match no known `pre` name (pre = "custom").
+  std::vector<std::string> pre_regexes;
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t find(const std::string& s) const {

@@ -1,0 +1,239 @@
+// Regex pre-tokenisation (PCRE2, UTF + UCP) and UTF-8 helpers.
+#include "tokenizer/pretokenize.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <utf8proc.h>
+
+#include <cstdlib>
+#include <map>
+
+namespace edge {
+
+int utf8_seq_len(uint8_t c) {
+  if (c < 0x80) return 1;
+  if (c < 0xC2) return 0;  // continuation byte or overlong lead
+  if (c < 0xE0) return 2;
+  if (c < 0xF0) return 3;
+  if (c < 0xF5) return 4;
+  return 0;
+}
+
+namespace {
+
+// Valid range of the second byte after a lead (excludes overlongs, surrogates, > U+10FFFF).
+bool second_byte_ok(uint8_t lead, uint8_t b) {
+  switch (lead) {
+    case 0xE0: return b >= 0xA0 && b <= 0xBF;
+    case 0xED: return b >= 0x80 && b <= 0x9F;
+    case 0xF0: return b >= 0x90 && b <= 0xBF;
+    case 0xF4: return b >= 0x80 && b <= 0x8F;
+    default: return b >= 0x80 && b <= 0xBF;
+  }
+}
+
+// 0: invalid at `i`; >0: length of a complete valid sequence; <0: valid but incomplete
+// (that many bytes present).
+int classify(std::string_view s, size_t i) {
+  const uint8_t lead = static_cast<uint8_t>(s[i]);
+  const int len = utf8_seq_len(lead);
+  if (len <= 1) return len;
+  for (int k = 1; k < len; ++k) {
+    if (i + k >= s.size()) return -k;
+    const uint8_t b = static_cast<uint8_t>(s[i + k]);
+    const bool ok = k == 1 ? second_byte_ok(lead, b) : (b >= 0x80 && b <= 0xBF);
+    if (!ok) return 0;
+  }
+  return len;
+}
+
+const char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
+
+}  // namespace
+
+std::vector<std::string_view> utf8_chars(std::string_view s) {
+  std::vector<std::string_view> out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const int c = classify(s, i);
+    const size_t n = c > 0 ? static_cast<size_t>(c) : 1;
+    out.push_back(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+size_t utf8_sanitize(std::string_view in, bool final, std::string& out) {
+  size_t i = 0;
+  while (i < in.size()) {
+    const int c = classify(in, i);
+    if (c > 0) {
+      out.append(in.substr(i, c));
+      i += c;
+    } else if (c < 0 && !final) {
+      break;  // hold back: the rest of the character may come with the next token
+    } else {
+      out.append(kReplacement);
+      i += c < 0 ? static_cast<size_t>(-c) : 1;
+    }
+  }
+  return i;
+}
+
+std::string utf8_nfc(std::string_view s) {
+  bool ascii = true;
+  for (char ch : s) ascii = ascii && static_cast<uint8_t>(ch) < 0x80;
+  if (ascii) return std::string(s);
+  utf8proc_uint8_t* res = nullptr;
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                          static_cast<utf8proc_ssize_t>(s.size()), &res,
+                                          static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  if (n < 0 || res == nullptr) return std::string(s);
+  std::string out(reinterpret_cast<const char*>(res), static_cast<size_t>(n));
+  std::free(res);
+  return out;
+}
+
+namespace {
+
+// Split regexes per pre-tokenizer name, as the reference tokenizers define them. The
+// contraction alternatives are spelled with explicit case classes instead of (?i:...)
+// so Unicode case folding (e.g. U+017F matching "s") cannot widen them.
+const char kGpt2[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+const char kContractions[] = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
+const char kContractionsHf[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)";
+const char kLlama3Tail[] =
+    "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const char kQwen2Tail[] =
+    "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const char kCjk[] = "[一-龥ࠀ-一가-퟿]+";
+const char kDeepseekLlmLatin[] =
+    "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-"
+    "ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗ"
+    "Ａ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+";
+
+std::vector<std::string> regexes_for(const std::string& pre, bool hf_spelling) {
+  const std::string contr = hf_spelling ? kContractionsHf : kContractions;
+  if (pre == "default" || pre == "gpt-2" || pre == "gpt2" || pre == "phi-2" || pre == "roberta-bpe" ||
+      pre == "jina-es" || pre == "jina-de" || pre == "jina-v1-en" || pre == "jina-v2-es" ||
+      pre == "jina-v2-de" || pre == "jina-v2-code")
+    return {kGpt2};
+  if (pre == "llama3" || pre == "llama-bpe" || pre == "llama-v3" || pre == "falcon3" || pre == "pixtral" ||
+      pre == "smaug-bpe" || pre == "dbrx")
+    return {contr + kLlama3Tail};
+  if (pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "stablelm2" || pre == "megrez" || pre == "qwen3")
+    return {contr + kQwen2Tail};
+  if (pre == "deepseek-coder") return {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", kCjk, "\\p{N}"};
+  if (pre == "deepseek-llm")
+    return {"[\r\n]", kDeepseekLlmLatin, "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", kCjk, "\\p{N}+"};
+  if (pre == "starcoder" || pre == "refact" || pre == "command-r" || pre == "smollm" || pre == "codeshell")
+    return {"\\p{N}", kGpt2};
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> pretokenizer_regexes(const std::string& pre) { return regexes_for(pre, false); }
+
+std::string pretokenizer_name_for(const std::vector<std::string>& regexes) {
+  // Canonical name per distinct regex list (the first alias above).
+  static const char* kNames[] = {"gpt-2", "llama3", "qwen2", "deepseek-coder", "deepseek-llm", "starcoder"};
+  for (const char* name : kNames) {
+    if (regexes == regexes_for(name, false) || regexes == regexes_for(name, true)) return name;
+  }
+  return "";
+}
+
+struct PreTokenizer::Regex {
+  pcre2_code* code = nullptr;
+  ~Regex() { if (code) pcre2_code_free(code); }
+};
+
+PreTokenizer::PreTokenizer() = default;
+PreTokenizer::PreTokenizer(PreTokenizer&&) noexcept = default;
+PreTokenizer& PreTokenizer::operator=(PreTokenizer&&) noexcept = default;
+PreTokenizer::~PreTokenizer() = default;
+
+Expected<PreTokenizer> PreTokenizer::compile(const std::vector<std::string>& patterns) {
+  PreTokenizer pt;
+  for (const std::string& p : patterns) {
+    int err = 0;
+    PCRE2_SIZE err_off = 0;
+    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p.data()), p.size(),
+                                     PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY, &err, &err_off, nullptr);
+    if (code == nullptr) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(err, msg, sizeof(msg));
+      return Status::invalid_argument("pre-tokenizer regex '" + p + "' at offset " + std::to_string(err_off) +
+                                      ": " + reinterpret_cast<const char*>(msg));
+    }
+    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // best effort: falls back to the interpreter
+    auto r = std::make_unique<Regex>();
+    r->code = code;
+    pt.regexes_.push_back(std::move(r));
+  }
+  return pt;
+}
+
+namespace {
+
+// Isolated split of one piece by one regex: matches and the gaps between them.
+void split_one(pcre2_code* code, pcre2_match_data* md, std::string_view piece,
+               std::vector<std::string_view>& out) {
+  size_t pos = 0, gap_start = 0;
+  while (pos < piece.size()) {
+    const int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(piece.data()), piece.size(), pos, 0, md,
+                               nullptr);
+    if (rc < 0) break;  // no more matches (or a match error: keep the rest whole)
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    const size_t b = ov[0], e = ov[1];
+    if (e == b) {  // empty match: step over one character, it stays in the gap
+      const int n = utf8_seq_len(static_cast<uint8_t>(piece[b < piece.size() ? b : piece.size() - 1]));
+      pos = b + (n > 0 ? n : 1);
+      continue;
+    }
+    if (b > gap_start) out.push_back(piece.substr(gap_start, b - gap_start));
+    out.push_back(piece.substr(b, e - b));
+    pos = gap_start = e;
+  }
+  if (gap_start < piece.size()) out.push_back(piece.substr(gap_start));
+}
+
+// PCRE2 in UTF mode refuses invalid UTF-8: split the text into valid runs and single
+// invalid bytes (which pass through as their own pieces).
+std::vector<std::pair<std::string_view, bool>> valid_runs(std::string_view text) {
+  std::vector<std::pair<std::string_view, bool>> runs;
+  size_t start = 0, i = 0;
+  while (i < text.size()) {
+    const int c = classify(text, i);
+    if (c > 0) { i += c; continue; }
+    if (i > start) runs.emplace_back(text.substr(start, i - start), true);
+    runs.emplace_back(text.substr(i, 1), false);
+    start = ++i;
+  }
+  if (i > start) runs.emplace_back(text.substr(start, i - start), true);
+  return runs;
+}
+
+}  // namespace
+
+std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
+  std::vector<std::string_view> pieces;
+  for (const auto& [run, valid] : valid_runs(text)) {
+    std::vector<std::string_view> cur{run};
+    if (valid) {
+      for (const auto& re : regexes_) {
+        pcre2_match_data* md = pcre2_match_data_create_from_pattern(re->code, nullptr);
+        std::vector<std::string_view> next;
+        next.reserve(cur.size() * 2);
+        for (std::string_view p : cur) split_one(re->code, md, p, next);
+        pcre2_match_data_free(md);
+        cur.swap(next);
+      }
+    }
+    for (std::string_view p : cur) if (!p.empty()) pieces.push_back(p);
+  }
+  return pieces;
+}
+
+}  // namespace edge
