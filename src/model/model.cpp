@@ -1,0 +1,144 @@
+#include "model/model.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/log.h"
+#include "formats/gguf.h"
+#include "formats/hf_config.h"
+#include "formats/llama2c.h"
+#include "model/arch/llama2c_config.h"
+#include "model/registry.h"
+
+namespace edge {
+
+struct Model::Source {
+  std::unique_ptr<GgufFile> gguf;
+  std::unique_ptr<HfModelDir> hf;
+  std::unique_ptr<Llama2cFile> l2c;
+  TensorSet canonical;  // HF tensors renamed to canonical names (views, no copies)
+};
+
+const char* model_format_name(ModelFormat f) {
+  switch (f) {
+    case ModelFormat::kGguf: return "gguf";
+    case ModelFormat::kHfDir: return "hf";
+    case ModelFormat::kLlama2c: return "llama2c";
+  }
+  return "?";
+}
+
+Model::Model() : source_(std::make_unique<Source>()) {}
+Model::~Model() = default;
+
+namespace {
+
+bool has_gguf_magic(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {};
+  return f.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+// Schema check, then weight binding.
+Expected<ModelWeights> check_and_bind(const ArchFamily& fam, const ModelConfig& c,
+                                      const TensorSet& tensors, bool norms_plus_one) {
+  RETURN_IF_ERROR(validate_config(c));
+  RETURN_IF_ERROR(fam.schema(c).check(tensors));
+  return bind_weights(c, tensors, norms_plus_one);
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOptions& o) {
+  std::unique_ptr<Model> m(new Model());
+  m->path_ = path;
+  std::error_code ec;
+  Status st;
+  if (std::filesystem::is_directory(path, ec)) {
+    m->format_ = ModelFormat::kHfDir;
+    st = m->load_hf(o);
+  } else if (!std::filesystem::exists(path, ec)) {
+    return Status::not_found(path + ": no such file or directory");
+  } else if (has_gguf_magic(path)) {
+    m->format_ = ModelFormat::kGguf;
+    st = m->load_gguf(o);
+  } else {
+    m->format_ = ModelFormat::kLlama2c;
+    st = m->load_llama2c();
+  }
+  if (!st.ok()) return st.with_context("loading " + path);
+  if (o.pool) {
+    m->pool_ = o.pool;
+  } else {
+    m->owned_pool_ = std::make_unique<ThreadPool>(o.n_threads > 0 ? o.n_threads
+                                                                   : ThreadPool::default_threads());
+    m->pool_ = m->owned_pool_.get();
+  }
+  m->kernels_ = &select_kernels();
+  log_info("loaded {} ({}): {}", path, model_format_name(m->format_), describe_config(m->config_));
+  return m;
+}
+
+Status Model::load_gguf(const LoadOptions& o) {
+  ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path_));
+  source_->gguf = std::make_unique<GgufFile>(std::move(f));
+  const GgufFile& g = *source_->gguf;
+  ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
+  const ArchFamily* fam = find_family_gguf(arch);
+  if (!fam)
+    return Status::unsupported("unsupported architecture '" + arch + "' (known: " +
+                               known_architectures() + ")");
+  ASSIGN_OR_RETURN(config_, fam->from_gguf(g, arch));
+  ASSIGN_OR_RETURN(weights_, check_and_bind(*fam, config_, g.tensors(), false));
+  if (o.load_tokenizer && g.find("tokenizer.ggml.model")) {
+    ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_gguf(g));
+    tokenizer_ = std::make_unique<Tokenizer>(std::move(t));
+  }
+  return Status();
+}
+
+Status Model::load_hf(const LoadOptions& o) {
+  ASSIGN_OR_RETURN(HfModelDir d, HfModelDir::open(path_));
+  source_->hf = std::make_unique<HfModelDir>(std::move(d));
+  const HfModelDir& h = *source_->hf;
+  // Multimodal wrappers (Gemma-3 4B+) keep the language model's fields in text_config.
+  const nlohmann::json& cfg =
+      h.config.contains("text_config") && h.config["text_config"].is_object() ? h.config["text_config"]
+                                                                               : h.config;
+  std::string type = cfg.value("model_type", h.config.value("model_type", std::string()));
+  if (type.empty()) return Status::invalid_format("config.json: no model_type");
+  const ArchFamily* fam = find_family_hf(type);
+  if (!fam) return Status::unsupported("unsupported architecture '" + type + "'");
+  ASSIGN_OR_RETURN(config_, fam->from_hf(cfg));
+  for (const TensorView& t : h.weights.tensors().all()) {
+    std::string name = fam->hf_tensor_name(t.name);
+    if (name.empty()) {
+      log_debug("{}: ignoring tensor {}", path_, t.name);
+      continue;
+    }
+    TensorView v = t;
+    v.name = name;
+    RETURN_IF_ERROR(source_->canonical.add(std::move(v)));
+  }
+  ASSIGN_OR_RETURN(weights_, check_and_bind(*fam, config_, source_->canonical, fam->hf_norms_plus_one));
+  if (o.load_tokenizer && !h.tokenizer_json_path.empty()) {
+    ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_tokenizer_json(h.tokenizer_json_path,
+                                                                 h.tokenizer_config_path));
+    tokenizer_ = std::make_unique<Tokenizer>(std::move(t));
+  }
+  return Status();
+}
+
+Status Model::load_llama2c() {
+  auto f = Llama2cFile::open(path_);
+  if (!f)
+    return Status(f.status().code(),
+                  "not a GGUF file, HF directory or llama2.c checkpoint: " + f.status().message());
+  source_->l2c = std::make_unique<Llama2cFile>(std::move(f).value());
+  config_ = llama_config_from_llama2c(source_->l2c->header());
+  ASSIGN_OR_RETURN(weights_, check_and_bind(llama_family(), config_, source_->l2c->tensors(), false));
+  return Status();
+}
+
+}  // namespace edge

@@ -1,0 +1,64 @@
+// A loaded model: its config, its weights (views into the mapped file), its tokenizer (if
+// the file carries one), the kernel table and a thread pool. Model::load detects the format:
+//   a GGUF file (magic "GGUF"), a Hugging Face directory (config.json + safetensors,
+//   tokenizer.json), or a llama2.c checkpoint (.bin; no tokenizer).
+// The model is immutable after load; per-sequence state lives in InferenceState.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "kernels/api.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "tokenizer/tokenizer.h"
+
+namespace edge {
+
+struct LoadOptions {
+  int n_threads = 0;            // 0: ThreadPool::default_threads()
+  ThreadPool* pool = nullptr;   // use this pool instead of owning one (must outlive the model)
+  bool load_tokenizer = true;
+};
+
+enum class ModelFormat { kGguf, kHfDir, kLlama2c };
+const char* model_format_name(ModelFormat f);
+
+class Model {
+ public:
+  static Expected<std::unique_ptr<Model>> load(const std::string& path,
+                                               const LoadOptions& options = {});
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  // Null for a llama2.c checkpoint, or when load_tokenizer was false.
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  const KernelTable& kernels() const { return *kernels_; }
+  ThreadPool& pool() const { return *pool_; }
+  ModelFormat format() const { return format_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Source;  // the open file(s) the weight views point into
+  Model();
+  Status load_gguf(const LoadOptions& o);
+  Status load_hf(const LoadOptions& o);
+  Status load_llama2c();
+
+  std::string path_;
+  ModelFormat format_ = ModelFormat::kGguf;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::unique_ptr<Source> source_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ThreadPool> owned_pool_;
+  ThreadPool* pool_ = nullptr;
+  const KernelTable* kernels_ = nullptr;
+};
+
+}  // namespace edge

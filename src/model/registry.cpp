@@ -1,0 +1,34 @@
+#include "model/registry.h"
+
+namespace edge {
+
+// Listed explicitly (no static self-registration: a static library would drop
+// registrations nothing references).
+const std::vector<const ArchFamily*>& all_families() {
+  static const std::vector<const ArchFamily*> families = {
+      &llama_family(), &qwen2_family(), &qwen3_family(), &gemma3_family()};
+  return families;
+}
+
+const ArchFamily* find_family_gguf(std::string_view arch) {
+  for (const ArchFamily* f : all_families())
+    for (const std::string& a : f->gguf_archs)
+      if (a == arch) return f;
+  return nullptr;
+}
+
+const ArchFamily* find_family_hf(std::string_view model_type) {
+  for (const ArchFamily* f : all_families())
+    for (const std::string& a : f->hf_model_types)
+      if (a == model_type) return f;
+  return nullptr;
+}
+
+std::string known_architectures() {
+  std::string s;
+  for (const ArchFamily* f : all_families())
+    for (const std::string& a : f->gguf_archs) s += (s.empty() ? "" : ", ") + a;
+  return s;
+}
+
+}  // namespace edge

@@ -1,0 +1,42 @@
+// The weights the forward pass reads, bound by canonical name after the schema check.
+// Matrices stay views into the mapped file (no copy); small vectors (norms, biases) are
+// converted to F32 at load, which is also where Gemma's HF norm +1 is applied.
+#pragma once
+
+#include <vector>
+
+#include "core/status.h"
+#include "formats/tensor.h"
+#include "model/config.h"
+
+namespace edge {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;       // [n_embd]
+  TensorView wq;                      // [n_head*head_dim, n_embd]
+  TensorView wk;                      // [n_head_kv*head_dim, n_embd]
+  TensorView wv;                      // [n_head_kv*head_dim, n_embd]
+  TensorView wo;                      // [n_embd, n_head*head_dim]
+  std::vector<float> bq, bk, bv;      // [q_dim], [kv_dim], [kv_dim]; empty without qkv_bias
+  std::vector<float> q_norm, k_norm;  // [head_dim]; empty without qk_norm
+  std::vector<float> post_attn_norm;  // [n_embd]; empty without post_norms
+  std::vector<float> ffn_norm;        // [n_embd]
+  TensorView w_gate;                  // [n_ff, n_embd]
+  TensorView w_up;                    // [n_ff, n_embd]
+  TensorView w_down;                  // [n_embd, n_ff]
+  std::vector<float> post_ffn_norm;   // [n_embd]; empty without post_norms
+};
+
+struct ModelWeights {
+  TensorView token_embd;            // [n_vocab, n_embd]
+  std::vector<float> output_norm;   // [n_embd]
+  TensorView output;                // [n_vocab, n_embd]; the same view as token_embd if tied
+  std::vector<LayerWeights> layers;
+};
+
+// Binds tensors (already checked against the family's schema) to the config's layout.
+// norms_plus_one: add 1 to every RMSNorm weight (Gemma HF checkpoints).
+Expected<ModelWeights> bind_weights(const ModelConfig& c, const TensorSet& tensors,
+                                    bool norms_plus_one);
+
+}  // namespace edge
