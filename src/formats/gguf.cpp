@@ -119,8 +119,10 @@ Expected<std::vector<double>> GgufFile::get_float_array(std::string_view key) co
   if (is_float_type(v->elem_type)) return v->floats;
   if (!is_int_type(v->elem_type)) return wrong_type(path(), key, *v, "array of numbers");
   std::vector<double> out(v->ints.begin(), v->ints.end());
-  if (v->elem_type == GgufValueType::UINT64)  // ints holds the bits; widen as unsigned
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(static_cast<uint64_t>(v->ints[i]));
+  if (v->elem_type == GgufValueType::UINT64) {  // ints holds the bits; widen as unsigned
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = static_cast<double>(static_cast<uint64_t>(v->ints[i]));
+  }
   return out;
 }
 

@@ -22,7 +22,6 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as a little-endian u32
-constexpr uint64_t kDefaultAlignment = 32;
 constexpr int kMaxArrayDepth = 4;  // nested arrays deeper than this are refused
 constexpr uint32_t kMaxDims = 4;   // GGML_MAX_DIMS
 // Smallest possible encodings, used to refuse counts no file of this size could hold.
@@ -57,6 +56,16 @@ class Cursor {
     RETURN_IF_ERROR(need(n, what));
     pos_ += n;
     return {};
+  }
+  // Fast path for long string arrays (vocabularies): no error text is built unless needed.
+  bool try_read_string(std::string* s) {
+    uint64_t len = 0;
+    if (remaining() < 8) return false;
+    std::memcpy(&len, data_ + pos_, 8);
+    if (len > remaining() - 8) return false;
+    s->assign(reinterpret_cast<const char*>(data_ + pos_ + 8), len);
+    pos_ += 8 + len;
+    return true;
   }
   Status read_string(std::string* s, const std::string& what) {
     uint64_t len = 0;
@@ -230,9 +239,10 @@ class GgufReader {
     }
     if (et == GgufValueType::STRING) {
       v->strings.resize(count);
-      for (uint64_t i = 0; i < count; ++i)
-        RETURN_IF_ERROR(c_.read_string(&v->strings[i], "element " + std::to_string(i) + " of '" +
-                                                           key + "'"));
+      for (uint64_t i = 0; i < count; ++i) {
+        if (c_.try_read_string(&v->strings[i])) continue;
+        return c_.read_string(&v->strings[i], "element " + std::to_string(i) + " of '" + key + "'");
+      }
       return {};
     }
     const uint64_t es = scalar_size(et);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <unordered_set>
 
 #include "formats/gguf.h"
@@ -94,25 +95,39 @@ Status write_value(Out& o, const std::string& key, const GgufValue& v) {
   }
   if (v.type == GgufValueType::STRING) {
     const auto* s = std::get_if<std::string>(&v.scalar);
-    if (!s) return Status::invalid_argument("metadata '" + key + "': string type without a string");
+    if (!s) return Status::invalid_argument("metadata '" + key + "': string type, no string");
     o.str(*s);
     return {};
   }
+  if (std::holds_alternative<std::string>(v.scalar))
+    return Status::invalid_argument("metadata '" + key + "': numeric type holds a string");
+  // Widen whatever the variant holds to all three views; put_number picks by type.
   int64_t i = 0;
   uint64_t u = 0;
   double d = 0;
-  if (auto* p = std::get_if<int64_t>(&v.scalar)) { i = *p; u = static_cast<uint64_t>(*p); d = static_cast<double>(*p); }
-  else if (auto* p = std::get_if<uint64_t>(&v.scalar)) { u = *p; i = static_cast<int64_t>(*p); d = static_cast<double>(*p); }
-  else if (auto* p = std::get_if<double>(&v.scalar)) { d = *p; i = static_cast<int64_t>(*p); u = static_cast<uint64_t>(i); }
-  else if (auto* p = std::get_if<bool>(&v.scalar)) { i = *p; u = *p; d = *p; }
-  else return Status::invalid_argument("metadata '" + key + "': numeric type holds a string");
+  std::visit(
+      [&](const auto& x) {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<X, double>) {
+          d = x;
+          if (x > -9.2e18 && x < 9.2e18) {  // an integer type given a double: convert in range
+            i = static_cast<int64_t>(x);
+            u = static_cast<uint64_t>(i);
+          }
+        } else if constexpr (!std::is_same_v<X, std::string>) {
+          i = static_cast<int64_t>(x);
+          u = static_cast<uint64_t>(x);
+          d = static_cast<double>(x);
+        }
+      },
+      v.scalar);
   if (static_cast<uint32_t>(v.type) > static_cast<uint32_t>(GgufValueType::FLOAT64))
     return Status::invalid_argument("metadata '" + key + "': unknown value type");
   put_number(o, v.type, i, u, d);
   return {};
 }
 
-GgufValue scalar_value(GgufValueType t, std::variant<int64_t, uint64_t, double, bool, std::string> s) {
+GgufValue scalar_value(GgufValueType t, decltype(GgufValue::scalar) s) {
   GgufValue v;
   v.type = t;
   v.scalar = std::move(s);

@@ -180,7 +180,9 @@ Status SafetensorsModel::open_sharded(const std::string& dir, const std::string&
     const std::string shard = it->get<std::string>();
     const TensorView* v = tensors_.find(it.key());
     const MappedFile& m = *maps_[shard_map_index[shard]];
-    if (!v || v->data < m.data() || v->data > m.data() + m.size())
+    const auto at = reinterpret_cast<uintptr_t>(v ? v->data : nullptr);
+    const auto lo = reinterpret_cast<uintptr_t>(m.data());
+    if (!v || at < lo || at > lo + m.size())
       return Status::invalid_format(index_path + ": tensor '" + it.key() + "' is listed in " +
                                     shard + " but that shard does not hold it");
   }

@@ -289,6 +289,20 @@ TEST(Gguf, TypedGettersReportMissingAndMismatchedKeys) {
   EXPECT_TRUE(f->get_bool_or("nope", true));
 }
 
+TEST(Gguf, SettingAKeyTwiceReplacesItInPlace) {
+  TempDir dir;
+  GgufWriter w;
+  w.set_u32("a", 1);
+  w.set_string("b", "x");
+  w.set_string("a", "now a string");
+  ASSERT_TRUE(w.write(dir.file("r.gguf")).ok());
+  auto f = GgufFile::open(dir.file("r.gguf"));
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(f->metadata().size(), 2u);
+  EXPECT_EQ(f->metadata()[0].first, "a");
+  EXPECT_EQ(*f->get_string("a"), "now a string");
+}
+
 TEST(Gguf, ViewsSurviveMovingTheFile) {
   TempDir dir;
   const auto a = pattern(16, 2);
