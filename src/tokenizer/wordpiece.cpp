@@ -10,6 +10,9 @@
 // Two spellings of the vocabulary are accepted. GGUF (convert_hf_to_gguf): a word-initial
 // piece is "▁the", a continuation piece is "hrer". Hugging Face vocab.txt /
 // tokenizer.json: "the" and "##hrer". The spelling is detected from the tokens.
+// Case: Vocab::lowercase, and always for the GGUF spelling: GGUF has no key for it and
+// llama.cpp lowercases every "bert" vocabulary, so a GGUF vocab read without setting the
+// flag still gives the reference ids.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -74,7 +77,11 @@ void append_utf8(std::string& s, int32_t c) {
 class WordPieceEncoder final : public Encoder {
  public:
   WordPieceEncoder(const Vocab& vocab, bool gguf_style, int32_t unk_id, size_t max_piece_bytes)
-      : vocab_(vocab), gguf_style_(gguf_style), unk_id_(unk_id), max_piece_bytes_(max_piece_bytes) {}
+      : vocab_(vocab),
+        gguf_style_(gguf_style),
+        lowercase_(vocab.lowercase || gguf_style),
+        unk_id_(unk_id),
+        max_piece_bytes_(max_piece_bytes) {}
 
   void encode(std::string_view fragment, bool first, std::vector<int32_t>& out) const override;
   std::string decode_token(int32_t id, bool special) const override;
@@ -86,6 +93,7 @@ class WordPieceEncoder final : public Encoder {
 
   const Vocab& vocab_;
   bool gguf_style_;
+  bool lowercase_;  // also strips accents, as HF does when strip_accents is unset
   int32_t unk_id_;
   size_t max_piece_bytes_;  // longest piece without its marker, bounds the search
 };
@@ -112,7 +120,7 @@ std::vector<int32_t> WordPieceEncoder::normalize(std::string_view fragment) cons
       cps.push_back(' ');
       cps.push_back(c);
       cps.push_back(' ');
-    } else if (!vocab_.lowercase) {
+    } else if (!lowercase_) {
       cps.push_back(c);
     } else {
       int last_boundclass = 0;

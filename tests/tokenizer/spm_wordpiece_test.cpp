@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "formats/gguf.h"
 #include "tokenizer/encoder.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 #include "tokenizer/vocab_fixture.h"
 
@@ -56,6 +58,68 @@ void check_vectors(const std::string& name, bool wordpiece) {
 TEST(SpmVectors, LlamaSpm) { check_vectors("ggml-vocab-llama-spm", false); }
 TEST(SpmVectors, Phi3) { check_vectors("ggml-vocab-phi-3", false); }
 TEST(WordPieceVectors, BertBge) { check_vectors("ggml-vocab-bert-bge", true); }
+
+// The same vectors through the whole Tokenizer (GGUF loading, special-token splitting,
+// space-prefix rule) with add_special = false, then with BOS / [CLS]..[SEP] added.
+void check_vectors_through_tokenizer(const std::string& name, std::vector<int32_t> prefix,
+                                     std::vector<int32_t> suffix) {
+  auto gguf = GgufFile::open(test::tokenizer_data_path(name + ".gguf"));
+  ASSERT_TRUE(gguf.ok()) << gguf.status().to_string();
+  auto tok = Tokenizer::from_gguf(*gguf);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  auto cases = test::read_vocab_cases(test::tokenizer_data_path(name + ".gguf.inp"),
+                                      test::tokenizer_data_path(name + ".gguf.out"));
+  ASSERT_TRUE(cases.ok()) << cases.status().to_string();
+  for (const auto& c : *cases) {
+    const std::vector<int32_t> got = tok->encode(c.text, /*add_special=*/false);
+    EXPECT_EQ(got, c.ids) << name << " text: \"" << c.text << "\"\n got:" << ids_str(got)
+                          << "\n want:" << ids_str(c.ids);
+    std::vector<int32_t> want = prefix;
+    want.insert(want.end(), c.ids.begin(), c.ids.end());
+    want.insert(want.end(), suffix.begin(), suffix.end());
+    EXPECT_EQ(tok->encode(c.text, /*add_special=*/true), want) << name << " text: \"" << c.text << "\"";
+  }
+}
+
+TEST(TokenizerVectors, LlamaSpm) { check_vectors_through_tokenizer("ggml-vocab-llama-spm", {1}, {}); }
+TEST(TokenizerVectors, Phi3) { check_vectors_through_tokenizer("ggml-vocab-phi-3", {1}, {}); }
+TEST(TokenizerVectors, BertBge) { check_vectors_through_tokenizer("ggml-vocab-bert-bge", {101}, {102}); }
+
+// Tokenizer-level SPM behaviour around special tokens, as llama.cpp: the fragment after a
+// special token gets the space prefix again; decoding drops the first added space.
+TEST(TokenizerVectors, SpmAroundSpecialTokens) {
+  auto gguf = GgufFile::open(test::tokenizer_data_path("ggml-vocab-llama-spm.gguf"));
+  ASSERT_TRUE(gguf.ok()) << gguf.status().to_string();
+  auto tok = Tokenizer::from_gguf(*gguf);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const std::vector<int32_t> hello = tok->encode("Hello", false);  // ▁Hello
+  ASSERT_EQ(hello.size(), 1u);
+  EXPECT_EQ(tok->encode("Hello</s>Hello", false, /*parse_special=*/true),
+            (std::vector<int32_t>{hello[0], 2, hello[0]}));
+  EXPECT_EQ(tok->decode(tok->encode("Hello world", true)), "Hello world");
+  EXPECT_EQ(tok->decode(tok->encode(" Hello  world\n", false)), " Hello  world\n");
+}
+
+// llama.cpp strips whitespace after Phi-3's special tokens (RSTRIP, set by general.name
+// "phi3"/"phi-3" except for <unk>, <s>, <|endoftext|>); the next fragment still gets the
+// space prefix. Reference: llama.cpp gives these ids for this chat turn.
+TEST(SpmVectors, Phi3FragmentAfterSpecialToken) {
+  auto vocab = test::load_gguf_vocab(test::tokenizer_data_path("ggml-vocab-phi-3.gguf"));
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  auto enc = make_spm_encoder(*vocab);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(encode_with(**enc, "SYS\nHI", /*first=*/true), (std::vector<int32_t>{317, 21554, 13, 17628}));
+}
+
+// Needs RSTRIP for Phi-3 special tokens in Tokenizer (tokenizer.cpp); enable when it lands.
+TEST(TokenizerVectors, Phi3StripsWhitespaceAfterSpecialTokens) {
+  auto gguf = GgufFile::open(test::tokenizer_data_path("ggml-vocab-phi-3.gguf"));
+  ASSERT_TRUE(gguf.ok()) << gguf.status().to_string();
+  auto tok = Tokenizer::from_gguf(*gguf);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  EXPECT_EQ(tok->encode("<|user|>\nSYS\nHI<|end|>\n<|assistant|>\n", true),
+            (std::vector<int32_t>{1, 32010, 317, 21554, 13, 17628, 32007, 32001}));
+}
 
 // SPM with byte fallback loses nothing: every text decodes back to itself, behind the
 // space prefix (which the Tokenizer strips).
@@ -298,6 +362,15 @@ TEST(WordPiece, CasedVocabularyKeepsCaseAndAccents) {
   auto enc = make_wordpiece_encoder(v);
   ASSERT_TRUE(enc.ok());
   EXPECT_EQ(encode_with(**enc, "Café cafe"), (std::vector<int32_t>{v.find("Café"), v.find("cafe")}));
+}
+
+// GGUF has no lowercase key; llama.cpp lowercases every GGUF "bert" vocabulary.
+TEST(WordPiece, GgufSpellingAlwaysLowercases) {
+  Vocab v = make_wp_vocab(true);
+  v.lowercase = false;
+  auto enc = make_wordpiece_encoder(v);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(encode_with(**enc, "CAFÉ"), std::vector<int32_t>{10});
 }
 
 TEST(WordPiece, HuggingFaceSpellingOfBgeGivesSameIds) {
