@@ -3,6 +3,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "formats/gguf.h"
@@ -44,6 +45,24 @@ Status validate_vocab(Vocab& v) {
   return Status();
 }
 
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+// llama.cpp's rule for Phi-3 GGUFs: special tokens eat the whitespace after them, except
+// <unk>, <s> and <|endoftext|>.
+void apply_phi3_rstrip(Vocab& v, const std::string& name) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (n.find("phi3") == std::string::npos && n.find("phi-3") == std::string::npos) return;
+  v.strip.resize(v.tokens.size(), 0);
+  for (int32_t id = 0; id < v.n_tokens(); ++id) {
+    const TokenType t = id < static_cast<int32_t>(v.types.size()) ? v.types[id] : TokenType::kNormal;
+    const std::string& s = v.tokens[id];
+    const bool exempt = s == "<unk>" || s == "<s>" || s == "<|endoftext|>";
+    if ((t == TokenType::kControl || t == TokenType::kUserDefined || s == "</s>") && !exempt)
+      v.strip[id] |= Vocab::kStripRight;
+  }
+}
+
 }  // namespace
 
 Expected<Tokenizer> Tokenizer::from_vocab(Vocab vocab) {
@@ -76,6 +95,7 @@ Expected<Tokenizer> Tokenizer::from_vocab(Vocab vocab) {
 
 Expected<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
   ASSIGN_OR_RETURN(Vocab vocab, read_vocab_gguf(gguf));
+  apply_phi3_rstrip(vocab, gguf.get_string_or("general.name", ""));
   ASSIGN_OR_RETURN(Tokenizer tok, from_vocab(std::move(vocab)));
   tok.chat_template_ = gguf.get_string_or("tokenizer.chat_template", "");
   return tok;
@@ -113,9 +133,15 @@ void Tokenizer::encode_impl(std::string_view text, bool parse_special, std::vect
       }
     }
     if (hit < 0) { ++i; continue; }
-    flush(i);
+    const uint8_t strip = static_cast<size_t>(hit) < v.strip.size() ? v.strip[hit] : 0;
+    size_t end = i;
+    if (strip & Vocab::kStripLeft)
+      while (end > frag_start && is_space(text[end - 1])) --end;
+    flush(end);
     out.push_back(hit);
     i += hit_len;
+    if (strip & Vocab::kStripRight)
+      while (i < text.size() && is_space(text[i])) ++i;
     frag_start = i;
     first = true;  // a fragment after a special token is a new start (SPM space prefix)
   }

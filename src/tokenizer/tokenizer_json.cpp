@@ -169,6 +169,12 @@ void parse_added_tokens(const json& added, Vocab& v) {
     }
     v.tokens[id] = a.at("content").get<std::string>();
     v.types[id] = a.value("special", false) ? TokenType::kControl : TokenType::kUserDefined;
+    const uint8_t strip = (a.value("lstrip", false) ? Vocab::kStripLeft : 0) |
+                          (a.value("rstrip", false) ? Vocab::kStripRight : 0);
+    if (strip) {
+      v.strip.resize(v.tokens.size(), 0);
+      v.strip[id] = strip;
+    }
   }
 }
 

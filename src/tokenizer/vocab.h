@@ -42,6 +42,10 @@ struct Vocab {
   bool normalize_nfc = false;          // HF "NFC" normalizer (Qwen2/3), per plain fragment
   // Split regexes from a tokenizer.json that match no known `pre` name (pre = "custom").
   std::vector<std::string> pre_regexes;
+  // Per id (empty = none): kStripLeft / kStripRight make a special token swallow the
+  // whitespace before / after it (HF added-token lstrip/rstrip; llama.cpp's Phi-3 rule).
+  static constexpr uint8_t kStripLeft = 1, kStripRight = 2;
+  std::vector<uint8_t> strip;
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t find(const std::string& s) const {

@@ -92,6 +92,7 @@ Expected<Vocab> read_vocab_gguf(const GgufFile& g) {
     // BERT: [CLS] text [SEP].
     if (v.bos_id < 0) v.bos_id = v.cls_id;
     if (v.eos_id < 0) v.eos_id = v.sep_id;
+    v.lowercase = true;  // llama.cpp's WPM always lowercases GGUF BERT vocabularies
   }
   const bool wp = v.model == TokenizerModel::kWordPiece;
   v.add_bos = g.get_bool_or("tokenizer.ggml.add_bos_token", spm_like || wp);
@@ -236,8 +237,10 @@ json vocab_to_tokenizer_json(const Vocab& v) {
   for (int32_t id = 0; id < v.n_tokens(); ++id) {
     const TokenType t = id < static_cast<int32_t>(v.types.size()) ? v.types[id] : TokenType::kNormal;
     if (t != TokenType::kControl && t != TokenType::kUnknown && t != TokenType::kUserDefined) continue;
-    added.push_back({{"id", id}, {"content", v.tokens[id]}, {"single_word", false}, {"lstrip", false},
-                     {"rstrip", false}, {"normalized", false}, {"special", t != TokenType::kUserDefined}});
+    const uint8_t strip = static_cast<size_t>(id) < v.strip.size() ? v.strip[id] : 0;
+    added.push_back({{"id", id}, {"content", v.tokens[id]}, {"single_word", false},
+                     {"lstrip", (strip & Vocab::kStripLeft) != 0}, {"rstrip", (strip & Vocab::kStripRight) != 0},
+                     {"normalized", false}, {"special", t != TokenType::kUserDefined}});
   }
   j["added_tokens"] = added;
   json vocab = json::object();
