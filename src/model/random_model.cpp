@@ -1,0 +1,217 @@
+#include "model/random_model.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/half.h"
+#include "formats/gguf.h"
+#include "model/random_model_internal.h"
+#include "model/registry.h"
+#include "tokenizer/synthetic_vocab.h"
+#include "tokenizer/vocab_io.h"
+
+namespace edge {
+
+namespace random_model {
+
+namespace {
+
+// splitmix64: a portable generator (std:: distributions differ between libraries).
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+  float normal() {  // Box-Muller
+    return static_cast<float>(std::sqrt(-2.0 * std::log(uniform())) * std::cos(2 * M_PI * uniform()));
+  }
+};
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+}  // namespace
+
+std::vector<Tensor> make_tensors(const RandomModelOptions& o, const ModelConfig& c) {
+  const ArchFamily* fam = find_family_gguf(c.arch);
+  std::vector<Tensor> out;
+  const TensorSchema schema = fam->schema(c);
+  for (const TensorSpec& s : schema.specs()) {
+    if (!s.required) continue;
+    Tensor t{s.name, s.shape};
+    t.seed = o.seed ^ fnv1a(s.name);
+    // Norms near 1; biases small; matrices ~N(0, 1/in) so activations keep their scale
+    // and logits (tied or not) have a spread of about 1: neither flat nor one-hot.
+    if (ends_with(s.name, "norm.weight")) {
+      t.mean = 1.0f;
+      t.stddev = 0.1f;
+    } else if (ends_with(s.name, ".bias")) {
+      t.stddev = 0.1f;
+    } else {
+      t.stddev = 1.0f / std::sqrt(static_cast<float>(s.shape.back()));
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<float> Tensor::generate() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  Rng rng{seed};
+  for (float& x : v) x = mean + stddev * rng.normal();
+  return v;
+}
+
+std::vector<uint8_t> encode(const std::vector<float>& v, DType t) {
+  std::vector<uint8_t> b(v.size() * (t == DType::F32 ? 4 : 2));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::F32) {
+      std::memcpy(&b[i * 4], &v[i], 4);
+    } else {
+      const uint16_t h = t == DType::F16 ? f32_to_f16(v[i]) : f32_to_bf16(v[i]);
+      std::memcpy(&b[i * 2], &h, 2);
+    }
+  }
+  return b;
+}
+
+}  // namespace random_model
+
+namespace {
+
+bool is_gemma_like(const std::string& a) { return a == "gemma3" || a == "spark"; }
+
+void set_layer_pattern(const RandomModelOptions& o, ModelConfig* c) {
+  const bool spark = c->arch == "spark";
+  LayerConfig global;
+  global.rope_theta = is_gemma_like(c->arch) || c->arch.rfind("qwen", 0) == 0 ? 1e6f : 10000.0f;
+  global.rotary_dim = spark ? (c->head_dim / 4) & ~1 : c->head_dim;  // Spark: a quarter
+  c->layers.assign(static_cast<size_t>(c->n_layer), global);
+  if (!is_gemma_like(c->arch)) return;
+  const int32_t period = o.sliding_pattern > 0 ? o.sliding_pattern : (spark ? 4 : 6);
+  for (int32_t i = 0; i < c->n_layer; ++i) {
+    if ((i + 1) % period == 0) continue;
+    LayerConfig& l = c->layers[i];
+    l.sliding = true;
+    l.window = o.sliding_window > 0 ? o.sliding_window : 512;
+    l.rope_theta = 10000.0f;
+    l.rotary_dim = c->head_dim;
+  }
+}
+
+}  // namespace
+
+Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
+  if (!find_family_gguf(o.arch) || o.arch == "spark2_5")
+    return Status::unsupported("make-model: unknown architecture '" + o.arch +
+                               "' (llama, qwen2, qwen3, gemma3, spark)");
+  if (o.dtype != DType::F32 && o.dtype != DType::F16 && o.dtype != DType::BF16)
+    return Status::invalid_argument(std::string("make-model: weight type ") + dtype_name(o.dtype) +
+                                    " (f32, f16 or bf16)");
+  if (o.n_head <= 0) return Status::invalid_argument("make-model: heads must be positive");
+  ModelConfig c;
+  c.arch = o.arch;
+  c.n_vocab = o.n_vocab;
+  c.n_embd = o.n_embd;
+  c.n_layer = o.n_layer;
+  c.n_head = o.n_head;
+  c.n_head_kv = o.n_head_kv;
+  c.head_dim = o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head;
+  c.n_ff = o.n_ff > 0 ? o.n_ff : 2 * o.n_embd;
+  c.max_ctx = o.ctx;
+  const bool gemma = is_gemma_like(o.arch);
+  c.norm_eps = gemma || o.arch == "qwen3" ? 1e-6f : 1e-5f;
+  c.rope_style = o.arch == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
+  c.act = gemma ? Activation::kGeGlu : Activation::kSwiGlu;
+  c.tied_embeddings = o.tied.value_or(gemma);
+  c.qkv_bias = o.arch == "qwen2";
+  c.qk_norm = o.arch == "qwen3" || gemma;
+  c.post_norms = c.scale_embeddings = gemma;
+  if (gemma) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  set_layer_pattern(o, &c);
+  RETURN_IF_ERROR(validate_config(c));
+  return c;
+}
+
+namespace {
+
+void write_gguf_hparams(const RandomModelOptions& o, const ModelConfig& c, GgufWriter& w) {
+  const std::string a = c.arch;
+  const LayerConfig* global = &c.layers[0];
+  const LayerConfig* local = nullptr;
+  for (const LayerConfig& l : c.layers) (l.sliding ? local : global) = &l;
+  w.set_string("general.architecture", a);
+  w.set_string("general.name", "edge-random-" + a);
+  w.set_u32("general.alignment", 32);
+  w.set_u32("general.file_type", o.dtype == DType::F32 ? 0 : o.dtype == DType::F16 ? 1 : 32);
+  w.set_u32(a + ".context_length", static_cast<uint32_t>(c.max_ctx));
+  w.set_u32(a + ".embedding_length", c.n_embd);
+  w.set_u32(a + ".block_count", c.n_layer);
+  w.set_u32(a + ".feed_forward_length", c.n_ff);
+  w.set_u32(a + ".attention.head_count", c.n_head);
+  w.set_u32(a + ".attention.head_count_kv", c.n_head_kv);
+  w.set_u32(a + ".attention.key_length", c.head_dim);
+  w.set_u32(a + ".attention.value_length", c.head_dim);
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", c.norm_eps);
+  w.set_f32(a + ".rope.freq_base", global->rope_theta);
+  w.set_u32(a + ".rope.dimension_count", global->rotary_dim);
+  w.set_u32(a + ".vocab_size", c.n_vocab);
+  if (local) {
+    w.set_u32(a + ".attention.sliding_window", local->window);
+    const int32_t period = o.sliding_pattern > 0 ? o.sliding_pattern : (a == "spark" ? 4 : 6);
+    w.set_u32(a + ".edge.sliding_pattern", period);
+    w.set_f32(a + ".edge.rope.freq_base_swa", local->rope_theta);
+    w.set_u32(a + ".edge.rope.dimension_count_swa", local->rotary_dim);
+  }
+  if (c.attn_scale > 0)
+    w.set_f32(a + ".edge.query_pre_attn_scalar", 1.0f / (c.attn_scale * c.attn_scale));
+}
+
+Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab& vocab,
+                  const std::string& path) {
+  GgufWriter w;
+  write_gguf_hparams(o, c, w);
+  RETURN_IF_ERROR(write_vocab_gguf(vocab, w));
+  for (const random_model::Tensor& t : random_model::make_tensors(o, c)) {
+    // llama.cpp convention: 1-D tensors (norms, biases) F32, matrices in the chosen type.
+    const DType dt = t.shape.size() == 1 ? DType::F32 : o.dtype;
+    RETURN_IF_ERROR(w.add_tensor(t.name, dt, t.shape, [t, dt](uint8_t* dst, uint64_t n) {
+      const std::vector<uint8_t> bytes = random_model::encode(t.generate(), dt);
+      if (n != bytes.size()) return Status::internal("random model: tensor size mismatch");
+      std::memcpy(dst, bytes.data(), n);
+      return Status();
+    }));
+  }
+  return w.write(path, 32);
+}
+
+}  // namespace
+
+Status write_random_model(const RandomModelOptions& o, const std::string& out) {
+  ASSIGN_OR_RETURN(ModelConfig c, random_model_config(o));
+  ASSIGN_OR_RETURN(Vocab vocab, make_synthetic_vocab(c.n_vocab, o.seed));
+  if (vocab.n_tokens() != c.n_vocab)
+    return Status::internal(fmt::format("synthetic vocabulary has {} tokens, wanted {}",
+                                        vocab.n_tokens(), c.n_vocab));
+  const bool gguf = out.size() > 5 && out.compare(out.size() - 5, 5, ".gguf") == 0;
+  Status st = gguf ? write_gguf(o, c, vocab, out) : random_model::write_hf_dir(o, c, vocab, out);
+  return st.with_context("writing random model " + out);
+}
+
+}  // namespace edge

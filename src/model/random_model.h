@@ -1,0 +1,46 @@
+// Writes a model with deterministic random weights in any supported family, as a GGUF file
+// (path ending in .gguf) or a Hugging Face directory (config.json, model.safetensors,
+// tokenizer.json, tokenizer_config.json). The tokenizer is the synthetic SPM vocabulary
+// (tokenizer/synthetic_vocab.h). Used by `edge-infer make-model` and the tests.
+//
+// Values are generated per canonical tensor name from the seed, so the GGUF file and the
+// HF directory of the same options hold the same model: HF Llama q/k rows are permuted to
+// the rotate-half layout and Gemma norms are stored as w (GGUF: 1+w), exactly as real
+// checkpoints differ, and both load to the same logits.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "formats/tensor.h"
+#include "model/config.h"
+
+namespace edge {
+
+struct RandomModelOptions {
+  std::string arch = "llama";  // llama | qwen2 | qwen3 | gemma3 | spark
+  int32_t n_layer = 2;
+  int32_t n_embd = 64;
+  int32_t n_head = 4;
+  int32_t n_head_kv = 2;
+  int32_t head_dim = 0;        // 0: n_embd / n_head
+  int32_t n_ff = 0;            // 0: 2 * n_embd
+  int32_t n_vocab = 512;       // >= ~400 (the synthetic vocabulary's fixed part)
+  int64_t ctx = 2048;          // advertised context
+  // gemma3/spark: window of sliding layers (0: 512) and period of the layer pattern
+  // (0: gemma3 6 = 5 sliding + 1 global, spark 4 = 3 + 1).
+  int32_t sliding_window = 0;
+  int32_t sliding_pattern = 0;
+  std::optional<bool> tied;    // default: false for llama/qwen2/qwen3, true for gemma3/spark
+  DType dtype = DType::F32;    // 2-D weights: F32 | F16 | BF16 (GGUF norms stay F32)
+  uint64_t seed = 1;
+};
+
+// The config the options describe (what loading the written model yields).
+Expected<ModelConfig> random_model_config(const RandomModelOptions& o);
+// out ending in ".gguf": a GGUF file; otherwise a directory (created if needed).
+Status write_random_model(const RandomModelOptions& o, const std::string& out);
+
+}  // namespace edge

@@ -1,0 +1,170 @@
+// Every family on a small random model: token-by-token decode equals a batched prefill
+// (past the sliding window too), the GGUF file and the HF directory of the same model give
+// the same logits, and the sliding window really hides tokens older than the window.
+#include <gtest/gtest.h>
+
+#include "model/registry.h"
+#include "model_test_util.h"
+
+namespace edge {
+namespace {
+
+using testing::load_or_die;
+using testing::prefill_logits;
+using testing::rel_diff;
+using testing::temp_dir;
+using testing::test_tokens;
+
+RandomModelOptions small(const std::string& arch) {
+  RandomModelOptions o;
+  o.arch = arch;
+  o.n_layer = arch == "gemma3" ? 6 : 4;  // gemma3: 5 sliding + 1 global; spark: 3 + 1
+  o.n_embd = 48;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.head_dim = 16;                       // != n_embd / n_head, as Qwen3 and Gemma allow
+  o.n_ff = 80;
+  o.n_vocab = 600;
+  o.ctx = 64;
+  o.sliding_window = 5;
+  o.seed = 42;
+  return o;
+}
+
+class FamilyTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FamilyTest, DecodeMatchesBatchedPrefillPastTheWindow) {
+  const std::string dir = temp_dir("decode_" + GetParam());
+  const std::string path = dir + "/m.gguf";
+  ASSERT_TRUE(write_random_model(small(GetParam()), path).ok());
+  auto m = load_or_die(path, 3);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->config().arch, GetParam());
+  const int32_t V = m->config().n_vocab;
+  const std::vector<int32_t> toks = test_tokens(13, V);  // > 2 windows of 5
+  const std::vector<float> batched = prefill_logits(*m, toks);
+
+  auto st = InferenceState::create(*m, 16);
+  ASSERT_TRUE(st.ok());
+  for (size_t i = 0; i < toks.size(); ++i) {
+    auto r = st->forward(std::span<const int32_t>(&toks[i], 1));
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ASSERT_EQ(r->size(), static_cast<size_t>(V));
+    std::span<const float> want(batched.data() + i * V, V);
+    EXPECT_LT(rel_diff(*r, want), 1e-4) << "position " << i;
+  }
+  // A prompt split into uneven chunks gives the same last logits as well.
+  st->reset();
+  ASSERT_TRUE(st->forward(std::span<const int32_t>(toks.data(), 4)).ok());
+  auto last = st->forward(std::span<const int32_t>(toks.data() + 4, toks.size() - 4));
+  ASSERT_TRUE(last.ok());
+  EXPECT_LT(rel_diff(*last, std::span<const float>(batched.data() + (toks.size() - 1) * V, V)), 1e-4);
+  // Logits are not degenerate: a spread, not one-hot nor flat.
+  float lo = 1e30f, hi = -1e30f;
+  for (float v : *last) lo = std::min(lo, v), hi = std::max(hi, v);
+  EXPECT_GT(hi - lo, 1.0f);
+  EXPECT_LT(hi - lo, 100.0f);
+}
+
+TEST_P(FamilyTest, GgufAndHfDirectoryGiveTheSameLogits) {
+  const std::string dir = temp_dir("formats_" + GetParam());
+  RandomModelOptions o = small(GetParam());
+  ASSERT_TRUE(write_random_model(o, dir + "/m.gguf").ok());
+  Status hf = write_random_model(o, dir + "/hf");
+  ASSERT_TRUE(hf.ok()) << hf.to_string();
+  auto g = load_or_die(dir + "/m.gguf");
+  auto h = load_or_die(dir + "/hf");
+  ASSERT_TRUE(g && h);
+  EXPECT_EQ(h->format(), ModelFormat::kHfDir);
+  ModelConfig gc = g->config(), hc = h->config();
+  if (GetParam() == "llama") {
+    // The same weights: GGUF rows permuted for interleaved RoPE, HF rows for rotate-half.
+    EXPECT_EQ(gc.rope_style, RopeStyle::kInterleaved);
+    EXPECT_EQ(hc.rope_style, RopeStyle::kNeox);
+    hc.rope_style = gc.rope_style;
+  }
+  EXPECT_EQ(describe_config(gc), describe_config(hc));
+  ASSERT_NE(g->tokenizer(), nullptr);
+  ASSERT_NE(h->tokenizer(), nullptr);
+  EXPECT_EQ(g->tokenizer()->n_vocab(), h->tokenizer()->n_vocab());
+  const std::vector<int32_t> toks = test_tokens(11, o.n_vocab, 3);
+  EXPECT_LT(rel_diff(prefill_logits(*g, toks), prefill_logits(*h, toks)), 1e-4);
+}
+
+TEST_P(FamilyTest, HalfPrecisionWeightsStayCloseToF32) {
+  const std::string dir = temp_dir("dtype_" + GetParam());
+  RandomModelOptions o = small(GetParam());
+  ASSERT_TRUE(write_random_model(o, dir + "/f32.gguf").ok());
+  o.dtype = DType::F16;
+  ASSERT_TRUE(write_random_model(o, dir + "/f16.gguf").ok());
+  o.dtype = DType::BF16;
+  ASSERT_TRUE(write_random_model(o, dir + "/hf_bf16").ok());
+  const std::vector<int32_t> toks = test_tokens(9, o.n_vocab, 5);
+  auto ref = prefill_logits(*load_or_die(dir + "/f32.gguf"), toks);
+  EXPECT_LT(rel_diff(prefill_logits(*load_or_die(dir + "/f16.gguf"), toks), ref), 1e-2);
+  EXPECT_LT(rel_diff(prefill_logits(*load_or_die(dir + "/hf_bf16"), toks), ref), 5e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,
+                         ::testing::Values("llama", "qwen2", "qwen3", "gemma3", "spark"));
+
+// One sliding layer of window 5: a token 5 or more positions back must not influence the
+// logits, a token inside the window must.
+TEST(SlidingWindow, HidesTokensOlderThanTheWindow) {
+  RandomModelOptions o = small("gemma3");
+  o.n_layer = 1;  // layer 0 of the 5+1 pattern is sliding
+  const std::string path = temp_dir("window") + "/m.gguf";
+  ASSERT_TRUE(write_random_model(o, path).ok());
+  auto m = load_or_die(path);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->config().layers[0].sliding);
+  const int32_t V = o.n_vocab;
+  std::vector<int32_t> a = test_tokens(8, V, 1), b = a;
+  b[2] = (b[2] + 1) % V;  // position 2: outside the window of position 7 (7-2 = 5)
+  auto la = prefill_logits(*m, a), lb = prefill_logits(*m, b);
+  std::span<const float> a7(la.data() + 7 * V, V), b7(lb.data() + 7 * V, V);
+  std::span<const float> a6(la.data() + 6 * V, V), b6(lb.data() + 6 * V, V);
+  EXPECT_EQ(rel_diff(a7, b7), 0.0);  // exactly hidden
+  EXPECT_GT(rel_diff(a6, b6), 1e-4);  // 6-2 = 4 < 5: visible
+}
+
+// Spark's shape from the seed, scaled down: 28 layers -> 21 sliding + 7 global, global
+// layers rotate a quarter of the head, theta differs per layer type.
+TEST(Spark, PatternAndPerTypeRope) {
+  RandomModelOptions o = small("spark");
+  o.n_layer = 28;
+  o.n_embd = 32;
+  o.n_head = 8;
+  o.n_head_kv = 2;
+  o.head_dim = 16;
+  o.n_ff = 32;
+  o.sliding_window = 512;
+  for (const char* out : {"/m.gguf", "/hf"}) {
+    const std::string path = temp_dir(std::string("spark") + (out + 1)) + out;
+    ASSERT_TRUE(write_random_model(o, path).ok());
+    auto m = load_or_die(path);
+    ASSERT_TRUE(m);
+    const ModelConfig& c = m->config();
+    EXPECT_EQ(c.n_sliding_layers(), 21) << out;
+    for (int i = 0; i < c.n_layer; ++i) {
+      const LayerConfig& l = c.layers[i];
+      EXPECT_EQ(l.sliding, (i + 1) % 4 != 0) << out << " layer " << i;
+      EXPECT_EQ(l.rotary_dim, l.sliding ? 16 : 4) << out << " layer " << i;
+      EXPECT_EQ(l.rope_theta, l.sliding ? 10000.0f : 1e6f) << out << " layer " << i;
+      if (l.sliding) EXPECT_EQ(l.window, 512);
+    }
+    EXPECT_TRUE(c.tied_embeddings && c.qk_norm && c.post_norms && c.scale_embeddings);
+    EXPECT_EQ(c.act, Activation::kGeGlu);
+  }
+}
+
+TEST(Registry, KnowsEveryFamily) {
+  for (const char* a : {"llama", "qwen2", "qwen3", "gemma3", "spark"})
+    EXPECT_NE(find_family_gguf(a), nullptr) << a;
+  EXPECT_EQ(find_family_gguf("mamba"), nullptr);
+  EXPECT_EQ(find_family_hf("gemma3_text"), &gemma3_family());
+  EXPECT_EQ(find_family_hf("mistral"), &llama_family());
+}
+
+}  // namespace
+}  // namespace edge
