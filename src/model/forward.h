@@ -26,6 +26,8 @@ class InferenceState {
 
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return n_ctx_; }
+  // Bytes held by the KV cache: 2 * n_layer * n_ctx * kv_dim * 4.
+  size_t kv_cache_bytes() const { return (k_cache_.size() + v_cache_.size()) * sizeof(float); }
   // Forget positions >= n (n <= n_past): the next forward continues from position n.
   void truncate(int64_t n);
   void reset() { n_past_ = 0; }
