@@ -27,3 +27,9 @@ int report_error(const Status& s);
 Expected<std::vector<int32_t>> parse_id_list(const std::string& s);
 
 }  // namespace edge::cli
+
+#define RETURN_CODE_IF_ERROR(expr)                                  \
+  do {                                                              \
+    ::edge::Status _st = (expr);                                    \
+    if (!_st.ok()) return ::edge::cli::report_error(_st);           \
+  } while (0)

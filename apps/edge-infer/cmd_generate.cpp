@@ -1,0 +1,189 @@
+// edge-infer generate -m MODEL (-p TEXT | --prompt-ids 1,2,3) -n N [--temp 0] [--json]
+// edge-infer logits   -m MODEL --prompt-ids 1,2,3
+// Without -m both use the built-in demo model (random weights: its text is noise).
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+#include "commands.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "model_source.h"
+#include "runtime/sampler.h"
+
+namespace edge::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+struct GenerateArgs {
+  std::string model;
+  std::string prompt;
+  std::string prompt_ids;
+  int n_predict = 32;
+  int64_t ctx = 0;
+  int threads = 0;
+  bool json = false;
+  bool ignore_eos = false;
+  SamplingParams sampling;
+};
+
+void add_common_options(CLI::App* sub, GenerateArgs& a) {
+  sub->add_option("-m,--model", a.model, "GGUF file, Hugging Face directory or llama2.c .bin (default: demo)");
+  sub->add_option("--prompt-ids", a.prompt_ids, "prompt as comma-separated token ids");
+  sub->add_option("-c,--ctx", a.ctx, "context length served (default: min(model's, 4096))");
+  sub->add_option("-t,--threads", a.threads, "threads (default: all allowed cores)");
+}
+
+struct Loaded {
+  std::unique_ptr<Model> model;
+  std::vector<int32_t> prompt;
+  int64_t ctx = 0;
+  double load_ms = 0;
+};
+
+Expected<Loaded> load_and_prepare(const GenerateArgs& a) {
+  Loaded l;
+  std::string path = a.model;
+  if (path.empty()) {
+    ASSIGN_OR_RETURN(path, demo_model_path());
+  }
+  auto t0 = Clock::now();
+  LoadOptions opts;
+  opts.n_threads = a.threads;
+  ASSIGN_OR_RETURN(l.model, Model::load(path, opts));
+  l.load_ms = ms_since(t0);
+  if (!a.prompt_ids.empty() && !a.prompt.empty())
+    return Status::invalid_argument("give either -p or --prompt-ids, not both");
+  if (!a.prompt_ids.empty()) {
+    ASSIGN_OR_RETURN(l.prompt, parse_id_list(a.prompt_ids));
+  } else {
+    const Tokenizer* tok = l.model->tokenizer();
+    if (!tok) return Status::invalid_argument(path + " has no tokenizer: give the prompt with --prompt-ids");
+    l.prompt = tok->encode(a.prompt, /*add_special=*/true);
+    if (l.prompt.empty()) return Status::invalid_argument("the prompt is empty");
+  }
+  const int64_t model_ctx = l.model->config().max_ctx > 0 ? l.model->config().max_ctx : 4096;
+  l.ctx = a.ctx > 0 ? a.ctx : std::min<int64_t>(model_ctx, 4096);
+  if (static_cast<int64_t>(l.prompt.size()) > l.ctx)
+    return Status::out_of_range("the prompt has " + std::to_string(l.prompt.size()) +
+                                " tokens but the context holds only " + std::to_string(l.ctx));
+  return l;
+}
+
+int run_generate(const GenerateArgs& a) {
+  RETURN_CODE_IF_ERROR(a.sampling.validate());
+  auto l = load_and_prepare(a);
+  if (!l) return report_error(l.status());
+  Model& model = *l->model;
+  auto state = InferenceState::create(model, l->ctx);
+  if (!state) return report_error(state.status());
+  const Tokenizer* tok = model.tokenizer();
+  Sampler sampler(a.sampling);
+  std::vector<int32_t> history = l->prompt, generated;
+  std::string text;
+  std::optional<Tokenizer::StreamDecoder> stream;
+  if (tok) stream.emplace(*tok);
+
+  auto t_prompt = Clock::now();
+  auto logits = state->forward(l->prompt);
+  if (!logits) return report_error(logits.status());
+  double prompt_ms = ms_since(t_prompt);
+  auto t_gen = Clock::now();
+  for (int i = 0; i < a.n_predict; ++i) {
+    int32_t id = sampler.sample(*logits, history);
+    generated.push_back(id);
+    history.push_back(id);
+    std::string piece = stream ? stream->push(id) : "";
+    text += piece;
+    if (!a.json) {
+      if (stream) std::fputs(piece.c_str(), stdout);
+      else std::printf("%s%d", i ? " " : "", id);
+      std::fflush(stdout);
+    }
+    if (tok && !a.ignore_eos && tok->is_eog(id)) break;
+    if (state->n_past() >= state->n_ctx()) break;  // context full
+    if (i + 1 == a.n_predict) break;               // no forward for a token nobody samples
+    logits = state->forward(std::span<const int32_t>(&id, 1));
+    if (!logits) return report_error(logits.status());
+  }
+  if (stream) {
+    std::string rest = stream->flush();
+    text += rest;
+    if (!a.json) std::fputs(rest.c_str(), stdout);
+  }
+  double gen_ms = ms_since(t_gen);
+  if (!a.json) {
+    std::printf("\n");
+    std::fprintf(stderr, "edge-infer: prompt %zu tokens in %.1f ms, generated %zu tokens in %.1f ms (%.2f tok/s)\n",
+                 l->prompt.size(), prompt_ms, generated.size(), gen_ms,
+                 generated.size() > 1 ? (generated.size() - 1) * 1000.0 / gen_ms : 0.0);
+    return 0;
+  }
+  nlohmann::json j;
+  j["model"] = model.path();
+  j["prompt_ids"] = l->prompt;
+  j["generated_ids"] = generated;
+  j["text"] = text;
+  j["n_ctx"] = l->ctx;
+  j["timings"] = {{"load_ms", l->load_ms},
+                  {"prompt_ms", prompt_ms},
+                  {"prompt_tokens_per_s", l->prompt.size() * 1000.0 / std::max(prompt_ms, 1e-9)},
+                  {"generate_ms", gen_ms},
+                  {"generate_tokens_per_s",
+                   generated.size() > 1 ? (generated.size() - 1) * 1000.0 / std::max(gen_ms, 1e-9) : 0.0},
+                  {"n_threads", model.pool().size()}};
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  return 0;
+}
+
+int run_logits(const GenerateArgs& a) {
+  if (a.prompt_ids.empty()) return report_error(Status::invalid_argument("logits needs --prompt-ids"));
+  auto l = load_and_prepare(a);
+  if (!l) return report_error(l.status());
+  auto state = InferenceState::create(*l->model, l->ctx);
+  if (!state) return report_error(state.status());
+  auto logits = state->forward(l->prompt);
+  if (!logits) return report_error(logits.status());
+  nlohmann::json j;
+  j["prompt_ids"] = l->prompt;
+  j["n_vocab"] = logits->size();
+  j["logits"] = std::vector<float>(logits->begin(), logits->end());
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_generate(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<GenerateArgs>();
+  CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt");
+  add_common_options(sub, *a);
+  sub->add_option("-p,--prompt", a->prompt, "prompt text");
+  sub->add_option("-n,--n-predict", a->n_predict, "tokens to generate")->capture_default_str();
+  sub->add_option("--temp", a->sampling.temperature, "temperature (0: greedy)")->capture_default_str();
+  sub->add_option("--top-k", a->sampling.top_k)->capture_default_str();
+  sub->add_option("--top-p", a->sampling.top_p)->capture_default_str();
+  sub->add_option("--min-p", a->sampling.min_p)->capture_default_str();
+  sub->add_option("--repeat-penalty", a->sampling.repeat_penalty)->capture_default_str();
+  sub->add_option("--repeat-last-n", a->sampling.repeat_last_n)->capture_default_str();
+  sub->add_option("--presence-penalty", a->sampling.presence_penalty);
+  sub->add_option("--frequency-penalty", a->sampling.frequency_penalty);
+  sub->add_option("--seed", a->sampling.seed)->capture_default_str();
+  sub->add_flag("--json", a->json, "print one JSON object instead of streaming text");
+  sub->add_flag("--ignore-eos", a->ignore_eos, "keep generating past end-of-generation tokens");
+  sub->callback([a, &ctx] { ctx.exit_code = run_generate(*a); });
+}
+
+void register_logits(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<GenerateArgs>();
+  CLI::App* sub = app.add_subcommand("logits", "Print the logits at the last prompt position as JSON");
+  add_common_options(sub, *a);
+  sub->callback([a, &ctx] { ctx.exit_code = run_logits(*a); });
+}
+
+}  // namespace edge::cli
