@@ -42,6 +42,14 @@ bool kernel_supports_dtype(DType t) {
 
 namespace {
 
+// Per-thread scratch reused across calls: the pool's threads live as long as the pool,
+// so decode does not allocate per matmul.
+float* thread_scratch(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
 MatmulRowsFn matmul_for(const KernelTable& k, DType t) {
   switch (t) {
     case DType::F32: return k.matmul_f32;
@@ -63,8 +71,7 @@ void matmul(const KernelTable& k, const float* x, int64_t n, const TensorView& w
   pool.run([&](int tid, int nth) {
     auto [r0, r1] = ThreadPool::split(out, tid, nth);
     if (r0 >= r1) return;
-    std::vector<float> scratch(w.dtype == DType::F32 ? 0 : static_cast<size_t>(in));
-    fn(x, n, in, w.data, row_bytes, out, r0, r1, y, scratch.data());
+    fn(x, n, in, w.data, row_bytes, out, r0, r1, y, thread_scratch(static_cast<size_t>(in)));
   });
 }
 
@@ -73,8 +80,7 @@ void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool) {
   pool.run([&](int tid, int nth) {
     auto [t0, t1] = ThreadPool::split(tasks, tid, nth);
     if (t0 >= t1) return;
-    std::vector<float> scratch(static_cast<size_t>(a.pos0 + a.n_q));
-    k.attention(a, t0, t1, scratch.data());
+    k.attention(a, t0, t1, thread_scratch(static_cast<size_t>(a.pos0 + a.n_q)));
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/half.h"
 #include "formats/gguf.h"
+#include "model/arch/common.h"
 #include "model/random_model_internal.h"
 #include "model/registry.h"
 #include "tokenizer/synthetic_vocab.h"
@@ -145,6 +146,11 @@ Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
   c.post_norms = c.scale_embeddings = gemma;
   if (gemma) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   set_layer_pattern(o, &c);
+  if (o.llama3_rope_factor > 0) {
+    if (o.arch != "llama") return Status::invalid_argument("make-model: llama3 RoPE scaling is for llama");
+    c.rope_freq_factors = llama3_rope_freq_factors(c.layers[0].rotary_dim, c.layers[0].rope_theta,
+                                                   o.llama3_rope_factor, 1.0f, 4.0f, 8192.0f);
+  }
   RETURN_IF_ERROR(validate_config(c));
   return c;
 }
@@ -197,6 +203,11 @@ Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab
       std::memcpy(dst, bytes.data(), n);
       return Status();
     }));
+  }
+  if (!c.rope_freq_factors.empty()) {  // llama.cpp's form of Llama-3.1 RoPE scaling
+    const std::vector<float>& f = c.rope_freq_factors;
+    RETURN_IF_ERROR(w.add_tensor("rope_freqs.weight", DType::F32, {static_cast<int64_t>(f.size())},
+                                 f.data(), f.size() * sizeof(float)));
   }
   return w.write(path, 32);
 }

@@ -34,6 +34,9 @@ struct RandomModelOptions {
   int32_t sliding_window = 0;
   int32_t sliding_pattern = 0;
   std::optional<bool> tied;    // default: false for llama/qwen2/qwen3, true for gemma3/spark
+  // llama only: Llama-3.1 "llama3" RoPE scaling with this factor (0: none); GGUF gets a
+  // rope_freqs.weight tensor, HF a rope_scaling object (low 1, high 4, original ctx 8192).
+  float llama3_rope_factor = 0.0f;
   DType dtype = DType::F32;    // 2-D weights: F32 | F16 | BF16 (GGUF norms stay F32)
   uint64_t seed = 1;
 };

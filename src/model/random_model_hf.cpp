@@ -84,6 +84,10 @@ nlohmann::json hf_config(const RandomModelOptions& o, const ModelConfig& c) {
   j["eos_token_id"] = 2;
   j["hidden_act"] = gemma_like(c) ? "gelu_pytorch_tanh" : "silu";
   if (c.arch == "qwen2") j["use_sliding_window"] = false;
+  if (o.llama3_rope_factor > 0)
+    j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", o.llama3_rope_factor},
+                         {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                         {"original_max_position_embeddings", 8192}};
   if (gemma_like(c)) {
     j["hidden_activation"] = "gelu_pytorch_tanh";
     j["query_pre_attn_scalar"] = 1.0f / (c.attn_scale * c.attn_scale);

@@ -168,3 +168,35 @@ TEST(Registry, KnowsEveryFamily) {
 
 }  // namespace
 }  // namespace edge
+
+namespace edge {
+namespace {
+
+// Llama-3.1 RoPE scaling: GGUF carries rope_freqs.weight, HF a rope_scaling object; both
+// must load to the same factors and logits, and the scaling must change the logits.
+TEST(Llama3RopeScaling, GgufTensorAndHfConfigAgree) {
+  const std::string dir = testing::temp_dir("llama3_rope");
+  RandomModelOptions o = small("llama");
+  o.llama3_rope_factor = 8.0f;
+  ASSERT_TRUE(write_random_model(o, dir + "/m.gguf").ok());
+  ASSERT_TRUE(write_random_model(o, dir + "/hf").ok());
+  o.llama3_rope_factor = 0.0f;
+  ASSERT_TRUE(write_random_model(o, dir + "/plain.gguf").ok());
+  auto g = testing::load_or_die(dir + "/m.gguf");
+  auto h = testing::load_or_die(dir + "/hf");
+  auto p = testing::load_or_die(dir + "/plain.gguf");
+  ASSERT_TRUE(g && h && p);
+  const std::vector<float>& fg = g->config().rope_freq_factors;
+  ASSERT_EQ(fg.size(), 8u);  // head_dim 16 / 2
+  EXPECT_EQ(fg, h->config().rope_freq_factors);
+  EXPECT_EQ(fg.front(), 1.0f);  // short wavelengths kept
+  EXPECT_EQ(fg.back(), 8.0f);   // long wavelengths slowed by the factor
+  EXPECT_TRUE(p->config().rope_freq_factors.empty());
+  const std::vector<int32_t> toks = testing::test_tokens(12, o.n_vocab, 9);
+  auto lg = testing::prefill_logits(*g, toks);
+  EXPECT_LT(testing::rel_diff(lg, testing::prefill_logits(*h, toks)), 1e-4);
+  EXPECT_GT(testing::rel_diff(lg, testing::prefill_logits(*p, toks)), 1e-4);
+}
+
+}  // namespace
+}  // namespace edge

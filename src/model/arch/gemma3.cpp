@@ -49,6 +49,9 @@ Expected<ModelConfig> gemma3_from_gguf(const GgufFile& f, const std::string& arc
   c.rope_style = RopeStyle::kNeox;
   c.qk_norm = c.post_norms = c.scale_embeddings = true;
   c.tied_embeddings = f.tensors().find("output.weight") == nullptr;
+  for (const char* cap : {".final_logit_softcapping", ".attn_logit_softcapping"})
+    if (f.get_float_or(arch + cap, 0.0) > 0.0)
+      return Status::unsupported(f.path() + ": " + arch + cap + " (logit soft-capping) is not supported");
   const std::string act = f.get_string_or(arch + ".edge.activation", "gelu_tanh");
   if (act != "gelu_tanh" && act != "silu")
     return Status::unsupported(f.path() + ": " + arch + ".edge.activation '" + act + "'");
@@ -96,6 +99,10 @@ Expected<ModelConfig> gemma3_from_hf(const nlohmann::json& j) {
   if (act != "gelu_pytorch_tanh" && act != "gelu" && act != "silu")
     return Status::unsupported("config.json: hidden_activation '" + act + "'");
   c.act = act == "silu" ? Activation::kSwiGlu : Activation::kGeGlu;
+  // Gemma-2 style logit soft-capping is not implemented: refuse rather than run it wrong.
+  for (const char* cap : {"final_logit_softcapping", "attn_logit_softcapping"})
+    if (j.contains(cap) && !j[cap].is_null())
+      return Status::unsupported(std::string("config.json: ") + cap + " is not supported");
   ASSIGN_OR_RETURN(double qpas, json_float(j, "query_pre_attn_scalar", c.head_dim));
   if (!(qpas > 0)) return Status::invalid_format("config.json: query_pre_attn_scalar must be positive");
   c.attn_scale = static_cast<float>(1.0 / std::sqrt(qpas));
