@@ -111,6 +111,10 @@ void parse_post_processor(const json& pp, Vocab& v) {
     const int32_t first = special_id(single.front()), last = special_id(single.back());
     if (first >= 0) { v.bos_id = first; v.add_bos = true; }
     if (last >= 0 && single.size() > 1) { v.eos_id = last; v.add_eos = true; }
+    if (v.model == TokenizerModel::kWordPiece) {  // [CLS] $A [SEP]
+      v.cls_id = first;
+      v.sep_id = last;
+    }
   } else if (t == "BertProcessing" || t == "RobertaProcessing") {
     v.cls_id = v.bos_id = v.find(pp.at("cls").at(0).get<std::string>());
     v.sep_id = v.eos_id = v.find(pp.at("sep").at(0).get<std::string>());

@@ -198,6 +198,12 @@ std::vector<std::string> derive_spm_merges(const Vocab& v) {
   return out;
 }
 
+bool uses_space_mark(const Vocab& v) {
+  for (int32_t id = 0; id < v.n_tokens(); ++id)
+    if (v.tokens[id].compare(0, 3, "\xE2\x96\x81") == 0) return true;
+  return false;
+}
+
 json merges_json(const std::vector<std::string>& merges) {
   json arr = json::array();
   for (const std::string& m : merges) {
@@ -244,8 +250,14 @@ json vocab_to_tokenizer_json(const Vocab& v) {
   }
   j["added_tokens"] = added;
   json vocab = json::object();
-  for (int32_t id = 0; id < v.n_tokens(); ++id)
-    if (!vocab.contains(v.tokens[id])) vocab[v.tokens[id]] = id;
+  const bool gguf_wordpiece = v.model == TokenizerModel::kWordPiece && uses_space_mark(v);
+  for (int32_t id = 0; id < v.n_tokens(); ++id) {
+    std::string text = v.tokens[id];
+    // GGUF spells WordPiece word starts "▁the" and continuations "hrer"; HF "the", "##hrer".
+    if (gguf_wordpiece && v.types[id] == TokenType::kNormal)
+      text = text.compare(0, sp.size(), sp) == 0 ? text.substr(sp.size()) : "##" + text;
+    if (!vocab.contains(text)) vocab[text] = id;
+  }
   const bool byte_level = v.model == TokenizerModel::kBpe && v.byte_level;
   if (v.model == TokenizerModel::kWordPiece) {
     j["normalizer"] = {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},

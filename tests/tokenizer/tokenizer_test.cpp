@@ -219,6 +219,22 @@ TEST(VocabIo, ByteLevelThroughTokenizerJson) {
     EXPECT_EQ(hf->encode(c.text, false), c.ids) << c.text;
 }
 
+TEST(VocabIo, WordPieceThroughTokenizerJson) {
+  Tokenizer tok = gguf_tokenizer("bert-bge");
+  const std::string path = temp_path(".json");
+  const std::string body = vocab_to_tokenizer_json(tok.vocab()).dump();
+  ASSERT_TRUE(write_file(path, body.data(), body.size()).ok());
+  auto hf = Tokenizer::from_tokenizer_json(path, "");
+  ASSERT_TRUE(hf.ok()) << hf.status().to_string();
+  std::remove(path.c_str());
+  EXPECT_EQ(hf->vocab().model, TokenizerModel::kWordPiece);
+  EXPECT_EQ(hf->vocab().find("##hrer") >= 0, tok.vocab().find("hrer") >= 0);
+  for (const auto& c : testing::load_vocab_cases(testing::shared_tok("bert-bge"))) {
+    EXPECT_EQ(hf->encode(c.text, false), c.ids) << c.text;
+    EXPECT_EQ(hf->encode(c.text, true), tok.encode(c.text, true)) << c.text;  // [CLS] .. [SEP]
+  }
+}
+
 // ---- bad input ----
 
 Expected<Tokenizer> tokenizer_from_written(GgufWriter& w) {
