@@ -22,6 +22,33 @@ int32_t id_or(const GgufFile& g, const char* key, int32_t def) {
   return static_cast<int32_t>(g.get_int_or(key, def));
 }
 
+// tokens, scores, token_type and merges, with their lengths checked against each other.
+Status read_token_arrays(const GgufFile& g, Vocab& v) {
+  auto tokens = g.get_string_array("tokenizer.ggml.tokens");
+  if (!tokens.ok()) return tokens.status().with_context("tokenizer.ggml.tokens");
+  v.tokens = std::move(*tokens);
+  const size_t n = v.tokens.size();
+  if (g.find("tokenizer.ggml.scores")) {
+    ASSIGN_OR_RETURN(std::vector<double> scores, g.get_float_array("tokenizer.ggml.scores"));
+    v.scores.assign(scores.begin(), scores.end());
+  }
+  if (g.find("tokenizer.ggml.token_type")) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> types, g.get_int_array("tokenizer.ggml.token_type"));
+    for (int64_t t : types)
+      v.types.push_back(t >= 0 && t <= 6 ? static_cast<TokenType>(t) : TokenType::kUndefined);
+  }
+  if (g.find("tokenizer.ggml.merges")) {
+    ASSIGN_OR_RETURN(v.merges, g.get_string_array("tokenizer.ggml.merges"));
+  }
+  if (v.types.size() != n && !v.types.empty())
+    return Status::invalid_format("tokenizer.ggml.token_type has " + std::to_string(v.types.size()) +
+                                  " entries for " + std::to_string(n) + " tokens");
+  if (v.scores.size() != n && !v.scores.empty())
+    return Status::invalid_format("tokenizer.ggml.scores has " + std::to_string(v.scores.size()) +
+                                  " entries for " + std::to_string(n) + " tokens");
+  return Status();
+}
+
 }  // namespace
 
 void fill_eog_ids(Vocab& v) {
@@ -56,28 +83,8 @@ Expected<Vocab> read_vocab_gguf(const GgufFile& g) {
   } else {
     return Status::unsupported("tokenizer model '" + *model + "' (tokenizer.ggml.model)");
   }
-  auto tokens = g.get_string_array("tokenizer.ggml.tokens");
-  if (!tokens.ok()) return tokens.status().with_context("tokenizer.ggml.tokens");
-  v.tokens = std::move(*tokens);
+  RETURN_IF_ERROR(read_token_arrays(g, v));
   const size_t n = v.tokens.size();
-  if (g.find("tokenizer.ggml.scores")) {
-    ASSIGN_OR_RETURN(std::vector<double> scores, g.get_float_array("tokenizer.ggml.scores"));
-    v.scores.assign(scores.begin(), scores.end());
-  }
-  if (g.find("tokenizer.ggml.token_type")) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> types, g.get_int_array("tokenizer.ggml.token_type"));
-    for (int64_t t : types)
-      v.types.push_back(t >= 0 && t <= 6 ? static_cast<TokenType>(t) : TokenType::kUndefined);
-  }
-  if (g.find("tokenizer.ggml.merges")) {
-    ASSIGN_OR_RETURN(v.merges, g.get_string_array("tokenizer.ggml.merges"));
-  }
-  if (v.types.size() != n && !v.types.empty())
-    return Status::invalid_format("tokenizer.ggml.token_type has " + std::to_string(v.types.size()) +
-                                  " entries for " + std::to_string(n) + " tokens");
-  if (v.scores.size() != n && !v.scores.empty())
-    return Status::invalid_format("tokenizer.ggml.scores has " + std::to_string(v.scores.size()) +
-                                  " entries for " + std::to_string(n) + " tokens");
   if (v.types.empty()) v.types.assign(n, TokenType::kNormal);
   v.pre = g.get_string_or("tokenizer.ggml.pre", "default");
   v.bos_id = id_or(g, "tokenizer.ggml.bos_token_id", -1);
