@@ -80,7 +80,9 @@ std::vector<std::vector<int32_t>> reference_ids(const std::string& name, const s
   char buf[65536];
   size_t n;
   while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  if (p) EXPECT_EQ(pclose(p), 0) << cmd;
+  if (p) {
+    EXPECT_EQ(pclose(p), 0) << cmd;
+  }
   std::remove(path);
   size_t pos = 0;
   while (pos < out.size()) {
