@@ -67,7 +67,7 @@ const std::string& small_llama() {
 }
 
 TEST(Cli, GenerateJsonHasTheAdvertisedFields) {
-  RunResult r = run("generate -m " + small_llama() + " --prompt-ids 1,5,9 -n 6 --temp 0 --json");
+  RunResult r = run("generate -m " + small_llama() + " --prompt-ids 1,5,9 -n 6 --temp 0 --json --ignore-eos");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["prompt_ids"], nlohmann::json({1, 5, 9}));
