@@ -1,0 +1,68 @@
+// Our packed weight layouts: ONE layout per tensor, read by the decode GEMV, the prefill
+// GEMM, the embedding lookup and a tied output head alike (no second copy, no row-major
+// expansion). Stored in GGUF with type ids >= kFirstPackedType (formats/tensor.h), so a
+// pre-packed file loads by mmap with no repack.
+//
+// A matrix W has logical shape [N, K] (N output rows, K input features). Rows are grouped
+// in panels of kPanelRows = 16 (the last panel is padded with zero rows: codes 0, scales
+// 0), columns in groups of G along K (G = 32, 64 or 128; K % G == 0). Bytes:
+//
+//   panel 0 | panel 1 | ... | panel P-1            P = ceil(N / 16)
+//   panel  = group 0 | group 1 | ... | group K/G-1
+//
+// W4 group (4-bit codes, symmetric: w = (code - 8) * scale; asymmetric: w = code * scale + min):
+//   codes  G/8 blocks of 64 bytes. Block b holds k0 = g*G + 8b .. k0+7 for the 16 rows:
+//          byte j (0..63): low nibble  = code(row j/4, k0 + j%4)
+//                          high nibble = code(row j/4, k0 + 4 + j%4)
+//          so (byte & 15) is, lane by lane, 16 rows x 4 consecutive k as u8: the operand
+//          layout of VNNI vpdpbusd (a 32-bit lane = one row, 4 k), and (byte >> 4) the next
+//          4 k. AVX2 reads the same block as two 32-byte halves (rows 0-7, 8-15).
+//   scales 16 x fp16, one per row of the panel
+//   mins   16 x fp16 (asymmetric only)
+//
+// W8 group (int8 codes, w = code * scale; code in [-127, 127]):
+//   codes  G/4 blocks of 64 bytes. Block b holds k0 = g*G + 4b .. k0+3:
+//          byte j = code(row j/4, k0 + j%4) as int8
+//   scales 16 x fp16
+//   sums   16 x int16: sum of the row's G codes (lets integer kernels feed activations
+//          as u8 = a + 128 and subtract 128 * sum afterwards)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "formats/tensor.h"
+
+namespace edge {
+
+constexpr int64_t kPanelRows = 16;
+
+enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8 };
+
+struct PackedFormat {
+  PackedKind kind = PackedKind::kW4Sym;
+  int32_t group = 128;  // 32, 64 or 128
+
+  bool is_w4() const { return kind != PackedKind::kW8; }
+  // Bytes of one (panel, group) cell.
+  int64_t group_bytes() const;
+  // Bytes of a whole [n, k] matrix (n padded to panels).
+  int64_t matrix_bytes(int64_t n, int64_t k) const { return panels(n) * (k / group) * group_bytes(); }
+  static int64_t panels(int64_t n) { return (n + kPanelRows - 1) / kPanelRows; }
+  // Offset of the (panel, group) cell within the matrix.
+  int64_t cell_offset(int64_t panel, int64_t g, int64_t k) const {
+    return (panel * (k / group) + g) * group_bytes();
+  }
+  // Bits per weight including scales (for reports): e.g. W4 sym g128 = 4.125.
+  double bits_per_weight() const;
+  std::string name() const;  // "w4s_g128", "w4a_g64", "w8_g32"
+};
+
+// GGUF type ids of the packed formats (a reserved range; recorded in metadata as well).
+DType packed_dtype(const PackedFormat& f);
+// The packed format of a dtype id, or false if the id is not one of ours.
+bool packed_format_of(DType t, PackedFormat* out);
+bool is_packed_dtype(DType t);
+
+}  // namespace edge
