@@ -106,6 +106,8 @@ const char kLlama3Tail[] =
     "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const char kQwen2Tail[] =
     "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// " ?[^(\s|.,!?…。，、।۔،)]+" (BLOOM family), non-ASCII escaped.
+const char kBloom[] = " ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{0964}\\x{06D4}\\x{060C})]+";
 const char kCjk[] = "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+";
 // Original code points (some are NFC singletons, e.g. U+1F7D, U+2126, U+212A), escaped
 // so no editor or tool can normalise them into an out-of-order range.
@@ -128,13 +130,18 @@ const char kDeepseekLlmLatin[] =
 
 std::vector<std::string> regexes_for(const std::string& pre, bool hf_spelling) {
   const std::string contr = hf_spelling ? kContractionsHf : kContractions;
-  if (pre == "default" || pre == "gpt-2" || pre == "gpt2" || pre == "phi-2" || pre == "roberta-bpe" ||
-      pre == "jina-es" || pre == "jina-de" || pre == "jina-v1-en" || pre == "jina-v2-es" ||
+  // llama.cpp's fallback for GGUFs without a known pre-tokenizer.
+  if (pre == "default") return {"[\\p{P}\\$\\+<=>\\^~\\|]+", kGpt2, "\\p{N}+", "[0-9][0-9][0-9]"};
+  if (pre == "gpt-2" || pre == "gpt2" || pre == "phi-2" || pre == "roberta-bpe" || pre == "mpt" || pre == "olmo" ||
+      pre == "jais" || pre == "jina-es" || pre == "jina-de" || pre == "jina-v1-en" || pre == "jina-v2-es" ||
       pre == "jina-v2-de" || pre == "jina-v2-code")
     return {kGpt2};
+  if (pre == "falcon") return {"[\\p{P}\\$\\+<=>\\^~\\|`]+", kGpt2, "[0-9][0-9][0-9]"};
   if (pre == "llama3" || pre == "llama-bpe" || pre == "llama-v3" || pre == "falcon3" || pre == "pixtral" ||
-      pre == "smaug-bpe" || pre == "dbrx")
+      pre == "smaug-bpe" || pre == "dbrx" || pre == "chatglm-bpe")
     return {contr + kLlama3Tail};
+  if (pre == "bloom" || pre == "poro-chat" || pre == "gpt3-finnish") return {kBloom};
+  if (pre == "viking") return {kBloom, "\\p{N}"};
   if (pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "stablelm2" || pre == "megrez" || pre == "qwen3")
     return {contr + kQwen2Tail};
   if (pre == "deepseek-coder") return {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", kCjk, "\\p{N}"};
@@ -153,7 +160,8 @@ std::vector<std::string> pretokenizer_regexes(const std::string& pre) { return r
 
 std::string pretokenizer_name_for(const std::vector<std::string>& regexes) {
   // Canonical name per distinct regex list (the first alias above).
-  static const char* kNames[] = {"gpt-2", "llama3", "qwen2", "deepseek-coder", "deepseek-llm", "starcoder"};
+  static const char* kNames[] = {"gpt-2", "llama3", "qwen2", "deepseek-coder", "deepseek-llm", "starcoder",
+                                 "default", "falcon", "bloom", "viking"};
   for (const char* name : kNames) {
     if (regexes == regexes_for(name, false) || regexes == regexes_for(name, true)) return name;
   }

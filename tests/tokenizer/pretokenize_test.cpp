@@ -24,7 +24,7 @@ TEST(PreTokenize, EveryNamedSetCompilesAndIsLossless) {
       "I'LL 'Ve", "x\xFFy\xC3", "$+<=>^~|`", "ｆｕｌｌ ＡＢＣ µ ΩK", "  trailing   ",
   };
   for (const char* pre : {"default", "gpt-2", "llama3", "llama-bpe", "qwen2", "deepseek-coder", "deepseek-llm",
-                          "starcoder"}) {
+                          "starcoder", "falcon", "bloom", "viking", "chatglm-bpe"}) {
     ASSERT_FALSE(pretokenizer_regexes(pre).empty()) << pre;
     for (const std::string& t : texts) {
       std::string joined;
@@ -41,6 +41,8 @@ TEST(PreTokenize, EveryNamedSetCompilesAndIsLossless) {
 TEST(PreTokenize, FamilySplits) {
   EXPECT_EQ(split("gpt-2", "Hello world's 12345"), (V{"Hello", " world", "'s", " 12345"}));
   EXPECT_EQ(split("gpt-2", "a  b"), (V{"a", " ", " b"}));  // \s+(?!\S) leaves the last space
+  EXPECT_EQ(split("default", "x+=12345;"), (V{"x", "+=", "123", "45", ";"}));
+  EXPECT_EQ(split("bloom", "Hi, you."), (V{"Hi", ",", " you", "."}));
   EXPECT_EQ(split("llama3", "12345 I'LL"), (V{"123", "45", " I", "'LL"}));
   EXPECT_EQ(split("llama3", "x\n\n  y"), (V{"x", "\n\n", " ", " y"}));
   EXPECT_EQ(split("qwen2", "123"), (V{"1", "2", "3"}));
