@@ -20,6 +20,7 @@ void register_inspect(CLI::App& app, Context& ctx);
 void register_generate(CLI::App& app, Context& ctx);
 void register_logits(CLI::App& app, Context& ctx);
 void register_make_model(CLI::App& app, Context& ctx);
+void register_bench(CLI::App& app, Context& ctx);
 
 // Prints "edge-infer: error: ..." and returns the exit code for a failed Status.
 int report_error(const Status& s);

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   edge::cli::register_tokenize(app, ctx);
   edge::cli::register_inspect(app, ctx);
   edge::cli::register_make_model(app, ctx);
+  edge::cli::register_bench(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

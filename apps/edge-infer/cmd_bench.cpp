@@ -1,0 +1,56 @@
+// edge-infer bench -m MODEL -p 512 -n 128 -r 5 -t THREADS -o json|md
+// llama-bench semantics and field names; see src/harness/bench.h.
+#include <cstdio>
+
+#include "commands.h"
+#include "harness/bench.h"
+#include "model/model.h"
+#include "model_source.h"
+
+namespace edge::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  BenchOptions o;
+  int threads = 0;
+  std::string output = "md";
+};
+
+int run_bench_cmd(const BenchArgs& a) {
+  if (a.output != "md" && a.output != "json")
+    return report_error(Status::invalid_argument("-o must be md or json (got " + a.output + ")"));
+  std::string path = a.model;
+  if (path.empty()) {
+    auto demo = demo_model_path();
+    if (!demo) return report_error(demo.status());
+    path = *demo;
+  }
+  LoadOptions lo;
+  lo.n_threads = a.threads;
+  auto model = Model::load(path, lo);
+  if (!model) return report_error(model.status());
+  auto records = run_bench(**model, a.o);
+  if (!records) return report_error(records.status());
+  if (a.output == "json")
+    std::printf("%s\n", records->dump(2).c_str());
+  else
+    std::printf("%s", bench_markdown(*records).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* sub = app.add_subcommand("bench", "llama-bench-compatible prompt (pp) and generation (tg) throughput");
+  sub->add_option("-m,--model", a->model, "model (default: the built-in demo model)");
+  sub->add_option("-p,--n-prompt", a->o.n_prompt, "prompt lengths (pp tests)")->delimiter(',')->capture_default_str();
+  sub->add_option("-n,--n-gen", a->o.n_gen, "generation lengths (tg tests)")->delimiter(',')->capture_default_str();
+  sub->add_option("-r,--repetitions", a->o.reps)->capture_default_str();
+  sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
+  sub->add_option("-o,--output", a->output, "md | json")->capture_default_str();
+  sub->callback([a, &ctx] { ctx.exit_code = run_bench_cmd(*a); });
+}
+
+}  // namespace edge::cli

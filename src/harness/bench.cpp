@@ -1,0 +1,143 @@
+#include "harness/bench.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "harness/provenance.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+namespace edge {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Sizes {
+  uint64_t bytes = 0;
+  uint64_t params = 0;
+};
+
+Sizes weight_sizes(const Model& m) {
+  Sizes s;
+  auto add = [&](const TensorView& t) {
+    s.bytes += t.nbytes;
+    s.params += static_cast<uint64_t>(t.numel());
+  };
+  const ModelWeights& w = m.weights();
+  add(w.token_embd);
+  if (w.output.data != w.token_embd.data) add(w.output);
+  const ModelConfig& c = m.config();
+  for (const LayerWeights& l : w.layers) {
+    for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*t);
+    // Norms and biases are F32 vectors held by the model.
+    uint64_t small = l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size() +
+                     l.q_norm.size() + l.k_norm.size() + l.post_attn_norm.size() + l.post_ffn_norm.size();
+    s.bytes += small * 4;
+    s.params += small;
+  }
+  s.bytes += static_cast<uint64_t>(c.n_embd) * 4;
+  s.params += static_cast<uint64_t>(c.n_embd);
+  return s;
+}
+
+// One timed run in nanoseconds: pp (n_prompt > 0) or tg (n_gen > 0).
+Expected<int64_t> time_one(const Model& model, int n_prompt, int n_gen, std::mt19937_64& rng) {
+  const int32_t n_vocab = model.config().n_vocab;
+  std::uniform_int_distribution<int32_t> tok(0, n_vocab - 1);
+  ASSIGN_OR_RETURN(InferenceState st, InferenceState::create(model, std::max(n_prompt, n_gen) + 1));
+  std::vector<int32_t> tokens(std::max(n_prompt, 1));
+  for (auto& t : tokens) t = tok(rng);
+  auto t0 = Clock::now();
+  if (n_prompt > 0) {
+    auto r = st.forward(tokens);
+    if (!r) return r.status();
+  } else {
+    int32_t t = tokens[0];
+    for (int i = 0; i < n_gen; ++i) {
+      auto r = st.forward(std::span<const int32_t>(&t, 1));
+      if (!r) return r.status();
+      t = tok(rng);  // like llama-bench: the next input is not sampled, so no sampling cost
+    }
+  }
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+}
+
+nlohmann::json make_record(const Model& model, const Sizes& sz, int n_prompt, int n_gen,
+                           const std::vector<int64_t>& ns) {
+  const int n_tok = n_prompt > 0 ? n_prompt : n_gen;
+  double mean_ns = 0, mean_ts = 0;
+  std::vector<double> ts;
+  for (int64_t v : ns) {
+    mean_ns += static_cast<double>(v);
+    ts.push_back(n_tok * 1e9 / static_cast<double>(v));
+    mean_ts += ts.back();
+  }
+  mean_ns /= ns.size();
+  mean_ts /= ns.size();
+  double var_ns = 0, var_ts = 0;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    var_ns += std::pow(ns[i] - mean_ns, 2);
+    var_ts += std::pow(ts[i] - mean_ts, 2);
+  }
+  const double denom = ns.size() > 1 ? static_cast<double>(ns.size() - 1) : 1.0;
+  nlohmann::json prov = machine_provenance();
+  nlohmann::json r = {
+      {"build_commit", prov["commit"]}, {"build_number", 0}, {"cpu_info", prov["cpu"]},
+      {"gpu_info", ""}, {"backends", "CPU"}, {"model_filename", model.path()},
+      {"model_type", fmt::format("{} {}", model.config().arch, "edge")},
+      {"model_size", sz.bytes}, {"model_n_params", sz.params},
+      {"n_batch", n_prompt > 0 ? n_prompt : 1}, {"n_ubatch", n_prompt > 0 ? n_prompt : 1},
+      {"n_threads", model.pool().size()}, {"type_k", "f32"}, {"type_v", "f32"},
+      {"n_gpu_layers", 0}, {"use_mmap", true}, {"n_prompt", n_prompt}, {"n_gen", n_gen},
+      {"test_time", prov["time"]}, {"avg_ns", static_cast<int64_t>(mean_ns)},
+      {"stddev_ns", static_cast<int64_t>(std::sqrt(var_ns / denom))}, {"avg_ts", mean_ts},
+      {"stddev_ts", std::sqrt(var_ts / denom)}, {"samples_ns", ns}, {"samples_ts", ts}};
+  r["provenance"] = prov;
+  r["provenance"]["engine"] = model_provenance(model);
+  return r;
+}
+
+}  // namespace
+
+Expected<nlohmann::json> run_bench(Model& model, const BenchOptions& o) {
+  if (o.reps < 1) return Status::invalid_argument("repetitions must be >= 1");
+  const Sizes sz = weight_sizes(model);
+  std::mt19937_64 rng(o.seed);
+  nlohmann::json out = nlohmann::json::array();
+  auto run_test = [&](int n_prompt, int n_gen) -> Status {
+    ASSIGN_OR_RETURN(int64_t warm, time_one(model, n_prompt, n_gen, rng));
+    (void)warm;
+    std::vector<int64_t> ns;
+    for (int r = 0; r < o.reps; ++r) {
+      ASSIGN_OR_RETURN(int64_t t, time_one(model, n_prompt, n_gen, rng));
+      ns.push_back(t);
+    }
+    out.push_back(make_record(model, sz, n_prompt, n_gen, ns));
+    return {};
+  };
+  for (int p : o.n_prompt)
+    if (p > 0) RETURN_IF_ERROR(run_test(p, 0));
+  for (int g : o.n_gen)
+    if (g > 0) RETURN_IF_ERROR(run_test(0, g));
+  return out;
+}
+
+std::string bench_markdown(const nlohmann::json& records) {
+  std::string s = "| model | size | params | backend | threads | test | t/s |\n"
+                  "| ----- | ---: | -----: | ------- | ------: | ---: | --: |\n";
+  for (const auto& r : records) {
+    int np = r["n_prompt"], ng = r["n_gen"];
+    std::string test = np > 0 ? fmt::format("pp{}", np) : fmt::format("tg{}", ng);
+    s += fmt::format("| {} | {:.2f} MiB | {:.2f} M | {} ({}) | {} | {} | {:.2f} ± {:.2f} |\n",
+                     r["model_type"].get<std::string>(), r["model_size"].get<double>() / 1048576.0,
+                     r["model_n_params"].get<double>() / 1e6, r["backends"].get<std::string>(),
+                     r["provenance"]["engine"]["kernel_path"].get<std::string>(), r["n_threads"].get<int>(),
+                     test, r["avg_ts"].get<double>(), r["stddev_ts"].get<double>());
+  }
+  return s;
+}
+
+}  // namespace edge
