@@ -31,7 +31,9 @@
 #include <cstdint>
 #include <string>
 
+#include "core/mapped_file.h"
 #include "core/status.h"
+#include "formats/gguf.h"
 #include "formats/tensor.h"
 
 namespace edge {
@@ -60,9 +62,28 @@ struct PackedFormat {
 };
 
 // GGUF type ids of the packed formats (a reserved range; recorded in metadata as well).
+// Fixed forever (files on disk carry them): id = kFirstPackedType + 3 * kind + log2(G / 32)
+//   1000 w4s_g32   1001 w4s_g64   1002 w4s_g128
+//   1003 w4a_g32   1004 w4a_g64   1005 w4a_g128
+//   1006 w8_g32    1007 w8_g64    1008 w8_g128
 DType packed_dtype(const PackedFormat& f);
 // The packed format of a dtype id, or false if the id is not one of ours.
 bool packed_format_of(DType t, PackedFormat* out);
 bool is_packed_dtype(DType t);
+// True for the group sizes the layout supports (32, 64, 128).
+bool is_valid_group(int64_t group);
+
+// GGUF sizing of our ids, for GgufFile::open(path, packed_gguf_types()). The reader sizes
+// a tensor as numel / block_elems * block_bytes, so a block here is one row of one group
+// (G elements, group_bytes() / 16 bytes; every cell size is a multiple of 16). That equals
+// matrix_bytes(N, K) when N % 16 == 0. When it is not, the padded last panel makes the
+// real size larger than the reader's view.nbytes: the bytes are in the file (our writer
+// states matrix_bytes), and check_packed_tensor() checks they lie inside the mapping.
+bool packed_gguf_block_info(uint32_t type_id, int64_t* block_elems, int64_t* block_bytes);
+GgufTypeResolver packed_gguf_types();
+
+// Validates a packed tensor view from a GGUF file before kernels touch it: a packed dtype,
+// 2-D [N, K] with K % G == 0, and all matrix_bytes(N, K) inside `file`. Returns its format.
+Expected<PackedFormat> check_packed_tensor(const TensorView& t, const MappedFile& file);
 
 }  // namespace edge

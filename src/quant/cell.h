@@ -1,0 +1,58 @@
+// Scalar access to one (panel, group) cell of the packed layout (packed.h): the single
+// place that spells out the byte positions, used by the quantiser, the repacker, the
+// reference dequantiser and the tests. Not for hot loops (the SIMD kernels read blocks).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/half.h"
+#include "quant/packed.h"
+
+namespace edge::cell {
+
+// W4: block kk/8 of 64 bytes; byte 4*row + kk%4; low nibble for kk%8 < 4, else high.
+inline int64_t w4_byte(int row, int kk) { return (kk / 8) * 64 + 4 * row + (kk % 4); }
+inline int w4_code(const uint8_t* cell, int row, int kk) {
+  const uint8_t b = cell[w4_byte(row, kk)];
+  return (kk % 8) < 4 ? (b & 15) : (b >> 4);
+}
+inline void set_w4_code(uint8_t* cell, int row, int kk, int code) {
+  uint8_t& b = cell[w4_byte(row, kk)];
+  if ((kk % 8) < 4) b = static_cast<uint8_t>((b & 0xF0) | (code & 15));
+  else b = static_cast<uint8_t>((b & 0x0F) | ((code & 15) << 4));
+}
+
+// W8: block kk/4 of 64 bytes; byte 4*row + kk%4, int8.
+inline int64_t w8_byte(int row, int kk) { return (kk / 4) * 64 + 4 * row + (kk % 4); }
+inline int w8_code(const uint8_t* cell, int row, int kk) {
+  return static_cast<int8_t>(cell[w8_byte(row, kk)]);
+}
+inline void set_w8_code(uint8_t* cell, int row, int kk, int code) {
+  cell[w8_byte(row, kk)] = static_cast<uint8_t>(static_cast<int8_t>(code));
+}
+
+// Offsets of the per-row tails after the codes.
+inline int64_t codes_bytes(const PackedFormat& f) { return f.is_w4() ? 8 * f.group : 16 * f.group; }
+inline int64_t scales_offset(const PackedFormat& f) { return codes_bytes(f); }
+inline int64_t mins_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W4 asym
+inline int64_t sums_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W8
+
+inline uint16_t get_u16(const uint8_t* p, int i) {
+  uint16_t v;
+  std::memcpy(&v, p + 2 * i, 2);
+  return v;
+}
+inline void set_u16(uint8_t* p, int i, uint16_t v) { std::memcpy(p + 2 * i, &v, 2); }
+
+inline float scale(const PackedFormat& f, const uint8_t* cell, int row) {
+  return f16_to_f32(get_u16(cell + scales_offset(f), row));
+}
+inline float min(const PackedFormat& f, const uint8_t* cell, int row) {
+  return f16_to_f32(get_u16(cell + mins_offset(f), row));
+}
+inline int16_t sum(const PackedFormat& f, const uint8_t* cell, int row) {
+  return static_cast<int16_t>(get_u16(cell + sums_offset(f), row));
+}
+
+}  // namespace edge::cell

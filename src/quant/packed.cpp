@@ -1,0 +1,95 @@
+// Packed layout bookkeeping: cell sizes, names, GGUF type ids and the reader's sizing hook.
+#include "quant/packed.h"
+
+#include "core/check.h"
+
+namespace edge {
+
+namespace {
+
+// log2(G / 32) for the supported groups; -1 otherwise.
+int group_index(int64_t g) {
+  switch (g) {
+    case 32: return 0;
+    case 64: return 1;
+    case 128: return 2;
+    default: return -1;
+  }
+}
+
+constexpr uint32_t kPackedTypeCount = 9;  // 3 kinds x 3 groups
+
+}  // namespace
+
+bool is_valid_group(int64_t group) { return group_index(group) >= 0; }
+
+int64_t PackedFormat::group_bytes() const {
+  const int64_t g = group;
+  switch (kind) {
+    case PackedKind::kW4Sym: return 8 * g + 32;        // 16 rows x G nibbles + 16 fp16 scales
+    case PackedKind::kW4Asym: return 8 * g + 32 + 32;  // ... + 16 fp16 mins
+    case PackedKind::kW8: return 16 * g + 32 + 32;     // 16 rows x G int8 + scales + int16 sums
+  }
+  return 0;
+}
+
+double PackedFormat::bits_per_weight() const {
+  return static_cast<double>(group_bytes()) * 8.0 / static_cast<double>(kPanelRows * group);
+}
+
+std::string PackedFormat::name() const {
+  const char* k = kind == PackedKind::kW4Sym ? "w4s" : kind == PackedKind::kW4Asym ? "w4a" : "w8";
+  return std::string(k) + "_g" + std::to_string(group);
+}
+
+DType packed_dtype(const PackedFormat& f) {
+  const int gi = group_index(f.group);
+  CHECK_MSG(gi >= 0, "packed group must be 32, 64 or 128");
+  return static_cast<DType>(kFirstPackedType + 3 * static_cast<uint32_t>(f.kind) +
+                            static_cast<uint32_t>(gi));
+}
+
+bool packed_format_of(DType t, PackedFormat* out) {
+  const uint32_t id = static_cast<uint32_t>(t);
+  if (id < kFirstPackedType || id >= kFirstPackedType + kPackedTypeCount) return false;
+  const uint32_t rel = id - kFirstPackedType;
+  if (out) {
+    out->kind = static_cast<PackedKind>(rel / 3);
+    out->group = 32 << (rel % 3);
+  }
+  return true;
+}
+
+bool is_packed_dtype(DType t) { return packed_format_of(t, nullptr); }
+
+bool packed_gguf_block_info(uint32_t type_id, int64_t* block_elems, int64_t* block_bytes) {
+  PackedFormat f;
+  if (!packed_format_of(static_cast<DType>(type_id), &f)) return false;
+  if (block_elems) *block_elems = f.group;
+  if (block_bytes) *block_bytes = f.group_bytes() / kPanelRows;
+  return true;
+}
+
+GgufTypeResolver packed_gguf_types() { return &packed_gguf_block_info; }
+
+Expected<PackedFormat> check_packed_tensor(const TensorView& t, const MappedFile& file) {
+  PackedFormat f;
+  if (!packed_format_of(t.dtype, &f))
+    return Status::invalid_argument("tensor '" + t.name + "' is not a packed type (id " +
+                                    std::to_string(static_cast<uint32_t>(t.dtype)) + ")");
+  if (t.shape.size() != 2 || t.shape[0] <= 0 || t.shape[1] <= 0 || t.shape[1] % f.group != 0)
+    return Status::invalid_format("tensor '" + t.name + "' " + f.name() + " has shape " +
+                                  t.shape_string() + "; want [N, K] with K a multiple of " +
+                                  std::to_string(f.group));
+  const int64_t n = t.shape[0], k = t.shape[1];
+  const uint64_t need = static_cast<uint64_t>(f.matrix_bytes(n, k));
+  const uint8_t* base = file.data();
+  if (t.data < base || t.data > base + file.size() ||
+      !file.contains(static_cast<uint64_t>(t.data - base), need))
+    return Status::invalid_format("tensor '" + t.name + "' " + f.name() + " " +
+                                  t.shape_string() + " needs " + std::to_string(need) +
+                                  " bytes, past the end of " + file.path());
+  return f;
+}
+
+}  // namespace edge

@@ -1,0 +1,280 @@
+// Panel quantiser: scale search per (row, group), code packing via cell.h.
+#include "quant/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "core/check.h"
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "quant/cell.h"
+#include "quant/gguf_blocks.h"
+
+namespace edge {
+
+namespace {
+
+float to_f16f(float v) { return f16_to_f32(f32_to_f16(v)); }
+
+// One (row, group) encoding: codes[G] plus fp16 scale (and min for asym).
+struct GroupCode {
+  uint16_t scale = 0;
+  uint16_t min = 0;
+  uint8_t codes[128];
+};
+
+// Squared error of symmetric codes for scale d (already fp16-exact); fills q.
+double sym_codes(const float* x, int g, float d, uint8_t* q) {
+  const float inv = d != 0.0f ? 1.0f / d : 0.0f;
+  double err = 0;
+  for (int i = 0; i < g; ++i) {
+    const int c = std::clamp(static_cast<int>(std::lround(x[i] * inv)), -8, 7);
+    q[i] = static_cast<uint8_t>(c + 8);
+    const double e = static_cast<double>(x[i]) - static_cast<double>(c) * d;
+    err += e * e;
+  }
+  return err;
+}
+
+void encode_w4_sym(const float* x, int g, ScaleSearch search, GroupCode* out) {
+  float m = 0.0f;
+  for (int i = 0; i < g; ++i)
+    if (std::fabs(x[i]) > std::fabs(m)) m = x[i];
+  if (m == 0.0f) {  // all zero: scale 0, code 8 (= 0)
+    out->scale = 0;
+    std::memset(out->codes, 8, static_cast<size_t>(g));
+    return;
+  }
+  uint8_t q[128];
+  double best = sym_codes(x, g, 0.0f, out->codes);  // scale 0 fallback
+  out->scale = 0;
+  auto consider = [&](float d) {
+    const uint16_t h = f32_to_f16(d);
+    const float d16 = f16_to_f32(h);
+    if (!std::isfinite(d16) || d16 == 0.0f) return;
+    const double e = sym_codes(x, g, d16, q);
+    if (e < best) {
+      best = e;
+      out->scale = h;
+      std::memcpy(out->codes, q, static_cast<size_t>(g));
+    }
+  };
+  consider(m / -8.0f);
+  if (search == ScaleSearch::kAbsmax) return;
+  for (int side = 0; side < 2; ++side) {
+    const float t0 = side == 0 ? -10.0f : 6.0f, t1 = side == 0 ? -6.5f : 8.5f;
+    for (float t = t0; t <= t1 + 1e-6f; t += 0.25f) {
+      const float d16 = to_f16f(m / t);
+      if (!std::isfinite(d16) || d16 == 0.0f) continue;
+      sym_codes(x, g, d16, q);
+      double sxq = 0, sqq = 0;  // least-squares scale for these codes
+      for (int i = 0; i < g; ++i) {
+        const double c = static_cast<double>(q[i]) - 8.0;
+        sxq += x[i] * c;
+        sqq += c * c;
+      }
+      consider(d16);
+      if (sqq > 0) consider(static_cast<float>(sxq / sqq));
+    }
+  }
+}
+
+// Squared error of asymmetric codes for (s, mn), both fp16-exact; fills q.
+double asym_codes(const float* x, int g, float s, float mn, uint8_t* q) {
+  const float inv = s != 0.0f ? 1.0f / s : 0.0f;
+  double err = 0;
+  for (int i = 0; i < g; ++i) {
+    const int c = std::clamp(static_cast<int>(std::lround((x[i] - mn) * inv)), 0, 15);
+    q[i] = static_cast<uint8_t>(c);
+    const double e = static_cast<double>(x[i]) - (static_cast<double>(c) * s + mn);
+    err += e * e;
+  }
+  return err;
+}
+
+void encode_w4_asym(const float* x, int g, ScaleSearch search, GroupCode* out) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < g; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  uint8_t q[128];
+  out->min = f32_to_f16(lo);
+  out->scale = 0;
+  double best = asym_codes(x, g, 0.0f, f16_to_f32(out->min), out->codes);
+  if (hi == lo) return;
+  auto consider = [&](float s, float mn) {
+    const uint16_t hs = f32_to_f16(s), hm = f32_to_f16(mn);
+    const float s16 = f16_to_f32(hs), m16 = f16_to_f32(hm);
+    if (!std::isfinite(s16) || !std::isfinite(m16) || s16 <= 0.0f) return;
+    const double e = asym_codes(x, g, s16, m16, q);
+    if (e < best) {
+      best = e;
+      out->scale = hs;
+      out->min = hm;
+      std::memcpy(out->codes, q, static_cast<size_t>(g));
+    }
+  };
+  consider((hi - lo) / 15.0f, lo);
+  if (search == ScaleSearch::kAbsmax) return;
+  for (float dd = -1.0f; dd <= 2.0f + 1e-6f; dd += 0.25f) {
+    const float s16 = to_f16f((hi - lo) / (15.0f + dd)), m16 = to_f16f(lo);
+    if (!std::isfinite(s16) || s16 <= 0.0f) continue;
+    asym_codes(x, g, s16, m16, q);
+    // Least squares for x ~ q s + mn with these codes (2x2 normal equations).
+    double sq = 0, sqq = 0, sx = 0, sxq = 0;
+    for (int i = 0; i < g; ++i) {
+      sq += q[i];
+      sqq += static_cast<double>(q[i]) * q[i];
+      sx += x[i];
+      sxq += static_cast<double>(x[i]) * q[i];
+    }
+    const double det = g * sqq - sq * sq;
+    consider(s16, m16);
+    if (det > 0)
+      consider(static_cast<float>((g * sxq - sq * sx) / det),
+               static_cast<float>((sqq * sx - sq * sxq) / det));
+  }
+}
+
+void encode_w8(const float* x, int g, GroupCode* out, int8_t* codes) {
+  float amax = 0.0f;
+  for (int i = 0; i < g; ++i) amax = std::max(amax, std::fabs(x[i]));
+  out->scale = amax > 0.0f ? f16_round_up(amax / 127.0f) : 0;
+  const float s = f16_to_f32(out->scale);
+  const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+  for (int i = 0; i < g; ++i)
+    codes[i] = static_cast<int8_t>(std::clamp(static_cast<int>(std::lround(x[i] * inv)), -127, 127));
+}
+
+bool all_finite(const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+uint16_t f16_round_up(float s) {
+  uint16_t h = f32_to_f16(s);
+  if (f16_to_f32(h) < s && h < 0x7bff) ++h;  // positive: next representable value up
+  return h;
+}
+
+Status quantize_panel(const PackedFormat& f, int64_t k, const float* rows, int64_t valid_rows,
+                      uint8_t* dst, ScaleSearch search) {
+  const int g = f.group;
+  const int64_t cb = f.group_bytes();
+  std::memset(dst, 0, static_cast<size_t>((k / g) * cb));
+  GroupCode gc;
+  int8_t c8[128];
+  for (int64_t r = 0; r < valid_rows; ++r) {
+    const float* row = rows + r * k;
+    if (!all_finite(row, k))
+      return Status::invalid_argument("row has a non-finite value (NaN or Inf)");
+    for (int64_t gi = 0; gi < k / g; ++gi) {
+      const float* x = row + gi * g;
+      uint8_t* cell = dst + gi * cb;
+      const int ri = static_cast<int>(r);
+      if (f.kind == PackedKind::kW8) {
+        encode_w8(x, g, &gc, c8);
+        int sum = 0;
+        for (int i = 0; i < g; ++i) {
+          cell::set_w8_code(cell, ri, i, c8[i]);
+          sum += c8[i];
+        }
+        cell::set_u16(cell + cell::sums_offset(f), ri, static_cast<uint16_t>(static_cast<int16_t>(sum)));
+      } else {
+        if (f.kind == PackedKind::kW4Sym) encode_w4_sym(x, g, search, &gc);
+        else encode_w4_asym(x, g, search, &gc);
+        for (int i = 0; i < g; ++i) cell::set_w4_code(cell, ri, i, gc.codes[i]);
+        if (f.kind == PackedKind::kW4Asym) cell::set_u16(cell + cell::mins_offset(f), ri, gc.min);
+      }
+      cell::set_u16(cell + cell::scales_offset(f), ri, gc.scale);
+    }
+  }
+  return {};
+}
+
+Status quantize_matrix(const PackedFormat& f, int64_t n, int64_t k, const RowSource& src,
+                       uint8_t* dst, uint64_t dst_bytes, int threads, ScaleSearch search) {
+  if (!is_valid_group(f.group) || k <= 0 || n <= 0 || k % f.group != 0)
+    return Status::invalid_argument("cannot pack [" + std::to_string(n) + ", " +
+                                    std::to_string(k) + "] as " + f.name());
+  if (dst_bytes != static_cast<uint64_t>(f.matrix_bytes(n, k)))
+    return Status::invalid_argument(f.name() + " [" + std::to_string(n) + ", " +
+                                    std::to_string(k) + "] needs " +
+                                    std::to_string(f.matrix_bytes(n, k)) + " bytes, given " +
+                                    std::to_string(dst_bytes));
+  const int64_t panels = PackedFormat::panels(n);
+  const int64_t panel_bytes = (k / f.group) * f.group_bytes();
+  std::mutex mu;
+  Status first;
+  auto work = [&](int tid, int nth) {
+    std::vector<float> buf(static_cast<size_t>(kPanelRows * k));  // the only transient
+    auto [p0, p1] = ThreadPool::split(panels, tid, nth);
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t valid = std::min(kPanelRows, n - p * kPanelRows);
+      Status st;
+      for (int64_t r = 0; r < valid && st.ok(); ++r) st = src(p * kPanelRows + r, buf.data() + r * k);
+      if (st.ok()) st = quantize_panel(f, k, buf.data(), valid, dst + p * panel_bytes, search);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first.ok()) first = st.with_context("panel " + std::to_string(p));
+        return;
+      }
+    }
+  };
+  if (threads <= 1 || panels < 2) {
+    work(0, 1);
+  } else {
+    ThreadPool pool(static_cast<int>(std::min<int64_t>(threads, panels)));
+    pool.run(work);
+  }
+  return first;
+}
+
+void dequantize_row(const PackedFormat& f, const uint8_t* matrix, int64_t n, int64_t k,
+                    int64_t row, float* out) {
+  CHECK_MSG(row >= 0 && row < n && k % f.group == 0, "dequantize_row: bad row or shape");
+  const int64_t p = row / kPanelRows;
+  const int r = static_cast<int>(row % kPanelRows);
+  const int g = f.group;
+  for (int64_t gi = 0; gi < k / g; ++gi) {
+    const uint8_t* cell = matrix + f.cell_offset(p, gi, k);
+    const float s = cell::scale(f, cell, r);
+    float* y = out + gi * g;
+    if (f.kind == PackedKind::kW8) {
+      for (int i = 0; i < g; ++i) y[i] = static_cast<float>(cell::w8_code(cell, r, i)) * s;
+    } else if (f.kind == PackedKind::kW4Sym) {
+      for (int i = 0; i < g; ++i) y[i] = static_cast<float>(cell::w4_code(cell, r, i) - 8) * s;
+    } else {
+      const float mn = cell::min(f, cell, r);
+      for (int i = 0; i < g; ++i) y[i] = static_cast<float>(cell::w4_code(cell, r, i)) * s + mn;
+    }
+  }
+}
+
+std::vector<float> dequantize_matrix(const PackedFormat& f, const uint8_t* matrix, int64_t n,
+                                     int64_t k) {
+  std::vector<float> out(static_cast<size_t>(n * k));
+  for (int64_t r = 0; r < n; ++r) dequantize_row(f, matrix, n, k, r, out.data() + r * k);
+  return out;
+}
+
+Expected<RowSource> tensor_row_source(const TensorView& t) {
+  if (t.shape.size() != 2)
+    return Status::invalid_argument("tensor '" + t.name + "' " + t.shape_string() +
+                                    " is not a matrix");
+  if (!gguf_type_decodable(t.dtype))
+    return Status::unsupported("tensor '" + t.name + "' has type " + dtype_name(t.dtype) +
+                               ", which cannot be dequantised");
+  RETURN_IF_ERROR(check_tensor_bytes(t));
+  const TensorView* view = &t;
+  return RowSource([view](int64_t row, float* out) { return dequantize_tensor_row(*view, row, out); });
+}
+
+}  // namespace edge
