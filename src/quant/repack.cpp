@@ -1,0 +1,172 @@
+// GGUF block types -> packed cells. Direct types copy codes and scales cell by cell; the
+// rest decode 16 rows exactly and requantise them to W8.
+#include "quant/repack.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "quant/cell.h"
+#include "quant/gguf_blocks.h"
+#include "quant/quantize.h"
+
+namespace edge {
+
+namespace {
+
+uint16_t ld_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// One Q4_0 / Q4_1 / Q8_0 block (32 weights) into row r of a g32 cell.
+void put_q4_0(const uint8_t* b, const PackedFormat& f, uint8_t* cell, int r) {
+  cell::set_u16(cell + cell::scales_offset(f), r, ld_u16(b));
+  for (int j = 0; j < 16; ++j) {
+    cell::set_w4_code(cell, r, j, b[2 + j] & 15);
+    cell::set_w4_code(cell, r, j + 16, b[2 + j] >> 4);
+  }
+}
+
+void put_q4_1(const uint8_t* b, const PackedFormat& f, uint8_t* cell, int r) {
+  cell::set_u16(cell + cell::scales_offset(f), r, ld_u16(b));
+  cell::set_u16(cell + cell::mins_offset(f), r, ld_u16(b + 2));
+  for (int j = 0; j < 16; ++j) {
+    cell::set_w4_code(cell, r, j, b[4 + j] & 15);
+    cell::set_w4_code(cell, r, j + 16, b[4 + j] >> 4);
+  }
+}
+
+void put_q8_0(const uint8_t* b, const PackedFormat& f, uint8_t* cell, int r) {
+  cell::set_u16(cell + cell::scales_offset(f), r, ld_u16(b));
+  int sum = 0;
+  for (int j = 0; j < 32; ++j) {
+    const int q = std::max<int>(-127, static_cast<int8_t>(b[2 + j]));
+    cell::set_w8_code(cell, r, j, q);
+    sum += q;
+  }
+  cell::set_u16(cell + cell::sums_offset(f), r, static_cast<uint16_t>(static_cast<int16_t>(sum)));
+}
+
+// One Q4_K super-block (256 weights = 8 sub-blocks of 32) into row r of 8 consecutive cells.
+Status put_q4_k(const uint8_t* b, const PackedFormat& f, uint8_t* cells, int r) {
+  const float d = f16_to_f32(ld_u16(b)), dmin = f16_to_f32(ld_u16(b + 2));
+  const uint8_t* s12 = b + 4;
+  const uint8_t* qs = b + 16;
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, mn;
+    q4k_scale_min(j, s12, &sc, &mn);
+    uint8_t* cell = cells + j * f.group_bytes();
+    const uint16_t hs = f32_to_f16(d * static_cast<float>(sc));
+    const uint16_t hm = f32_to_f16(-(dmin * static_cast<float>(mn)));
+    if (!std::isfinite(f16_to_f32(hs)) || !std::isfinite(f16_to_f32(hm)))
+      return Status::invalid_format("Q4_K sub-block scale or min overflows fp16");
+    cell::set_u16(cell + cell::scales_offset(f), r, hs);
+    cell::set_u16(cell + cell::mins_offset(f), r, hm);
+    const uint8_t* q = qs + 32 * (j / 2);
+    for (int l = 0; l < 32; ++l) cell::set_w4_code(cell, r, l, (j % 2) ? (q[l] >> 4) : (q[l] & 15));
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<PackedFormat> repack_format(DType src) {
+  switch (src) {
+    case DType::Q4_0: return PackedFormat{PackedKind::kW4Sym, 32};
+    case DType::Q4_1:
+    case DType::Q4_K: return PackedFormat{PackedKind::kW4Asym, 32};
+    case DType::Q8_0:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::Q2_K:
+    case DType::Q3_K: return PackedFormat{PackedKind::kW8, 32};
+    default:
+      return Status::unsupported(std::string("no repack from GGUF type ") + dtype_name(src));
+  }
+}
+
+bool is_repackable(DType src) { return repack_format(src).ok(); }
+
+Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel, uint8_t* dst,
+                    float* scratch) {
+  const int64_t n = src.rows(), k = src.cols();
+  const int64_t valid = std::min(kPanelRows, n - panel * kPanelRows);
+  const uint64_t rb = *dtype_row_bytes(src.dtype, k);
+  const int64_t cb = f.group_bytes();
+  const uint8_t* rows = src.data + static_cast<uint64_t>(panel * kPanelRows) * rb;
+  const bool direct = src.dtype == DType::Q4_0 || src.dtype == DType::Q4_1 ||
+                      src.dtype == DType::Q8_0 || src.dtype == DType::Q4_K;
+  if (!direct) {
+    for (int64_t r = 0; r < valid; ++r)
+      RETURN_IF_ERROR(dequantize_gguf_row(src.dtype, rows + r * rb, k, scratch + r * k));
+    return quantize_panel(f, k, scratch, valid, dst);
+  }
+  std::memset(dst, 0, static_cast<size_t>((k / f.group) * cb));
+  for (int64_t r = 0; r < valid; ++r) {
+    const uint8_t* row = rows + r * rb;
+    const int ri = static_cast<int>(r);
+    switch (src.dtype) {
+      case DType::Q4_0:
+        for (int64_t b = 0; b < k / 32; ++b) put_q4_0(row + b * 18, f, dst + b * cb, ri);
+        break;
+      case DType::Q4_1:
+        for (int64_t b = 0; b < k / 32; ++b) put_q4_1(row + b * 20, f, dst + b * cb, ri);
+        break;
+      case DType::Q8_0:
+        for (int64_t b = 0; b < k / 32; ++b) put_q8_0(row + b * 34, f, dst + b * cb, ri);
+        break;
+      default:  // Q4_K
+        for (int64_t b = 0; b < k / 256; ++b)
+          RETURN_IF_ERROR(put_q4_k(row + b * 144, f, dst + 8 * b * cb, ri)
+                              .with_context("row " + std::to_string(panel * kPanelRows + r)));
+        break;
+    }
+  }
+  return {};
+}
+
+Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, int threads) {
+  ASSIGN_OR_RETURN(PackedFormat f, repack_format(src.dtype));
+  if (src.shape.size() != 2)
+    return Status::invalid_argument("tensor '" + src.name + "' " + src.shape_string() +
+                                    " is not a matrix");
+  RETURN_IF_ERROR(check_tensor_bytes(src));
+  const int64_t n = src.rows(), k = src.cols();
+  if (dst_bytes != static_cast<uint64_t>(f.matrix_bytes(n, k)))
+    return Status::invalid_argument("tensor '" + src.name + "' as " + f.name() + " needs " +
+                                    std::to_string(f.matrix_bytes(n, k)) + " bytes, given " +
+                                    std::to_string(dst_bytes));
+  const int64_t panels = PackedFormat::panels(n);
+  const int64_t panel_bytes = (k / f.group) * f.group_bytes();
+  std::mutex mu;
+  Status first;
+  auto work = [&](int tid, int nth) {
+    std::vector<float> scratch(static_cast<size_t>(kPanelRows * k));
+    auto [p0, p1] = ThreadPool::split(panels, tid, nth);
+    for (int64_t p = p0; p < p1; ++p) {
+      Status st = repack_panel(src, f, p, dst + p * panel_bytes, scratch.data());
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first.ok()) first = st.with_context("tensor '" + src.name + "'");
+        return;
+      }
+    }
+  };
+  if (threads <= 1 || panels < 2) {
+    work(0, 1);
+  } else {
+    ThreadPool pool(static_cast<int>(std::min<int64_t>(threads, panels)));
+    pool.run(work);
+  }
+  return first;
+}
+
+}  // namespace edge

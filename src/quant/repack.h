@@ -1,0 +1,42 @@
+// Repacks a GGUF-quantised weight [n, k] into our packed layout, one panel (16 rows) at a
+// time, so a pre-quantised model needs no float expansion:
+//
+//   Q4_0 -> w4s_g32  lossless: the same 4-bit codes, the same fp16 scale d (w = (q-8) d).
+//   Q4_1 -> w4a_g32  lossless: codes, scale d, min m (w = q d + m).
+//   Q8_0 -> w8_g32   lossless: codes and d; a code of -128 (GGML's own quantiser never
+//                    writes one) is clamped to -127, an error of |d| for that weight.
+//   Q4_K -> w4a_g32  each 32-wide sub-block j: scale = fp16(d * sc_j), min = fp16(-dmin * m_j),
+//                    codes as stored. Per weight |error| <= 15 * u(d sc_j) + u(dmin m_j), where
+//                    u(v) = max(|v| 2^-11, 2^-25) is half an fp16 ulp (relative 2^-11, so
+//                    about 0.05% of the sub-block's range). A product that overflows fp16
+//                    is refused.
+//   Q5_0, Q5_1, Q5_K, Q6_K, Q2_K, Q3_K -> w8_g32: the exactly dequantised values requantised
+//                    with s = absmax / 127 rounded up to fp16 (no clipping): |error| <= s / 2
+//                    <= absmax_group / 254 * (1 + 2^-10). 5- and 6-bit codes with one scale
+//                    per 32 fit in 8 bits with room; the bound is what the tests check.
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "formats/tensor.h"
+#include "quant/packed.h"
+
+namespace edge {
+
+// The packed format a GGUF quantised type repacks into, or unsupported.
+Expected<PackedFormat> repack_format(DType src);
+bool is_repackable(DType src);
+
+// Repacks panel `panel` of the 2-D tensor `src` (its type repackable, bytes checked by the
+// caller with check_tensor_bytes) into dst: (k / 32) * f.group_bytes() bytes.
+// scratch: [16, k] floats, used by the requantising types.
+Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel, uint8_t* dst,
+                    float* scratch);
+
+// The whole matrix: checks the source's byte size against its type and shape (a corrupt
+// tensor is refused with its name), then repacks panel by panel on `threads` threads.
+// dst: repack_format(src.dtype)->matrix_bytes(n, k) bytes.
+Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, int threads = 1);
+
+}  // namespace edge
