@@ -88,9 +88,24 @@ Expected<std::vector<bool>> hf_layer_pattern(const nlohmann::json& j, int32_t n_
   return periodic_pattern(n_layer, period);
 }
 
-Expected<ModelConfig> gemma3_from_hf(const nlohmann::json& j) {
+// Gemma3TextConfig's defaults: multimodal checkpoints list only the fields that differ
+// (gemma-3-4b's text_config has no num_attention_heads, head_dim, vocab_size, ...).
+nlohmann::json with_gemma3_defaults(const nlohmann::json& j) {
+  nlohmann::json d = {
+      {"vocab_size", 262208},        {"hidden_size", 2304},          {"intermediate_size", 9216},
+      {"num_hidden_layers", 26},     {"num_attention_heads", 8},     {"num_key_value_heads", 4},
+      {"head_dim", 256},             {"rms_norm_eps", 1e-6},         {"rope_theta", 1000000.0},
+      {"rope_local_base_freq", 10000.0}, {"query_pre_attn_scalar", 256}, {"sliding_window", 4096},
+      {"max_position_embeddings", 131072}, {"sliding_window_pattern", 6},
+  };
+  for (auto it = j.begin(); it != j.end(); ++it) d[it.key()] = it.value();
+  return d;
+}
+
+Expected<ModelConfig> gemma3_from_hf(const nlohmann::json& in) {
   ModelConfig c;
-  const std::string type = j.value("model_type", std::string());
+  const std::string type = in.value("model_type", std::string());
+  const nlohmann::json j = type.rfind("gemma3", 0) == 0 ? with_gemma3_defaults(in) : in;
   c.arch = type.rfind("gemma3", 0) == 0 ? "gemma3" : "spark";
   RETURN_IF_ERROR(hf_common_hparams(j, /*tied_default=*/true, &c));
   c.rope_style = RopeStyle::kNeox;
