@@ -1,0 +1,111 @@
+// Kernels over the packed weight layout of quant/packed.h (panels of 16 rows, groups of G
+// along K; W4 symmetric/asymmetric, W8). One function table per ISA variant: the scalar
+// reference (ref/packed_ref.cpp), AVX2 (+AVX-VNNI or maddubs) and AVX-512 VNNI.
+// packed_kernels() picks one variant once, from the CPU's features and a short timing.
+//
+// Every matmul computes y[t, r] = sum_k x[t, k] * W[r, k] for tokens t in [0, n) and the
+// rows of panels [p0, p1) (rows 16*p0 .. min(16*p1, W.n)); the caller splits panels among
+// threads. y is [n, W.n] row-major (padded rows of the last panel are never written).
+// n = 1 is decode (a GEMV, bound by weight bytes); n > 1 is prefill (a GEMM: the SIMD
+// variants keep a weight block in registers across a tile of tokens).
+//
+// A8 entries take activations quantised to int8 per row in blocks of `group` along K, one
+// scale per (row, block), plus the block's sum of codes (for the W4 -8 offset / asymmetric
+// min and the W8 +128 correction). The activation block must equal the weight group.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quant/packed.h"
+
+namespace edge {
+
+class ThreadPool;
+
+// A packed matrix [n, k] (n logical rows; storage is padded to whole panels).
+struct PackedMatrixView {
+  PackedFormat fmt;
+  const uint8_t* data = nullptr;
+  int64_t n = 0, k = 0;
+};
+
+// Activations [n, k] quantised per (row, block of `group`): x ~= q * scales[t * (k/group) + b].
+// sums[t * (k/group) + b] = sum of the block's q codes.
+struct QuantizedActivations {
+  int8_t* q = nullptr;        // [n, k]
+  float* scales = nullptr;    // [n, k / group]
+  int32_t* sums = nullptr;    // [n, k / group]
+  int64_t n = 0, k = 0;
+  int32_t group = 0;
+};
+
+// Owns the buffers of a QuantizedActivations (reused across calls; grows only).
+struct ActivationBuffer {
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  std::vector<int32_t> sums;
+  QuantizedActivations view(int64_t n, int64_t k, int32_t group);
+};
+
+// Bytes of one (panel, group) cell; same as PackedFormat::group_bytes(), but constexpr and
+// header-only so kernels do not depend on the quant library's object code.
+constexpr int64_t packed_cell_bytes(PackedKind kind, int32_t group) {
+  return kind == PackedKind::kW8 ? group * 16 + 64                   // codes, scales, sums
+         : kind == PackedKind::kW4Asym ? group * 8 + 64              // codes, scales, mins
+                                       : group * 8 + 32;             // codes, scales
+}
+
+// Quantises rows [t0, t1) of x [a.n, a.k] into a (buffers sized by the caller): per block,
+// scale = max|x| / 127, q = round(x / scale) (an all-zero block gets scale 0, codes 0).
+using QuantizeActFn = void (*)(const float* x, const QuantizedActivations& a, int64_t t0,
+                               int64_t t1);
+// y[n, w.n] (panels [p0, p1)) = x[n, w.k] . W^T with f32 activations.
+using PackedMatmulA16Fn = void (*)(const PackedMatrixView& w, const float* x, int64_t n,
+                                   int64_t p0, int64_t p1, float* y);
+// The same with int8 activations (a.k == w.k, a.group == w.fmt.group).
+using PackedMatmulA8Fn = void (*)(const PackedMatrixView& w, const QuantizedActivations& a,
+                                  int64_t p0, int64_t p1, float* y);
+// out [w.k] = row `row` of W in f32 (embedding lookup, tied head checks).
+using DequantRowFn = void (*)(const PackedMatrixView& w, int64_t row, float* out);
+
+struct PackedKernels {
+  const char* name = "ref";
+  QuantizeActFn quantize_act = nullptr;
+  PackedMatmulA16Fn matmul_w4_a16 = nullptr;  // kW4Sym and kW4Asym
+  PackedMatmulA8Fn matmul_w4_a8 = nullptr;
+  PackedMatmulA16Fn matmul_w8_a16 = nullptr;  // kW8
+  PackedMatmulA8Fn matmul_w8_a8 = nullptr;
+  DequantRowFn dequant_row = nullptr;         // any kind
+
+  PackedMatmulA16Fn a16(PackedKind k) const {
+    return k == PackedKind::kW8 ? matmul_w8_a16 : matmul_w4_a16;
+  }
+  PackedMatmulA8Fn a8(PackedKind k) const {
+    return k == PackedKind::kW8 ? matmul_w8_a8 : matmul_w4_a8;
+  }
+};
+
+// The scalar table (always available, the tests' reference).
+const PackedKernels& reference_packed_kernels();
+// The variant the engine uses: chosen once (CPU features, then a few ms of timing).
+const PackedKernels& packed_kernels();
+// Every variant this CPU can run, reference first (for tests and benchmarks).
+std::vector<const PackedKernels*> available_packed_kernels();
+// Human-readable: CPU name, features, the chosen variant per op and why (`edge-infer devices`).
+std::string packed_kernels_description();
+
+// Parallel drivers over a pool: y[n, w.n] = x[n, w.k] . W^T. The A8 form quantises x into
+// buf first (rows split among threads), then splits panels.
+void packed_matmul_a16(const PackedKernels& kern, const PackedMatrixView& w, const float* x,
+                       int64_t n, float* y, ThreadPool& pool);
+void packed_matmul_a8(const PackedKernels& kern, const PackedMatrixView& w, const float* x,
+                      int64_t n, float* y, ActivationBuffer& buf, ThreadPool& pool);
+
+// ISA variants, defined in their own files: each overwrites entries of *t (a copy of the
+// reference table). Only call them after checking the CPU (available_packed_kernels() does).
+void install_packed_avx512(PackedKernels* t);
+void install_packed_avx2(PackedKernels* t, bool avx_vnni);
+
+}  // namespace edge

@@ -1,0 +1,254 @@
+// Chooses the packed-kernel variant once: the CPU's features (cpuid + xgetbv, so an ISA the
+// CPU or OS lacks is never run), then a few ms of timing per matmul op between the
+// candidates on a 2048x2048 GEMV (on some AMD parts 512-bit ops are split in two and AVX2
+// can match AVX-512). EDGE_PACKED_KERNELS=<name> forces one variant (ref, avx2, avx2_vnni,
+// avx512_vnni) when this CPU can run it.
+#include <cpuid.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "kernels/packed_api.h"
+
+namespace edge {
+namespace {
+
+struct CpuFeatures {
+  std::string brand;
+  bool avx2 = false, fma = false, f16c = false, avx_vnni = false;
+  bool avx512 = false;  // F + BW + VL + DQ + VNNI, with OS-enabled zmm state
+  bool avx512_bf16 = false;
+};
+
+CpuFeatures detect_cpu() {
+  CpuFeatures f;
+  unsigned a, b, c, d;
+  char brand[49] = {};
+  if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000004u) {
+    for (unsigned i = 0; i < 3; ++i) {
+      __get_cpuid(0x80000002u + i, &a, &b, &c, &d);
+      std::memcpy(brand + 16 * i, &a, 4), std::memcpy(brand + 16 * i + 4, &b, 4);
+      std::memcpy(brand + 16 * i + 8, &c, 4), std::memcpy(brand + 16 * i + 12, &d, 4);
+    }
+  }
+  f.brand = brand;
+  while (!f.brand.empty() && f.brand.back() == ' ') f.brand.pop_back();
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+  f.fma = (c >> 12) & 1;
+  f.f16c = (c >> 29) & 1;
+  if (!osxsave || !avx) return f;
+  uint32_t xcr0_lo, xcr0_hi;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  const bool os_ymm = (xcr0_lo & 0x6) == 0x6;
+  const bool os_zmm = os_ymm && (xcr0_lo & 0xE0) == 0xE0;
+  if (!os_ymm || __get_cpuid_max(0, nullptr) < 7) return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  f.avx2 = (b >> 5) & 1;
+  const bool f512 = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
+  const bool vnni512 = (c >> 11) & 1;
+  f.avx512 = os_zmm && f512 && dq && bw && vl && vnni512;
+  __cpuid_count(7, 1, a, b, c, d);
+  f.avx_vnni = (a >> 4) & 1;
+  f.avx512_bf16 = os_zmm && ((a >> 5) & 1);
+  return f;
+}
+
+const CpuFeatures& cpu() {
+  static const CpuFeatures f = detect_cpu();
+  return f;
+}
+
+struct Variants {
+  PackedKernels avx512, avx2_vnni, avx2;
+  std::vector<const PackedKernels*> list;  // runnable here, reference first
+};
+
+const Variants& variants() {
+  static const Variants v = [] {
+    Variants out;
+    out.list.push_back(&reference_packed_kernels());
+    out.avx512 = out.avx2_vnni = out.avx2 = reference_packed_kernels();
+    const CpuFeatures& f = cpu();
+    const bool base = f.avx2 && f.fma && f.f16c;
+    if (base) {
+      install_packed_avx2(&out.avx2, false);
+      out.list.push_back(&out.avx2);
+    }
+    if (base && f.avx_vnni) {
+      install_packed_avx2(&out.avx2_vnni, true);
+      out.list.push_back(&out.avx2_vnni);
+    }
+    if (base && f.avx512) {
+      install_packed_avx512(&out.avx512);
+      out.list.push_back(&out.avx512);
+    }
+    return out;
+  }();
+  return v;
+}
+
+// ---- calibration ---------------------------------------------------------------------
+
+// A random W4 sym / W8 g128 matrix [2048, 2048] (codes random, scales 1/64): timing only.
+std::vector<uint8_t> random_matrix(PackedKind kind, int64_t n, int64_t k, std::mt19937& rng) {
+  std::vector<uint8_t> m(PackedFormat::panels(n) * (k / 128) * packed_cell_bytes(kind, 128));
+  for (auto& b : m) b = static_cast<uint8_t>(rng() & (kind == PackedKind::kW8 ? 0x3F : 0xFF));
+  const int64_t cb = packed_cell_bytes(kind, 128);
+  const int64_t scale_off = kind == PackedKind::kW8 ? 128 * 16 : 128 * 8;
+  const uint16_t s = f32_to_f16(1.0f / 64);
+  for (int64_t c = 0; c < static_cast<int64_t>(m.size()) / cb; ++c)
+    for (int r = 0; r < 16; ++r) std::memcpy(&m[c * cb + scale_off + 2 * r], &s, 2);
+  return m;
+}
+
+// Best-of-several microseconds of one single-threaded GEMV with `op` of variant v.
+double time_gemv(const PackedKernels& v, PackedKind kind, bool a8, const PackedMatrixView& w,
+                 const float* x, const QuantizedActivations& qa, float* y) {
+  using clock = std::chrono::steady_clock;
+  double best = 1e30;
+  const auto deadline = clock::now() + std::chrono::microseconds(1500);
+  for (int it = 0; it < 200 && (it < 3 || clock::now() < deadline); ++it) {
+    const auto t0 = clock::now();
+    if (a8) v.a8(kind)(w, qa, 0, PackedFormat::panels(w.n), y);
+    else v.a16(kind)(w, x, 1, 0, PackedFormat::panels(w.n), y);
+    best = std::min(best, std::chrono::duration<double, std::micro>(clock::now() - t0).count());
+  }
+  return best;
+}
+
+struct Choice {
+  PackedKernels table;
+  std::string why;
+};
+
+const Choice& choice() {
+  static const Choice ch = [] {
+    const Variants& vs = variants();
+    Choice out;
+    out.table = *vs.list.back();  // the widest variant by default
+    out.why = fmt::format("  default: {} (widest ISA this CPU runs)\n", out.table.name);
+    if (const char* env = std::getenv("EDGE_PACKED_KERNELS")) {
+      for (const PackedKernels* v : vs.list) {
+        if (std::strcmp(v->name, env) == 0) {
+          out.table = *v;
+          out.why = fmt::format("  all ops: {} (forced by EDGE_PACKED_KERNELS)\n", v->name);
+          return out;
+        }
+      }
+      out.why += fmt::format("  EDGE_PACKED_KERNELS={} is not runnable here; ignored\n", env);
+    }
+    // Candidates: the SIMD variants (the reference never wins).
+    std::vector<const PackedKernels*> cands(vs.list.begin() + 1, vs.list.end());
+    if (cands.size() < 2) return out;
+    constexpr int64_t kN = 2048, kK = 2048;
+    std::mt19937 rng(7);
+    std::vector<float> x(kK), y(kN);
+    for (auto& v : x) v = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000.0f;
+    ActivationBuffer buf;
+    QuantizedActivations qa = buf.view(1, kK, 128);
+    reference_packed_kernels().quantize_act(x.data(), qa, 0, 1);
+    out.why.clear();
+    for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW8}) {
+      std::vector<uint8_t> m = random_matrix(kind, kN, kK, rng);
+      PackedMatrixView w{PackedFormat{kind, 128}, m.data(), kN, kK};
+      for (bool a8 : {true, false}) {
+        std::string line;
+        const PackedKernels* best = nullptr;
+        double best_us = 1e30;
+        for (const PackedKernels* v : cands) {
+          double us = time_gemv(*v, kind, a8, w, x.data(), qa, y.data());
+          line += fmt::format(" {} {:.1f} us", v->name, us);
+          if (us < best_us) best_us = us, best = v;
+        }
+        const char* op = kind == PackedKind::kW8 ? (a8 ? "w8_a8" : "w8_a16")
+                                                 : (a8 ? "w4_a8" : "w4_a16");
+        if (kind == PackedKind::kW8 && a8) {
+          out.table.matmul_w8_a8 = best->matmul_w8_a8;
+        } else if (kind == PackedKind::kW8) {
+          out.table.matmul_w8_a16 = best->matmul_w8_a16;
+        } else if (a8) {
+          out.table.matmul_w4_a8 = best->matmul_w4_a8;
+          out.table.quantize_act = best->quantize_act;
+          out.table.name = best->name;  // the table is named after its W4A8 (main) path
+        } else {
+          out.table.matmul_w4_a16 = best->matmul_w4_a16;
+        }
+        out.why += fmt::format("  {:7} -> {:12} (2048x2048 GEMV, 1 thread:{})\n", op,
+                               best->name, line);
+      }
+    }
+    return out;
+  }();
+  return ch;
+}
+
+}  // namespace
+
+QuantizedActivations ActivationBuffer::view(int64_t n, int64_t k, int32_t group) {
+  CHECK(group > 0 && k % group == 0);
+  if (static_cast<int64_t>(q.size()) < n * k) q.resize(n * k);
+  if (static_cast<int64_t>(scales.size()) < n * (k / group)) {
+    scales.resize(n * (k / group));
+    sums.resize(n * (k / group));
+  }
+  return QuantizedActivations{q.data(), scales.data(), sums.data(), n, k, group};
+}
+
+std::vector<const PackedKernels*> available_packed_kernels() { return variants().list; }
+
+const PackedKernels& packed_kernels() { return choice().table; }
+
+std::string packed_kernels_description() {
+  const CpuFeatures& f = cpu();
+  std::string feats;
+  auto add = [&](bool on, const char* name) {
+    if (on) feats += feats.empty() ? name : fmt::format(" {}", name);
+  };
+  add(f.avx2, "avx2");
+  add(f.fma, "fma");
+  add(f.f16c, "f16c");
+  add(f.avx_vnni, "avx-vnni");
+  add(f.avx512, "avx512f/bw/vl/dq/vnni");
+  add(f.avx512_bf16, "avx512-bf16");
+  std::string runnable;
+  for (const PackedKernels* v : variants().list)
+    runnable += runnable.empty() ? v->name : fmt::format(", {}", v->name);
+  return fmt::format("CPU: {}\nfeatures: {}\npacked kernel variants: {}\nchosen per op:\n{}",
+                     f.brand.empty() ? "unknown" : f.brand, feats.empty() ? "none" : feats,
+                     runnable, choice().why);
+}
+
+void packed_matmul_a16(const PackedKernels& kern, const PackedMatrixView& w, const float* x,
+                       int64_t n, float* y, ThreadPool& pool) {
+  auto fn = kern.a16(w.fmt.kind);
+  const int64_t panels = PackedFormat::panels(w.n);
+  pool.run([&](int tid, int nth) {
+    auto [p0, p1] = ThreadPool::split(panels, tid, nth);
+    if (p0 < p1) fn(w, x, n, p0, p1, y);
+  });
+}
+
+void packed_matmul_a8(const PackedKernels& kern, const PackedMatrixView& w, const float* x,
+                      int64_t n, float* y, ActivationBuffer& buf, ThreadPool& pool) {
+  auto fn = kern.a8(w.fmt.kind);
+  const QuantizedActivations qa = buf.view(n, w.k, w.fmt.group);
+  const int64_t panels = PackedFormat::panels(w.n);
+  pool.run([&](int tid, int nth) {
+    auto [t0, t1] = ThreadPool::split(n, tid, nth);
+    if (t0 < t1) kern.quantize_act(x, qa, t0, t1);
+    pool.barrier();
+    auto [p0, p1] = ThreadPool::split(panels, tid, nth);
+    if (p0 < p1) fn(w, qa, p0, p1, y);
+  });
+}
+
+}  // namespace edge

@@ -1,0 +1,200 @@
+// Scalar reference for the packed kernels (packed_api.h): plain loops over the layout of
+// quant/packed.h, one weight at a time. The tests hold every SIMD variant to these. The A8
+// forms do the same integer-per-group arithmetic as the SIMD ones (int32 dot per group,
+// then one float combine), so the two differ only by float summation order.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/check.h"
+#include "core/half.h"
+#include "kernels/packed_api.h"
+
+namespace edge {
+namespace {
+
+// One (panel, group) cell of a packed matrix, decoded weight by weight.
+struct Cell {
+  const uint8_t* p;
+  int32_t group;
+
+  // W4: row r (0..15), kk (0..group-1) -> code 0..15.
+  int w4_code(int r, int kk) const {
+    uint8_t byte = p[(kk / 8) * 64 + r * 4 + (kk % 4)];
+    return (kk % 8) < 4 ? (byte & 15) : (byte >> 4);
+  }
+  // W8: int8 code.
+  int w8_code(int r, int kk) const {
+    return static_cast<int8_t>(p[(kk / 4) * 64 + r * 4 + (kk % 4)]);
+  }
+  float half_at(int64_t off, int r) const {
+    uint16_t h;
+    std::memcpy(&h, p + off + 2 * r, 2);
+    return f16_to_f32(h);
+  }
+  float w4_scale(int r) const { return half_at(int64_t{group} * 8, r); }
+  float w4_min(int r) const { return half_at(int64_t{group} * 8 + 32, r); }
+  float w8_scale(int r) const { return half_at(int64_t{group} * 16, r); }
+  int w8_sum(int r) const {
+    int16_t s;
+    std::memcpy(&s, p + int64_t{group} * 16 + 32 + 2 * r, 2);
+    return s;
+  }
+};
+
+Cell cell_of(const PackedMatrixView& w, int64_t panel, int64_t g) {
+  const int64_t cb = packed_cell_bytes(w.fmt.kind, w.fmt.group);
+  return Cell{w.data + (panel * (w.k / w.fmt.group) + g) * cb, w.fmt.group};
+}
+
+// Weight (r, kk) of a cell as f32.
+float weight(const Cell& c, PackedKind kind, int r, int kk) {
+  switch (kind) {
+    case PackedKind::kW4Sym: return static_cast<float>(c.w4_code(r, kk) - 8) * c.w4_scale(r);
+    case PackedKind::kW4Asym:
+      return static_cast<float>(c.w4_code(r, kk)) * c.w4_scale(r) + c.w4_min(r);
+    case PackedKind::kW8: return static_cast<float>(c.w8_code(r, kk)) * c.w8_scale(r);
+  }
+  return 0.0f;
+}
+
+void check_view(const PackedMatrixView& w) {
+  CHECK(w.fmt.group == 32 || w.fmt.group == 64 || w.fmt.group == 128);
+  CHECK(w.k % w.fmt.group == 0);
+}
+
+void quantize_act(const float* x, const QuantizedActivations& a, int64_t t0, int64_t t1) {
+  CHECK(a.group > 0 && a.k % a.group == 0);
+  const int64_t nb = a.k / a.group;
+  for (int64_t t = t0; t < t1; ++t) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* xb = x + t * a.k + b * a.group;
+      int8_t* qb = a.q + t * a.k + b * a.group;
+      float amax = 0.0f;
+      for (int i = 0; i < a.group; ++i) amax = std::max(amax, std::fabs(xb[i]));
+      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      int32_t sum = 0;
+      for (int i = 0; i < a.group; ++i) {
+        float v = std::nearbyint(xb[i] * inv);
+        int q = static_cast<int>(std::min(127.0f, std::max(-127.0f, v)));
+        qb[i] = static_cast<int8_t>(q);
+        sum += q;
+      }
+      a.scales[t * nb + b] = amax / 127.0f;
+      a.sums[t * nb + b] = sum;
+    }
+  }
+}
+
+// f32 activations: dequantise each weight and accumulate (double, as the gold standard).
+void matmul_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                float* y) {
+  check_view(w);
+  const int64_t ng = w.k / w.fmt.group;
+  for (int64_t p = p0; p < p1; ++p) {
+    for (int r = 0; r < kPanelRows; ++r) {
+      const int64_t row = p * kPanelRows + r;
+      if (row >= w.n) break;
+      for (int64_t t = 0; t < n; ++t) {
+        double acc = 0.0;
+        for (int64_t g = 0; g < ng; ++g) {
+          Cell c = cell_of(w, p, g);
+          for (int kk = 0; kk < w.fmt.group; ++kk)
+            acc += double{x[t * w.k + g * w.fmt.group + kk]} * weight(c, w.fmt.kind, r, kk);
+        }
+        y[t * w.n + row] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+void matmul_w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0,
+                   int64_t p1, float* y) {
+  CHECK(w.fmt.is_w4());
+  matmul_a16(w, x, n, p0, p1, y);
+}
+
+void matmul_w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0,
+                   int64_t p1, float* y) {
+  CHECK(w.fmt.kind == PackedKind::kW8);
+  matmul_a16(w, x, n, p0, p1, y);
+}
+
+// Integer dot of one (row, group) with one token's block of activation codes, and its f32
+// contribution: sym (code-8)*s*q*sa, asym (code*s + min)*q*sa, W8 code*s*q*sa.
+float group_a8(const Cell& c, PackedKind kind, int r, const int8_t* q, float sa,
+               int32_t qsum) {
+  int32_t dot = 0;
+  for (int kk = 0; kk < c.group; ++kk)
+    dot += (kind == PackedKind::kW8 ? c.w8_code(r, kk) : c.w4_code(r, kk)) * q[kk];
+  switch (kind) {
+    case PackedKind::kW4Sym: return static_cast<float>(dot - 8 * qsum) * (c.w4_scale(r) * sa);
+    case PackedKind::kW4Asym:
+      return static_cast<float>(dot) * (c.w4_scale(r) * sa) + c.w4_min(r) * (sa * qsum);
+    case PackedKind::kW8: return static_cast<float>(dot) * (c.w8_scale(r) * sa);
+  }
+  return 0.0f;
+}
+
+void matmul_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
+               int64_t p1, float* y) {
+  check_view(w);
+  CHECK(a.k == w.k && a.group == w.fmt.group);
+  const int64_t ng = w.k / w.fmt.group;
+  for (int64_t p = p0; p < p1; ++p) {
+    for (int r = 0; r < kPanelRows; ++r) {
+      const int64_t row = p * kPanelRows + r;
+      if (row >= w.n) break;
+      for (int64_t t = 0; t < a.n; ++t) {
+        float acc = 0.0f;
+        for (int64_t g = 0; g < ng; ++g)
+          acc += group_a8(cell_of(w, p, g), w.fmt.kind, r, a.q + t * a.k + g * a.group,
+                          a.scales[t * ng + g], a.sums[t * ng + g]);
+        y[t * w.n + row] = acc;
+      }
+    }
+  }
+}
+
+void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
+                  int64_t p1, float* y) {
+  CHECK(w.fmt.is_w4());
+  matmul_a8(w, a, p0, p1, y);
+}
+
+void matmul_w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
+                  int64_t p1, float* y) {
+  CHECK(w.fmt.kind == PackedKind::kW8);
+  matmul_a8(w, a, p0, p1, y);
+}
+
+void dequant_row(const PackedMatrixView& w, int64_t row, float* out) {
+  check_view(w);
+  CHECK(row >= 0 && row < w.n);
+  const int64_t p = row / kPanelRows;
+  const int r = static_cast<int>(row % kPanelRows);
+  for (int64_t g = 0; g < w.k / w.fmt.group; ++g) {
+    Cell c = cell_of(w, p, g);
+    for (int kk = 0; kk < w.fmt.group; ++kk)
+      out[g * w.fmt.group + kk] = weight(c, w.fmt.kind, r, kk);
+  }
+}
+
+}  // namespace
+
+const PackedKernels& reference_packed_kernels() {
+  static const PackedKernels table = [] {
+    PackedKernels t;
+    t.name = "ref";
+    t.quantize_act = quantize_act;
+    t.matmul_w4_a16 = matmul_w4_a16;
+    t.matmul_w4_a8 = matmul_w4_a8;
+    t.matmul_w8_a16 = matmul_w8_a16;
+    t.matmul_w8_a8 = matmul_w8_a8;
+    t.dequant_row = dequant_row;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace edge

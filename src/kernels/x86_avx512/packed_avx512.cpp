@@ -1,0 +1,319 @@
+// AVX-512 packed kernels (packed_api.h) over the layout of quant/packed.h. A 64-byte code
+// block is one zmm: 16 int32 lanes = the 16 rows of a panel, each lane 4 consecutive k.
+//   W4A8  vpdpbusd(u8 codes, s8 activations): lane r += sum of 4 code*q. The low nibbles
+//         are k0..k0+3, the high nibbles k0+4..k0+7. Per group, sym subtracts 8*sum(q)
+//         and asym adds min*sum(q) (sums from QuantizedActivations).
+//   W8A8  vpdpbusd(u8 = q + 128, s8 codes) - 128 * stored row code sum.
+//   W4A16 codes -> f32 with vpermps (16-entry table indexed by the nibble; vpermps reads
+//         only the low 4 bits of an index, so a shift is all the unpacking needed), FMA.
+//   W8A16 codes sign-extended by shifts, converted, FMA; scale applied per group.
+// Prefill keeps each loaded code block in registers across a tile of up to 8 tokens.
+//
+// This file is compiled with AVX-512 flags: it must not instantiate inline functions or
+// templates shared with portable code (the linker could keep this copy for everyone), so
+// it uses only intrinsics and its own helpers in an anonymous namespace.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/packed_api.h"
+
+namespace edge {
+namespace {
+
+constexpr int kMaxTile = 8;  // tokens sharing one loaded code block
+
+inline int64_t cell_bytes(PackedKind kind, int32_t g) {
+  return kind == PackedKind::kW8 ? g * 16 + 64 : kind == PackedKind::kW4Asym ? g * 8 + 64 : g * 8 + 32;
+}
+
+inline __m512 load_half16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+inline __m512i bcast32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Rows of the panel that exist (the last panel may be short).
+inline __mmask16 row_mask(const PackedMatrixView& w, int64_t p) {
+  int64_t valid = w.n - p * 16;
+  return valid >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << valid) - 1);
+}
+
+// ---- W4A8 -------------------------------------------------------------------------
+// T tokens (t0..t0+T-1) x one panel. For T <= 2 the group dot is split over several int32
+// accumulators so the vpdpbusd latency chain does not bound a GEMV.
+template <int T, bool kAsym>
+void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p,
+               int64_t t0, float* y) {
+  constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
+  const int32_t G = w.fmt.group;
+  const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
+  const uint8_t* panel = w.data + p * ng * cb;
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* c = panel + g * cb;
+    const int8_t* q = a.q + t0 * a.k + g * G;
+    __m512i dot[T][A];
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < A; ++i) dot[t][i] = _mm512_setzero_si512();
+    for (int b = 0; b < G / 8; b += 2) {  // two 64-byte blocks (16 k) per step
+      __m512i v0 = _mm512_loadu_si512(c + b * 64);
+      __m512i v1 = _mm512_loadu_si512(c + b * 64 + 64);
+      __m512i w0 = _mm512_and_si512(v0, nib), w1 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), nib);
+      __m512i w2 = _mm512_and_si512(v1, nib), w3 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), nib);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* qt = q + t * a.k + b * 8;
+        dot[t][0] = _mm512_dpbusd_epi32(dot[t][0], w0, bcast32(qt));
+        dot[t][1 % A] = _mm512_dpbusd_epi32(dot[t][1 % A], w1, bcast32(qt + 4));
+        dot[t][2 % A] = _mm512_dpbusd_epi32(dot[t][2 % A], w2, bcast32(qt + 8));
+        dot[t][3 % A] = _mm512_dpbusd_epi32(dot[t][3 % A], w3, bcast32(qt + 12));
+      }
+    }
+    const __m512 s = load_half16(c + G * 8);
+    for (int t = 0; t < T; ++t) {
+      __m512i d = dot[t][0];
+      for (int i = 1; i < A; ++i) d = _mm512_add_epi32(d, dot[t][i]);
+      const int64_t ai = (t0 + t) * ng + g;
+      const float sa = a.scales[ai];
+      const int32_t qs = a.sums[ai];
+      if constexpr (kAsym) {
+        const __m512 mins = load_half16(c + G * 8 + 32);
+        acc[t] = _mm512_fmadd_ps(mins, _mm512_set1_ps(sa * static_cast<float>(qs)), acc[t]);
+      } else {
+        d = _mm512_sub_epi32(d, _mm512_set1_epi32(8 * qs));
+      }
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(s, _mm512_set1_ps(sa)), acc[t]);
+    }
+  }
+  const __mmask16 m = row_mask(w, p);
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.n + p * 16, m, acc[t]);
+}
+
+// ---- W8A8 -------------------------------------------------------------------------
+template <int T>
+void w8a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p,
+               int64_t t0, float* y) {
+  constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
+  const int32_t G = w.fmt.group;
+  const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
+  const uint8_t* panel = w.data + p * ng * cb;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));  // s8 q -> u8 q + 128
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* c = panel + g * cb;
+    const int8_t* q = a.q + t0 * a.k + g * G;
+    __m512i dot[T][A];
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < A; ++i) dot[t][i] = _mm512_setzero_si512();
+    for (int b = 0; b < G / 4; b += 4) {  // four 64-byte blocks (16 k) per step
+      __m512i v[4];
+      for (int j = 0; j < 4; ++j) v[j] = _mm512_loadu_si512(c + (b + j) * 64);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* qt = q + t * a.k + b * 4;
+        for (int j = 0; j < 4; ++j)
+          dot[t][j % A] = _mm512_dpbusd_epi32(
+              dot[t][j % A], _mm512_xor_si512(bcast32(qt + 4 * j), flip), v[j]);
+      }
+    }
+    const __m512 s = load_half16(c + G * 16);
+    const __m512i sum128 = _mm512_slli_epi32(
+        _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + G * 16 + 32))), 7);
+    for (int t = 0; t < T; ++t) {
+      __m512i d = dot[t][0];
+      for (int i = 1; i < A; ++i) d = _mm512_add_epi32(d, dot[t][i]);
+      d = _mm512_sub_epi32(d, sum128);
+      const float sa = a.scales[(t0 + t) * ng + g];
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(s, _mm512_set1_ps(sa)), acc[t]);
+    }
+  }
+  const __mmask16 m = row_mask(w, p);
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.n + p * 16, m, acc[t]);
+}
+
+// ---- W4A16 ------------------------------------------------------------------------
+// Sym: the table holds code - 8 and the row scale is applied once per group (acc_g).
+// Asym: w = code * scale + min is formed in registers and accumulated directly.
+template <int T, bool kAsym>
+void w4a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0, float* y) {
+  constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
+  const int32_t G = w.fmt.group;
+  const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
+  const uint8_t* panel = w.data + p * ng * cb;
+  const float off = kAsym ? 0.0f : -8.0f;
+  const __m512 table = _mm512_setr_ps(0 + off, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off,
+                                      6 + off, 7 + off, 8 + off, 9 + off, 10 + off, 11 + off,
+                                      12 + off, 13 + off, 14 + off, 15 + off);
+  __m512 acc[T][A];
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < A; ++i) acc[t][i] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* c = panel + g * cb;
+    const float* xg = x + t0 * w.k + g * G;
+    const __m512 s = load_half16(c + G * 8);
+    __m512 mn = _mm512_setzero_ps();
+    if constexpr (kAsym) mn = load_half16(c + G * 8 + 32);
+    __m512 ag[T][A];
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < A; ++i) ag[t][i] = _mm512_setzero_ps();
+    for (int b = 0; b < G / 8; ++b) {
+      const __m512i v = _mm512_loadu_si512(c + b * 64);
+      for (int i = 0; i < 8; ++i) {  // k = 8b + i: byte i%4 of the lane, nibble i/4
+        const int sh = (i % 4) * 8 + (i / 4) * 4;
+        __m512 wv = _mm512_permutexvar_ps(sh == 0 ? v : _mm512_srli_epi32(v, sh), table);
+        if constexpr (kAsym) {
+          wv = _mm512_fmadd_ps(wv, s, mn);
+          for (int t = 0; t < T; ++t)
+            acc[t][i % A] = _mm512_fmadd_ps(wv, _mm512_set1_ps(xg[t * w.k + b * 8 + i]), acc[t][i % A]);
+        } else {
+          for (int t = 0; t < T; ++t)
+            ag[t][i % A] = _mm512_fmadd_ps(wv, _mm512_set1_ps(xg[t * w.k + b * 8 + i]), ag[t][i % A]);
+        }
+      }
+    }
+    if constexpr (!kAsym) {
+      for (int t = 0; t < T; ++t) {
+        __m512 sg = ag[t][0];
+        for (int i = 1; i < A; ++i) sg = _mm512_add_ps(sg, ag[t][i]);
+        acc[t][0] = _mm512_fmadd_ps(sg, s, acc[t][0]);
+      }
+    }
+  }
+  const __mmask16 m = row_mask(w, p);
+  for (int t = 0; t < T; ++t) {
+    __m512 r = acc[t][0];
+    for (int i = 1; i < A; ++i) r = _mm512_add_ps(r, acc[t][i]);
+    _mm512_mask_storeu_ps(y + (t0 + t) * w.n + p * 16, m, r);
+  }
+}
+
+// ---- W8A16 ------------------------------------------------------------------------
+template <int T>
+void w8a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0, float* y) {
+  constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
+  const int32_t G = w.fmt.group;
+  const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
+  const uint8_t* panel = w.data + p * ng * cb;
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* c = panel + g * cb;
+    const float* xg = x + t0 * w.k + g * G;
+    __m512 ag[T][A];
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < A; ++i) ag[t][i] = _mm512_setzero_ps();
+    for (int b = 0; b < G / 4; ++b) {
+      const __m512i v = _mm512_loadu_si512(c + b * 64);
+      for (int i = 0; i < 4; ++i) {  // k = 4b + i: byte i of each lane, sign-extended
+        __m512i ci = i == 3 ? v : _mm512_slli_epi32(v, 24 - 8 * i);
+        const __m512 wv = _mm512_cvtepi32_ps(_mm512_srai_epi32(ci, 24));
+        for (int t = 0; t < T; ++t)
+          ag[t][i % A] = _mm512_fmadd_ps(wv, _mm512_set1_ps(xg[t * w.k + b * 4 + i]), ag[t][i % A]);
+      }
+    }
+    const __m512 s = load_half16(c + G * 16);
+    for (int t = 0; t < T; ++t) {
+      __m512 sg = ag[t][0];
+      for (int i = 1; i < A; ++i) sg = _mm512_add_ps(sg, ag[t][i]);
+      acc[t] = _mm512_fmadd_ps(sg, s, acc[t]);
+    }
+  }
+  const __mmask16 m = row_mask(w, p);
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.n + p * 16, m, acc[t]);
+}
+
+// ---- drivers: panels outer (the panel stays in L1/L2), token tiles inner ----------
+template <template <int> class Op, typename... Args>
+void over_tiles(int64_t n, int64_t p0, int64_t p1, Args&&... args) {
+  for (int64_t p = p0; p < p1; ++p) {
+    int64_t t0 = 0;
+    for (; t0 + kMaxTile <= n; t0 += kMaxTile) Op<kMaxTile>::run(p, t0, args...);
+    switch (n - t0) {
+      case 1: Op<1>::run(p, t0, args...); break;
+      case 2: Op<2>::run(p, t0, args...); break;
+      case 3: Op<3>::run(p, t0, args...); break;
+      case 4: Op<4>::run(p, t0, args...); break;
+      case 5: Op<5>::run(p, t0, args...); break;
+      case 6: Op<6>::run(p, t0, args...); break;
+      case 7: Op<7>::run(p, t0, args...); break;
+      default: break;
+    }
+  }
+}
+
+template <int T> struct W4A8Sym { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a, float* y) { w4a8_tile<T, false>(w, a, p, t0, y); } };
+template <int T> struct W4A8Asym { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a, float* y) { w4a8_tile<T, true>(w, a, p, t0, y); } };
+template <int T> struct W8A8 { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a, float* y) { w8a8_tile<T>(w, a, p, t0, y); } };
+template <int T> struct W4A16Sym { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) { w4a16_tile<T, false>(w, x, p, t0, y); } };
+template <int T> struct W4A16Asym { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) { w4a16_tile<T, true>(w, x, p, t0, y); } };
+template <int T> struct W8A16 { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) { w8a16_tile<T>(w, x, p, t0, y); } };
+
+void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
+                  int64_t p1, float* y) {
+  if (w.fmt.kind == PackedKind::kW4Asym) over_tiles<W4A8Asym>(a.n, p0, p1, w, a, y);
+  else over_tiles<W4A8Sym>(a.n, p0, p1, w, a, y);
+}
+
+void matmul_w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
+                  int64_t p1, float* y) {
+  over_tiles<W8A8>(a.n, p0, p1, w, a, y);
+}
+
+void matmul_w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0,
+                   int64_t p1, float* y) {
+  if (w.fmt.kind == PackedKind::kW4Asym) over_tiles<W4A16Asym>(n, p0, p1, w, x, y);
+  else over_tiles<W4A16Sym>(n, p0, p1, w, x, y);
+}
+
+void matmul_w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0,
+                   int64_t p1, float* y) {
+  over_tiles<W8A16>(n, p0, p1, w, x, y);
+}
+
+// Bit-identical to the reference: amax, inv = 127 / amax, round-to-nearest-even of x*inv.
+void quantize_act(const float* x, const QuantizedActivations& a, int64_t t0, int64_t t1) {
+  const int32_t G = a.group;
+  const int64_t nb = a.k / G;
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  for (int64_t t = t0; t < t1; ++t) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* xb = x + t * a.k + b * G;
+      int8_t* qb = a.q + t * a.k + b * G;
+      __m512 mx = _mm512_setzero_ps();
+      for (int i = 0; i < G; i += 16)
+        mx = _mm512_max_ps(mx, _mm512_andnot_ps(sign, _mm512_loadu_ps(xb + i)));
+      const float amax = _mm512_reduce_max_ps(mx);
+      const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+      __m512i sum = _mm512_setzero_si512();
+      for (int i = 0; i < G; i += 16) {
+        __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + i), inv));
+        q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+        sum = _mm512_add_epi32(sum, q);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + i), _mm512_cvtepi32_epi8(q));
+      }
+      a.scales[t * nb + b] = amax / 127.0f;
+      a.sums[t * nb + b] = _mm512_reduce_add_epi32(sum);
+    }
+  }
+}
+
+}  // namespace
+
+void install_packed_avx512(PackedKernels* t) {
+  t->name = "avx512_vnni";
+  t->quantize_act = quantize_act;
+  t->matmul_w4_a8 = matmul_w4_a8;
+  t->matmul_w8_a8 = matmul_w8_a8;
+  t->matmul_w4_a16 = matmul_w4_a16;
+  t->matmul_w8_a16 = matmul_w8_a16;
+}
+
+}  // namespace edge
