@@ -1,0 +1,230 @@
+// quantize_gguf end to end: a small GGUF written with GgufWriter is quantised, reopened
+// with the packed-type resolver, and checked tensor by tensor against its source.
+#include "quant/quantize_file.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "core/half.h"
+#include "formats/formats_test_util.h"
+#include "formats/gguf.h"
+#include "quant/block_builders.h"
+#include "quant/quantize.h"
+
+namespace edge {
+namespace {
+
+using testing_util::TempDir;
+
+std::vector<float> gaussian(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 0.02f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// The source model: float matrices of several shapes, a Q4_0 matrix, 1-D and non-weight
+// tensors, and assorted metadata.
+struct Source {
+  std::vector<float> embd = gaussian(37 * 256, 1);    // token_embd.weight [37, 256]
+  std::vector<float> norm = gaussian(256, 2);         // blk.0.attn_norm.weight [256]
+  std::vector<float> down = gaussian(40 * 96, 3);     // blk.0.ffn_down.weight [40, 96] F16
+  std::vector<float> odd = gaussian(8 * 20, 4);       // blk.0.odd.weight [8, 20]
+  std::vector<float> out = gaussian(48 * 128, 5);     // output.weight [48, 128] BF16
+  std::vector<float> freqs = gaussian(8, 6);          // rope_freqs [8] (not a .weight)
+  test::Built q4 = test::build_blocks(DType::Q4_0, 16 * 2, 7);  // blk.0.attn_q.weight [16, 64]
+  std::vector<uint16_t> down16, out_bf16;
+
+  Status write(const std::string& path) {
+    for (float v : down) down16.push_back(f32_to_f16(v));
+    for (float v : out) out_bf16.push_back(f32_to_bf16(v));
+    GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.set_u32("llama.embedding_length", 256);
+    w.set_f32("llama.rope.freq_base", 10000.0f);
+    w.set_string_array("tokenizer.ggml.tokens", {"a", "b", "c"});
+    RETURN_IF_ERROR(w.add_tensor("token_embd.weight", DType::F32, {37, 256}, embd.data(), embd.size() * 4));
+    RETURN_IF_ERROR(w.add_tensor("blk.0.attn_norm.weight", DType::F32, {256}, norm.data(), norm.size() * 4));
+    RETURN_IF_ERROR(w.add_tensor("blk.0.ffn_down.weight", DType::F16, {40, 96}, down16.data(), down16.size() * 2));
+    RETURN_IF_ERROR(w.add_tensor("blk.0.odd.weight", DType::F32, {8, 20}, odd.data(), odd.size() * 4));
+    RETURN_IF_ERROR(w.add_tensor("blk.0.attn_q.weight", DType::Q4_0, {16, 64}, q4.bytes.data(), q4.bytes.size()));
+    RETURN_IF_ERROR(w.add_tensor("output.weight", DType::BF16, {48, 128}, out_bf16.data(), out_bf16.size() * 2));
+    RETURN_IF_ERROR(w.add_tensor("rope_freqs", DType::F32, {8}, freqs.data(), freqs.size() * 4));
+    return w.write(path);
+  }
+};
+
+// Every row of the packed tensor within the per-group bound of its kind.
+void expect_packed_close(const GgufFile& f, const std::string& name, const std::vector<float>& src,
+                         const std::string& want_format) {
+  const TensorView* t = f.tensors().find(name);
+  ASSERT_NE(t, nullptr) << name;
+  auto fmt = check_packed_tensor(*t, f.mapped());
+  ASSERT_TRUE(fmt.ok()) << fmt.status().to_string();
+  EXPECT_EQ(fmt->name(), want_format) << name;
+  const int64_t n = t->shape[0], k = t->shape[1];
+  if (n % 16 == 0) EXPECT_EQ(t->nbytes, static_cast<uint64_t>(fmt->matrix_bytes(n, k)));
+  std::vector<float> row(static_cast<size_t>(k));
+  for (int64_t r = 0; r < n; ++r) {
+    dequantize_row(*fmt, t->data, n, k, r, row.data());
+    for (int64_t g = 0; g < k; g += fmt->group) {
+      float amax = 0;
+      for (int64_t i = g; i < g + fmt->group; ++i) amax = std::max(amax, std::fabs(src[r * k + i]));
+      const float bound = fmt->is_w4() ? 0.25f * amax : amax / 254.0f * 1.002f;
+      for (int64_t i = g; i < g + fmt->group; ++i)
+        ASSERT_LE(std::fabs(row[i] - src[r * k + i]), bound) << name << " row " << r << " col " << i;
+    }
+  }
+}
+
+TEST(QuantizeGguf, W4A16RoundTrip) {
+  TempDir dir;
+  Source s;
+  ASSERT_TRUE(s.write(dir.file("in.gguf")).ok());
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  QuantizeOptions o;  // w4a16, group 128, symmetric
+  Status st = quantize_gguf(dir.file("in.gguf"), dir.file("out.gguf"), o,
+                            [&](int64_t done, int64_t total) { calls.emplace_back(done, total); });
+  ASSERT_TRUE(st.ok()) << st.to_string();
+
+  // Without the resolver our type ids are unknown to the reader.
+  EXPECT_EQ(GgufFile::open(dir.file("out.gguf")).status().code(), StatusCode::kUnsupported);
+  auto f = GgufFile::open(dir.file("out.gguf"), packed_gguf_types());
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_EQ(f->alignment(), 64u);
+
+  // Metadata copied, quantisation recorded.
+  EXPECT_EQ(f->get_string_or("general.architecture", ""), "llama");
+  EXPECT_EQ(f->get_int_or("llama.embedding_length", 0), 256);
+  EXPECT_EQ(f->get_float_or("llama.rope.freq_base", 0), 10000.0);
+  EXPECT_EQ(f->get_string_array("tokenizer.ggml.tokens")->size(), 3u);
+  EXPECT_EQ(f->get_string_or("edge.quant.type", ""), "w4a16");
+  EXPECT_EQ(f->get_int_or("edge.quant.group", 0), 128);
+  EXPECT_EQ(f->get_bool_or("edge.quant.asym", true), false);
+  EXPECT_EQ(f->get_string_or("edge.quant.activations", ""), "f32");
+
+  expect_packed_close(*f, "token_embd.weight", s.embd, "w4s_g128");  // N = 37: padded panel
+  std::vector<float> out_f;
+  for (uint16_t h : s.out_bf16) out_f.push_back(bf16_to_f32(h));
+  expect_packed_close(*f, "output.weight", out_f, "w4s_g128");
+  std::vector<float> down_f;
+  for (uint16_t h : s.down16) down_f.push_back(f16_to_f32(h));
+  expect_packed_close(*f, "blk.0.ffn_down.weight", down_f, "w8_g32");  // K = 96: fallback
+
+  // Q4_0 repacked losslessly.
+  const TensorView* q = f->tensors().find("blk.0.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  auto qf = check_packed_tensor(*q, f->mapped());
+  ASSERT_TRUE(qf.ok());
+  EXPECT_EQ(qf->name(), "w4s_g32");
+  std::vector<float> qrow(64);
+  for (int r = 0; r < 16; ++r) {
+    dequantize_row(*qf, q->data, 16, 64, r, qrow.data());
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(qrow[i], s.q4.values[r * 64 + i]);
+  }
+
+  // K = 20: F16; 1-D and non-weight tensors byte-identical.
+  const TensorView* odd = f->tensors().find("blk.0.odd.weight");
+  ASSERT_NE(odd, nullptr);
+  EXPECT_EQ(odd->dtype, DType::F16);
+  for (int i = 0; i < 160; ++i) {
+    uint16_t h;
+    std::memcpy(&h, odd->data + 2 * i, 2);
+    ASSERT_EQ(h, f32_to_f16(s.odd[i]));
+  }
+  for (auto [name, src] : {std::pair{"blk.0.attn_norm.weight", &s.norm}, std::pair{"rope_freqs", &s.freqs}}) {
+    const TensorView* t = f->tensors().find(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->dtype, DType::F32);
+    ASSERT_EQ(t->nbytes, src->size() * 4);
+    EXPECT_EQ(std::memcmp(t->data, src->data(), t->nbytes), 0) << name;
+  }
+  EXPECT_EQ(f->tensors().size(), 7u);
+
+  ASSERT_EQ(calls.size(), 7u);
+  for (size_t i = 1; i < calls.size(); ++i) EXPECT_GT(calls[i].first, calls[i - 1].first);
+  EXPECT_EQ(calls.back().first, calls.back().second);
+}
+
+TEST(QuantizeGguf, W4A8AsymGroup64) {
+  TempDir dir;
+  Source s;
+  ASSERT_TRUE(s.write(dir.file("in.gguf")).ok());
+  QuantizeOptions o;
+  o.type = QuantType::kW4A8;
+  o.group = 64;
+  o.asym = true;
+  o.threads = 2;
+  ASSERT_TRUE(quantize_gguf(dir.file("in.gguf"), dir.file("out.gguf"), o).ok());
+  auto f = GgufFile::open(dir.file("out.gguf"), packed_gguf_types());
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_EQ(f->get_string_or("edge.quant.type", ""), "w4a8");
+  EXPECT_EQ(f->get_int_or("edge.quant.group", 0), 64);
+  EXPECT_TRUE(f->get_bool_or("edge.quant.asym", false));
+  EXPECT_EQ(f->get_string_or("edge.quant.activations", ""), "int8");
+  expect_packed_close(*f, "token_embd.weight", s.embd, "w4a_g64");
+  std::vector<float> down_f;
+  for (uint16_t h : s.down16) down_f.push_back(f16_to_f32(h));
+  expect_packed_close(*f, "blk.0.ffn_down.weight", down_f, "w8_g32");  // 96 % 64 != 0
+
+  // Quantising an already packed file is refused.
+  Status again = quantize_gguf(dir.file("out.gguf"), dir.file("again.gguf"), o);
+  EXPECT_EQ(again.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(again.message().find("already packed"), std::string::npos) << again.message();
+}
+
+TEST(QuantizeGguf, TruncatedQuantisedTensorIsRefused) {
+  TempDir dir;
+  test::Built q4 = test::build_blocks(DType::Q4_0, 2 * 4, 3);  // [4, 64]
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  ASSERT_TRUE(w.add_tensor("blk.0.attn_v.weight", DType::Q4_0, {4, 64}, q4.bytes.data(), q4.bytes.size()).ok());
+  ASSERT_TRUE(w.write(dir.file("in.gguf")).ok());
+  std::vector<uint8_t> bytes = testing_util::read_bytes(dir.file("in.gguf"));
+  {
+    auto in = GgufFile::open(dir.file("in.gguf"));
+    ASSERT_TRUE(in.ok());
+    const TensorView* t = in->tensors().find("blk.0.attn_v.weight");
+    ASSERT_NE(t, nullptr);
+    // Cut the file 10 bytes into the tensor's last block.
+    bytes.resize(static_cast<size_t>(t->data - in->mapped().data()) + t->nbytes - 10);
+  }
+  testing_util::write_bytes(dir.file("cut.gguf"), bytes);
+  Status st = quantize_gguf(dir.file("cut.gguf"), dir.file("out.gguf"), QuantizeOptions());
+  EXPECT_EQ(st.code(), StatusCode::kInvalidFormat);
+  EXPECT_NE(st.message().find("blk.0.attn_v.weight"), std::string::npos) << st.message();
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out.gguf")));
+}
+
+TEST(QuantizeGguf, BadOptionsAndMissingInput) {
+  QuantizeOptions o;
+  o.group = 48;
+  EXPECT_EQ(quantize_gguf("/nonexistent.gguf", "/tmp/x.gguf", o).code(), StatusCode::kInvalidArgument);
+  o.group = 0;
+  o.type = QuantType::kW8;
+  o.asym = true;
+  EXPECT_EQ(requested_format(o).status().code(), StatusCode::kInvalidArgument);
+  o.asym = false;
+  EXPECT_EQ(requested_format(o)->name(), "w8_g32");
+  EXPECT_FALSE(quantize_gguf("/nonexistent.gguf", "/tmp/x.gguf", o).ok());
+  EXPECT_EQ(*quant_type_from_name("w4a8"), QuantType::kW4A8);
+  EXPECT_FALSE(quant_type_from_name("q4").ok());
+}
+
+TEST(QuantizeGguf, PlanRefusesUnrepackableBlockWeights) {
+  std::vector<uint8_t> bytes(292 * 2, 0);  // Q8_K [2, 256]
+  TensorView t{"blk.0.ffn_gate.weight", DType::Q8_K, {2, 256}, bytes.data(), bytes.size()};
+  int64_t be = 0, bb = 0;
+  ASSERT_TRUE(dtype_block_info(DType::Q8_K, &be, &bb));
+  t.nbytes = static_cast<uint64_t>(2 * bb);
+  auto p = plan_tensor(t, QuantizeOptions());
+  EXPECT_EQ(p.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(p.status().message().find("blk.0.ffn_gate.weight"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace edge
