@@ -1,0 +1,78 @@
+// Hand-built timing of the packed kernels (not part of the test suite). Decode: GEMV (n=1)
+// GB/s of weight bytes, cycling through enough copies of the matrix to defeat the caches.
+// Prefill: GEMM n=64, GFLOP/s (2*n*N*K per call). Both over a ThreadPool (default 2).
+// Build: see the report of issue 3 (g++ -O2 against a Release build of edge_kernels).
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "kernels/packed_api.h"
+
+using namespace edge;
+
+static std::vector<uint8_t> random_packed(PackedKind kind, int32_t g, int64_t n, int64_t k) {
+  const int64_t cb = packed_cell_bytes(kind, g);
+  std::vector<uint8_t> m(PackedFormat::panels(n) * (k / g) * cb);
+  std::mt19937 rng(1);
+  for (auto& b : m) b = static_cast<uint8_t>(rng() & (kind == PackedKind::kW8 ? 0x3F : 0xFF));
+  const int64_t so = kind == PackedKind::kW8 ? g * 16 : g * 8;
+  const uint16_t s = f32_to_f16(0.01f);
+  for (int64_t c = 0; c < static_cast<int64_t>(m.size()) / cb; ++c)
+    for (int r = 0; r < 16; ++r) std::memcpy(&m[c * cb + so + 2 * r], &s, 2);
+  return m;
+}
+
+int main(int argc, char** argv) {
+  int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  ThreadPool pool(threads);
+  const int64_t shapes[][2] = {{2048, 2048}, {6144, 2048}, {2048, 6144}, {32000, 2048}};
+  std::printf("%s\nthreads %d\n", packed_kernels_description().c_str(), threads);
+  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW8}) {
+    const int32_t g = 128;
+    for (auto& sh : shapes) {
+      const int64_t N = sh[0], K = sh[1];
+      std::vector<uint8_t> one = random_packed(kind, g, N, K);
+      const int64_t copies = std::max<int64_t>(1, (512ll << 20) / static_cast<int64_t>(one.size()));
+      std::vector<uint8_t> all(one.size() * copies);
+      for (int64_t c = 0; c < copies; ++c) std::memcpy(&all[c * one.size()], one.data(), one.size());
+      std::vector<float> x(64 * K), y(64 * N);
+      std::mt19937 rng(2);
+      for (auto& v : x) v = static_cast<float>(rng() % 2001) / 1000.0f - 1.0f;
+      ActivationBuffer buf;
+      for (const PackedKernels* v : available_packed_kernels()) {
+        if (std::strcmp(v->name, "ref") == 0) continue;
+        for (bool a8 : {true, false}) {
+          auto call = [&](int64_t c, int64_t n) {
+            PackedMatrixView w{PackedFormat{kind, g}, all.data() + c * one.size(), N, K};
+            if (a8) packed_matmul_a8(*v, w, x.data(), n, y.data(), buf, pool);
+            else packed_matmul_a16(*v, w, x.data(), n, y.data(), pool);
+          };
+          // Best-of timing (the build machine is shared: the minimum filters preemption).
+          using clk = std::chrono::steady_clock;
+          auto best_of = [&](int64_t n, bool cycle) {
+            double best = 1e30, total = 0;
+            call(0, n);
+            for (int64_t it = 0; it < 2000 && (it < 10 || total < 0.4); ++it) {
+              auto t0 = clk::now();
+              call(cycle ? it % copies : 0, n);
+              double el = std::chrono::duration<double>(clk::now() - t0).count();
+              best = std::min(best, el);
+              total += el;
+            }
+            return best;
+          };
+          const double gbs = static_cast<double>(one.size()) / best_of(1, true) / 1e9;
+          const double gf = 2.0 * 64 * N * K / best_of(64, false) / 1e9;
+          std::printf("%-4s %-12s %-4s N=%-6lld K=%-5lld decode %6.1f GB/s (%7.1f us)  prefill64 %7.1f GFLOP/s\n",
+                      kind == PackedKind::kW8 ? "w8" : "w4s", v->name, a8 ? "a8" : "a16",
+                      (long long)N, (long long)K, gbs, 1e6 * one.size() / (gbs * 1e9), gf);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+}
