@@ -48,8 +48,11 @@ struct AttentionArgs {
   float scale = 1.0f;  // applied to q.k before the softmax
 };
 
+// Weight rows a matmul may convert at once: its scratch holds kMatmulRowTile * in floats.
+constexpr int kMatmulRowTile = 4;
+
 // Rows [r0, r1) of y[n, out] = x[n, in] . W[out, in]^T. w points at W's first row, rows are
-// w_row_bytes apart. scratch holds >= in floats (a converted weight row).
+// w_row_bytes apart. scratch holds >= kMatmulRowTile * in floats (converted weight rows).
 using MatmulRowsFn = void (*)(const float* x, int64_t n, int64_t in, const uint8_t* w,
                               uint64_t w_row_bytes, int64_t out, int64_t r0, int64_t r1,
                               float* y, float* scratch);

@@ -71,7 +71,7 @@ void matmul(const KernelTable& k, const float* x, int64_t n, const TensorView& w
   pool.run([&](int tid, int nth) {
     auto [r0, r1] = ThreadPool::split(out, tid, nth);
     if (r0 >= r1) return;
-    fn(x, n, in, w.data, row_bytes, out, r0, r1, y, thread_scratch(static_cast<size_t>(in)));
+    fn(x, n, in, w.data, row_bytes, out, r0, r1, y, thread_scratch(static_cast<size_t>(kMatmulRowTile * in)));
   });
 }
 

@@ -151,7 +151,9 @@ TEST(Spark, PatternAndPerTypeRope) {
       EXPECT_EQ(l.sliding, (i + 1) % 4 != 0) << out << " layer " << i;
       EXPECT_EQ(l.rotary_dim, l.sliding ? 16 : 4) << out << " layer " << i;
       EXPECT_EQ(l.rope_theta, l.sliding ? 10000.0f : 1e6f) << out << " layer " << i;
-      if (l.sliding) EXPECT_EQ(l.window, 512);
+      if (l.sliding) {
+        EXPECT_EQ(l.window, 512);
+      }
     }
     EXPECT_TRUE(c.tied_embeddings && c.qk_norm && c.post_norms && c.scale_embeddings);
     EXPECT_EQ(c.act, Activation::kGeGlu);
