@@ -1,4 +1,11 @@
 // Panel quantiser: scale search per (row, group), code packing via cell.h.
+//
+// The candidate fits below are the quantiser's hot loop (~50 passes over each group).
+// GCC if-converts their clamps, and so vectorises them, only when it may assume FP
+// operations do not trap; that changes no result (no value, rounding or order differs).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "quant/quantize.h"
 
 #include <algorithm>
@@ -17,8 +24,6 @@ namespace edge {
 
 namespace {
 
-float to_f16f(float v) { return f16_to_f32(f32_to_f16(v)); }
-
 // One (row, group) encoding: codes[G] plus fp16 scale (and min for asym).
 struct GroupCode {
   uint16_t scale = 0;
@@ -26,118 +31,146 @@ struct GroupCode {
   uint8_t codes[128];
 };
 
-// Squared error of symmetric codes for scale d (already fp16-exact); fills q.
-double sym_codes(const float* x, int g, float d, uint8_t* q) {
-  const float inv = d != 0.0f ? 1.0f / d : 0.0f;
-  double err = 0;
-  for (int i = 0; i < g; ++i) {
-    const int c = std::clamp(static_cast<int>(std::lround(x[i] * inv)), -8, 7);
-    q[i] = static_cast<uint8_t>(c + 8);
-    const double e = static_cast<double>(x[i]) - static_cast<double>(c) * d;
-    err += e * e;
+// Sums for one candidate: squared error plus the moments the least-squares refit needs.
+struct Fit {
+  float err = 0, sq = 0, sqq = 0, sxq = 0;
+};
+
+// Symmetric codes c = clamp(round(x / d), -8, 7) for scale d (fp16-exact, nonzero).
+// Rounding after the clamp, on the non-negative code scale, is a plain truncation of
+// v + 0.5 (no libm call, no sign test: the loops vectorise).
+inline int sym_code(float x, float inv) {
+  return static_cast<int>(std::min(std::max(x * inv + 8.0f, 0.0f), 15.0f) + 0.5f) - 8;
+}
+// 8 independent accumulators: lets the compiler vectorise the sums without reassociating
+// (G is a multiple of 8).
+Fit sym_fit(const float* x, int g, float d) {
+  const float inv = 1.0f / d;
+  float err[8] = {}, sxq[8] = {}, sqq[8] = {};
+  for (int i = 0; i < g; i += 8) {
+    for (int j = 0; j < 8; ++j) {
+      const float c = static_cast<float>(sym_code(x[i + j], inv));
+      const float e = x[i + j] - c * d;
+      err[j] += e * e;
+      sxq[j] += x[i + j] * c;
+      sqq[j] += c * c;
+    }
   }
-  return err;
+  Fit f;
+  for (int j = 0; j < 8; ++j) {
+    f.err += err[j];
+    f.sxq += sxq[j];
+    f.sqq += sqq[j];
+  }
+  return f;
+}
+
+// Searches the scale; returns the fp16 bits of the best one (0 if none beats zero).
+uint16_t search_w4_sym(const float* x, int g, float m, ScaleSearch search) {
+  float best = 0;
+  for (int i = 0; i < g; ++i) best += x[i] * x[i];  // scale 0: every weight 0
+  uint16_t best_h = 0;
+  auto consider = [&](float d) -> Fit {
+    const uint16_t h = f32_to_f16(d);
+    const float d16 = f16_to_f32(h);
+    if (!std::isfinite(d16) || d16 == 0.0f) return Fit{};
+    const Fit f = sym_fit(x, g, d16);
+    if (f.err < best) {
+      best = f.err;
+      best_h = h;
+    }
+    return f;
+  };
+  consider(m / -8.0f);
+  if (search == ScaleSearch::kAbsmax) return best_h;
+  for (int side = 0; side < 2; ++side) {
+    const float t0 = side == 0 ? -10.0f : 6.0f, t1 = side == 0 ? -6.5f : 8.5f;
+    for (float t = t0; t <= t1 + 1e-6f; t += 0.5f) {
+      const Fit f = consider(m / t);
+      if (f.sqq > 0) consider(f.sxq / f.sqq);  // least-squares scale for these codes
+    }
+  }
+  return best_h;
 }
 
 void encode_w4_sym(const float* x, int g, ScaleSearch search, GroupCode* out) {
   float m = 0.0f;
   for (int i = 0; i < g; ++i)
     if (std::fabs(x[i]) > std::fabs(m)) m = x[i];
-  if (m == 0.0f) {  // all zero: scale 0, code 8 (= 0)
-    out->scale = 0;
-    std::memset(out->codes, 8, static_cast<size_t>(g));
+  out->scale = m == 0.0f ? 0 : search_w4_sym(x, g, m, search);
+  const float d = f16_to_f32(out->scale);
+  if (d == 0.0f) {  // all zero (or nothing better than zero): code 8 = 0
+    for (int i = 0; i < g; ++i) out->codes[i] = 8;
     return;
   }
-  uint8_t q[128];
-  double best = sym_codes(x, g, 0.0f, out->codes);  // scale 0 fallback
-  out->scale = 0;
-  auto consider = [&](float d) {
-    const uint16_t h = f32_to_f16(d);
-    const float d16 = f16_to_f32(h);
-    if (!std::isfinite(d16) || d16 == 0.0f) return;
-    const double e = sym_codes(x, g, d16, q);
-    if (e < best) {
-      best = e;
-      out->scale = h;
-      std::memcpy(out->codes, q, static_cast<size_t>(g));
-    }
-  };
-  consider(m / -8.0f);
-  if (search == ScaleSearch::kAbsmax) return;
-  for (int side = 0; side < 2; ++side) {
-    const float t0 = side == 0 ? -10.0f : 6.0f, t1 = side == 0 ? -6.5f : 8.5f;
-    for (float t = t0; t <= t1 + 1e-6f; t += 0.25f) {
-      const float d16 = to_f16f(m / t);
-      if (!std::isfinite(d16) || d16 == 0.0f) continue;
-      sym_codes(x, g, d16, q);
-      double sxq = 0, sqq = 0;  // least-squares scale for these codes
-      for (int i = 0; i < g; ++i) {
-        const double c = static_cast<double>(q[i]) - 8.0;
-        sxq += x[i] * c;
-        sqq += c * c;
-      }
-      consider(d16);
-      if (sqq > 0) consider(static_cast<float>(sxq / sqq));
-    }
-  }
+  const float inv = 1.0f / d;
+  for (int i = 0; i < g; ++i) out->codes[i] = static_cast<uint8_t>(sym_code(x[i], inv) + 8);
 }
 
-// Squared error of asymmetric codes for (s, mn), both fp16-exact; fills q.
-double asym_codes(const float* x, int g, float s, float mn, uint8_t* q) {
-  const float inv = s != 0.0f ? 1.0f / s : 0.0f;
-  double err = 0;
-  for (int i = 0; i < g; ++i) {
-    const int c = std::clamp(static_cast<int>(std::lround((x[i] - mn) * inv)), 0, 15);
-    q[i] = static_cast<uint8_t>(c);
-    const double e = static_cast<double>(x[i]) - (static_cast<double>(c) * s + mn);
-    err += e * e;
+// Asymmetric codes q = clamp(round((x - mn) / s), 0, 15) for (s, mn), both fp16-exact.
+inline int asym_code(float x, float mn, float inv) {
+  return static_cast<int>(std::min(std::max((x - mn) * inv, 0.0f), 15.0f) + 0.5f);
+}
+Fit asym_fit(const float* x, int g, float s, float mn) {
+  const float inv = 1.0f / s;
+  float err[8] = {}, sq[8] = {}, sqq[8] = {}, sxq[8] = {};
+  for (int i = 0; i < g; i += 8) {
+    for (int j = 0; j < 8; ++j) {
+      const float q = static_cast<float>(asym_code(x[i + j], mn, inv));
+      const float e = x[i + j] - (q * s + mn);
+      err[j] += e * e;
+      sq[j] += q;
+      sqq[j] += q * q;
+      sxq[j] += x[i + j] * q;
+    }
   }
-  return err;
+  Fit f;
+  for (int j = 0; j < 8; ++j) {
+    f.err += err[j];
+    f.sq += sq[j];
+    f.sqq += sqq[j];
+    f.sxq += sxq[j];
+  }
+  return f;
 }
 
 void encode_w4_asym(const float* x, int g, ScaleSearch search, GroupCode* out) {
-  float lo = x[0], hi = x[0];
-  for (int i = 1; i < g; ++i) {
+  float lo = x[0], hi = x[0], sx = 0;
+  for (int i = 0; i < g; ++i) {
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
+    sx += x[i];
   }
-  uint8_t q[128];
   out->min = f32_to_f16(lo);
   out->scale = 0;
-  double best = asym_codes(x, g, 0.0f, f16_to_f32(out->min), out->codes);
-  if (hi == lo) return;
-  auto consider = [&](float s, float mn) {
+  float best = 0;
+  for (int i = 0; i < g; ++i) best += (x[i] - f16_to_f32(out->min)) * (x[i] - f16_to_f32(out->min));
+  auto consider = [&](float s, float mn) -> Fit {
     const uint16_t hs = f32_to_f16(s), hm = f32_to_f16(mn);
     const float s16 = f16_to_f32(hs), m16 = f16_to_f32(hm);
-    if (!std::isfinite(s16) || !std::isfinite(m16) || s16 <= 0.0f) return;
-    const double e = asym_codes(x, g, s16, m16, q);
-    if (e < best) {
-      best = e;
+    if (!std::isfinite(s16) || !std::isfinite(m16) || s16 <= 0.0f) return Fit{};
+    const Fit f = asym_fit(x, g, s16, m16);
+    if (f.err < best) {
+      best = f.err;
       out->scale = hs;
       out->min = hm;
-      std::memcpy(out->codes, q, static_cast<size_t>(g));
     }
+    return f;
   };
-  consider((hi - lo) / 15.0f, lo);
-  if (search == ScaleSearch::kAbsmax) return;
-  for (float dd = -1.0f; dd <= 2.0f + 1e-6f; dd += 0.25f) {
-    const float s16 = to_f16f((hi - lo) / (15.0f + dd)), m16 = to_f16f(lo);
-    if (!std::isfinite(s16) || s16 <= 0.0f) continue;
-    asym_codes(x, g, s16, m16, q);
-    // Least squares for x ~ q s + mn with these codes (2x2 normal equations).
-    double sq = 0, sqq = 0, sx = 0, sxq = 0;
-    for (int i = 0; i < g; ++i) {
-      sq += q[i];
-      sqq += static_cast<double>(q[i]) * q[i];
-      sx += x[i];
-      sxq += static_cast<double>(x[i]) * q[i];
+  if (hi > lo) {
+    consider((hi - lo) / 15.0f, lo);
+    for (float dd = -1.0f; search == ScaleSearch::kRmse && dd <= 2.0f + 1e-6f; dd += 0.5f) {
+      const Fit f = consider((hi - lo) / (15.0f + dd), lo);
+      // Least squares for x ~ q s + mn with these codes (2x2 normal equations).
+      const float det = static_cast<float>(g) * f.sqq - f.sq * f.sq;
+      if (det > 0)
+        consider((static_cast<float>(g) * f.sxq - f.sq * sx) / det, (f.sqq * sx - f.sq * f.sxq) / det);
     }
-    const double det = g * sqq - sq * sq;
-    consider(s16, m16);
-    if (det > 0)
-      consider(static_cast<float>((g * sxq - sq * sx) / det),
-               static_cast<float>((sqq * sx - sq * sxq) / det));
   }
+  const float s = f16_to_f32(out->scale), mn = f16_to_f32(out->min);
+  const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+  for (int i = 0; i < g; ++i)
+    out->codes[i] = static_cast<uint8_t>(s > 0.0f ? asym_code(x[i], mn, inv) : 0);
 }
 
 void encode_w8(const float* x, int g, GroupCode* out, int8_t* codes) {

@@ -3,12 +3,12 @@
 //
 // Scale choice per (row, group) of G values x:
 //   W4 sym  (w = (q - 8) s, q in 0..15): candidates s = m / t, m the signed value of largest
-//           magnitude and t in [-10, -6.5] u [6, 8.5] (step 0.25); for each, codes by rounding
+//           magnitude and t in [-10, -6.5] u [6, 8.5] (step 0.5); for each, codes by rounding
 //           with the fp16-rounded s, then the least-squares s for those codes, codes again;
 //           the candidate with the smallest squared error (with fp16 s) wins. t = -8 alone,
 //           no refit, is "absmax" (the classic Q4_0 choice); the search includes it.
 //   W4 asym (w = q s + mn, q in 0..15): candidates s = (max - min) / (15 + d), d in [-1, 2]
-//           (step 0.25), mn = min; codes, then least-squares (s, mn) for those codes, codes
+//           (step 0.5), mn = min; codes, then least-squares (s, mn) for those codes, codes
 //           again; smallest squared error (fp16 s and mn) wins. d = 0 alone is "absmax".
 //   W8      (w = q s, q in -127..127): s = absmax / 127, rounded UP to the next fp16 so no
 //           code clips: |error| <= s / 2 <= absmax / 254 * (1 + 2^-10).

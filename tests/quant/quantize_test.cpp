@@ -208,7 +208,7 @@ TEST_P(RoundTrip, ErrorWithinBounds) {
           ASSERT_LE(e, 0.2f * (hi - lo)) << "row " << r;
       }
       if (c.kind != PackedKind::kW8)  // the search never loses to plain absmax
-        ASSERT_LE(gsse, absmax_sse(c.kind, x, c.group) * (1 + 1e-6) + 1e-12);
+        ASSERT_LE(gsse, absmax_sse(c.kind, x, c.group) * (1 + 1e-4) + 1e-12);  // float sums
     }
   const double rel = std::sqrt(sse / ss);
   const double limit = c.kind == PackedKind::kW8 ? 0.008 : (c.kind == PackedKind::kW4Sym ? 0.12 : 0.11);
