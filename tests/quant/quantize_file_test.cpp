@@ -67,7 +67,9 @@ void expect_packed_close(const GgufFile& f, const std::string& name, const std::
   ASSERT_TRUE(fmt.ok()) << fmt.status().to_string();
   EXPECT_EQ(fmt->name(), want_format) << name;
   const int64_t n = t->shape[0], k = t->shape[1];
-  if (n % 16 == 0) EXPECT_EQ(t->nbytes, static_cast<uint64_t>(fmt->matrix_bytes(n, k)));
+  if (n % 16 == 0) {
+    EXPECT_EQ(t->nbytes, static_cast<uint64_t>(fmt->matrix_bytes(n, k)));
+  }
   std::vector<float> row(static_cast<size_t>(k));
   for (int64_t r = 0; r < n; ++r) {
     dequantize_row(*fmt, t->data, n, k, r, row.data());

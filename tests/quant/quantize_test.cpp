@@ -200,15 +200,14 @@ TEST_P(RoundTrip, ErrorWithinBounds) {
       sse += gsse;
       for (int i = 0; i < c.group; ++i) {
         const float e = std::fabs(x[i] - yy[i]);
-        if (c.kind == PackedKind::kW8)
-          ASSERT_LE(e, amax / 254.0f * (1.0f + 1.0f / 512) + 1e-7f) << "row " << r << " i " << i;
-        else if (c.kind == PackedKind::kW4Sym)
-          ASSERT_LE(e, 0.25f * amax) << "row " << r;
-        else
-          ASSERT_LE(e, 0.2f * (hi - lo)) << "row " << r;
+        const float bound = c.kind == PackedKind::kW8      ? amax / 254.0f * (1.0f + 1.0f / 512) + 1e-7f
+                            : c.kind == PackedKind::kW4Sym ? 0.25f * amax
+                                                           : 0.2f * (hi - lo);
+        ASSERT_LE(e, bound) << "row " << r << " i " << i;
       }
-      if (c.kind != PackedKind::kW8)  // the search never loses to plain absmax
-        ASSERT_LE(gsse, absmax_sse(c.kind, x, c.group) * (1 + 1e-4) + 1e-12);  // float sums
+      if (c.kind != PackedKind::kW8) {  // the search never loses to plain absmax (float sums)
+        ASSERT_LE(gsse, absmax_sse(c.kind, x, c.group) * (1 + 1e-4) + 1e-12);
+      }
     }
   const double rel = std::sqrt(sse / ss);
   const double limit = c.kind == PackedKind::kW8 ? 0.008 : (c.kind == PackedKind::kW4Sym ? 0.12 : 0.11);
@@ -222,7 +221,9 @@ TEST_P(RoundTrip, ErrorWithinBounds) {
       for (int j = 4 * (n % 16); j < 64; ++j) ASSERT_EQ(cell[b * 64 + j], 0);
     const int64_t tail = f.group_bytes() - blocks * 64;  // scales (+ mins or sums)
     for (int64_t i = 0; i < tail; ++i)
-      if ((i % 32) / 2 >= n % 16) ASSERT_EQ(cell[blocks * 64 + i], 0) << "tail byte " << i;
+      if ((i % 32) / 2 >= n % 16) {
+        ASSERT_EQ(cell[blocks * 64 + i], 0) << "tail byte " << i;
+      }
   }
 }
 
