@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   edge::cli::register_inspect(app, ctx);
   edge::cli::register_make_model(app, ctx);
   edge::cli::register_bench(app, ctx);
+  edge::cli::register_quantize(app, ctx);
+  edge::cli::register_devices(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

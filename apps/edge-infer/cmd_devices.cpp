@@ -1,0 +1,20 @@
+// edge-infer devices: the CPU, its features, and the kernel path chosen per op and
+// weight type, with the reason (features plus a measured calibration).
+#include <cstdio>
+
+#include "commands.h"
+#include "core/thread_pool.h"
+#include "kernels/packed_api.h"
+
+namespace edge::cli {
+
+void register_devices(CLI::App& app, Context& ctx) {
+  CLI::App* sub = app.add_subcommand("devices", "Print the CPU, its features and the chosen kernels");
+  sub->callback([&ctx] {
+    std::printf("threads: %d allowed cores\n", ThreadPool::default_threads());
+    std::printf("%s\n", packed_kernels_description().c_str());
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace edge::cli
