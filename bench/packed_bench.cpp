@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/half.h"
@@ -27,14 +28,19 @@ static std::vector<uint8_t> random_packed(PackedKind kind, int32_t g, int64_t n,
 }
 
 int main(int argc, char** argv) {
+  // packed_bench [threads] [kind: w4s|w8|all] [variant name|all] [N or 0 for all shapes]
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const std::string kind_f = argc > 2 ? argv[2] : "all", var_f = argc > 3 ? argv[3] : "all";
+  const int64_t n_f = argc > 4 ? std::atoll(argv[4]) : 0;
   ThreadPool pool(threads);
   const int64_t shapes[][2] = {{2048, 2048}, {6144, 2048}, {2048, 6144}, {32000, 2048}};
   std::printf("%s\nthreads %d\n", packed_kernels_description().c_str(), threads);
   for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW8}) {
     const int32_t g = 128;
+    if (kind_f != "all" && kind_f != (kind == PackedKind::kW8 ? "w8" : "w4s")) continue;
     for (auto& sh : shapes) {
       const int64_t N = sh[0], K = sh[1];
+      if (n_f != 0 && n_f != N) continue;
       std::vector<uint8_t> one = random_packed(kind, g, N, K);
       const int64_t copies = std::max<int64_t>(1, (512ll << 20) / static_cast<int64_t>(one.size()));
       std::vector<uint8_t> all(one.size() * copies);
@@ -45,6 +51,7 @@ int main(int argc, char** argv) {
       ActivationBuffer buf;
       for (const PackedKernels* v : available_packed_kernels()) {
         if (std::strcmp(v->name, "ref") == 0) continue;
+        if (var_f != "all" && var_f != v->name) continue;
         for (bool a8 : {true, false}) {
           auto call = [&](int64_t c, int64_t n) {
             PackedMatrixView w{PackedFormat{kind, g}, all.data() + c * one.size(), N, K};
