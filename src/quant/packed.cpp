@@ -83,9 +83,9 @@ Expected<PackedFormat> check_packed_tensor(const TensorView& t, const MappedFile
                                   std::to_string(f.group));
   const int64_t n = t.shape[0], k = t.shape[1];
   const uint64_t need = static_cast<uint64_t>(f.matrix_bytes(n, k));
-  const uint8_t* base = file.data();
-  if (t.data < base || t.data > base + file.size() ||
-      !file.contains(static_cast<uint64_t>(t.data - base), need))
+  const auto base = reinterpret_cast<uintptr_t>(file.data());
+  const auto at = reinterpret_cast<uintptr_t>(t.data);
+  if (at < base || at - base > file.size() || !file.contains(at - base, need))
     return Status::invalid_format("tensor '" + t.name + "' " + f.name() + " " +
                                   t.shape_string() + " needs " + std::to_string(need) +
                                   " bytes, past the end of " + file.path());

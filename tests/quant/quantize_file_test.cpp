@@ -224,6 +224,41 @@ TEST(QuantizeGguf, RealModelStories260K) {
   EXPECT_LT(std::sqrt(sse / ss), 0.12);  // measured 0.102
 }
 
+// The reader sizes a packed [N, K] tensor as N rows of groups; with N % 16 != 0 the padded
+// last panel lies beyond that, and check_packed_tensor must find it missing in a cut file.
+TEST(QuantizeGguf, CheckPackedTensorRefusesMissingPadding) {
+  TempDir dir;
+  const PackedFormat f{PackedKind::kW4Sym, 32};
+  const uint64_t full = static_cast<uint64_t>(f.matrix_bytes(20, 64));  // 2 panels
+  GgufWriter w;
+  ASSERT_TRUE(w.add_tensor_sized("blk.0.attn_q.weight", packed_dtype(f), {20, 64}, full,
+                                 [](uint8_t* dst, uint64_t n) {
+                                   std::memset(dst, 0x11, n);
+                                   return Status();
+                                 }).ok());
+  ASSERT_TRUE(w.write(dir.file("p.gguf")).ok());
+  auto whole = GgufFile::open(dir.file("p.gguf"), packed_gguf_types());
+  ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+  const TensorView* t = whole->tensors().find("blk.0.attn_q.weight");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->nbytes, 20u * 2 * (f.group_bytes() / 16));  // the reader's (unpadded) size
+  ASSERT_TRUE(check_packed_tensor(*t, whole->mapped()).ok());
+  const uint64_t cut = static_cast<uint64_t>(t->data - whole->mapped().data()) + t->nbytes;
+  std::vector<uint8_t> bytes = testing_util::read_bytes(dir.file("p.gguf"));
+  bytes.resize(cut);
+  testing_util::write_bytes(dir.file("cut.gguf"), bytes);
+  auto part = GgufFile::open(dir.file("cut.gguf"), packed_gguf_types());
+  ASSERT_TRUE(part.ok()) << part.status().to_string();  // the reader cannot tell
+  auto st = check_packed_tensor(*part->tensors().find("blk.0.attn_q.weight"), part->mapped());
+  EXPECT_EQ(st.status().code(), StatusCode::kInvalidFormat);
+  EXPECT_NE(st.status().message().find("blk.0.attn_q.weight"), std::string::npos);
+  TensorView one_d = *t;
+  one_d.shape = {1280};
+  EXPECT_FALSE(check_packed_tensor(one_d, whole->mapped()).ok());
+  one_d.dtype = DType::F32;
+  EXPECT_EQ(check_packed_tensor(one_d, whole->mapped()).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(QuantizeGguf, TruncatedQuantisedTensorIsRefused) {
   TempDir dir;
   test::Built q4 = test::build_blocks(DType::Q4_0, 2 * 4, 3);  // [4, 64]
