@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   edge::cli::register_bench(app, ctx);
   edge::cli::register_quantize(app, ctx);
   edge::cli::register_devices(app, ctx);
+  edge::cli::register_bandwidth(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,32 @@
+#include <cstring>
+
+#include "core/cpu_info.h"
+#include "kernels/stream_read.h"
+
+namespace edge {
+
+uint64_t stream_read_ref(const uint8_t* data, uint64_t bytes) {
+  uint64_t acc = 0;
+  for (uint64_t i = 0; i + 8 <= bytes; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, data + i, 8);
+    acc ^= v;
+  }
+  return acc;
+}
+
+StreamReadFn best_stream_read(const char** name) {
+  const CpuInfo& cpu = cpu_info();
+  if (cpu.has("avx512f")) {
+    *name = "avx512";
+    return stream_read_avx512;
+  }
+  if (cpu.has("avx2")) {
+    *name = "avx2";
+    return stream_read_avx2;
+  }
+  *name = "ref";
+  return stream_read_ref;
+}
+
+}  // namespace edge
