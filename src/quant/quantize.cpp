@@ -183,9 +183,10 @@ void encode_w8(const float* x, int g, GroupCode* out, int8_t* codes) {
     codes[i] = static_cast<int8_t>(std::clamp(static_cast<int>(std::lround(x[i] * inv)), -127, 127));
 }
 
-bool all_finite(const float* x, int64_t n) {
+// Scales and mins are fp16: a weight beyond its range (or NaN / Inf) cannot be stored.
+bool in_fp16_range(const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    if (!std::isfinite(x[i])) return false;
+    if (!(std::fabs(x[i]) <= 65504.0f)) return false;
   return true;
 }
 
@@ -206,8 +207,9 @@ Status quantize_panel(const PackedFormat& f, int64_t k, const float* rows, int64
   int8_t c8[128];
   for (int64_t r = 0; r < valid_rows; ++r) {
     const float* row = rows + r * k;
-    if (!all_finite(row, k))
-      return Status::invalid_argument("row has a non-finite value (NaN or Inf)");
+    if (!in_fp16_range(row, k))
+      return Status::invalid_argument("row has a non-finite value or one beyond the fp16 "
+                                      "range of the scales (|x| > 65504)");
     for (int64_t gi = 0; gi < k / g; ++gi) {
       const float* x = row + gi * g;
       uint8_t* cell = dst + gi * cb;

@@ -36,7 +36,8 @@ Expected<RowSource> tensor_row_source(const TensorView& t);
 enum class ScaleSearch { kAbsmax, kRmse };
 
 // Quantises one panel. rows: [16, k] floats, the first `valid_rows` real (the rest ignored
-// and written as padding). dst: (k / G) * group_bytes() bytes. Non-finite input is refused.
+// and written as padding). dst: (k / G) * group_bytes() bytes. Non-finite input, or
+// |x| > 65504 (the fp16 scales could not hold it), is refused.
 Status quantize_panel(const PackedFormat& f, int64_t k, const float* rows, int64_t valid_rows,
                       uint8_t* dst, ScaleSearch search = ScaleSearch::kRmse);
 

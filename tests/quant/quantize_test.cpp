@@ -274,7 +274,11 @@ TEST(Quantize, RefusesNonFiniteAndBadShapes) {
   Status st = quantize_matrix(f, n, k, rows_of(m, k), out.data(), out.size());
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("non-finite"), std::string::npos) << st.message();
+  m[2 * k + 7] = 1e6f;  // beyond what fp16 scales can represent
+  EXPECT_EQ(quantize_matrix(f, n, k, rows_of(m, k), out.data(), out.size()).code(),
+            StatusCode::kInvalidArgument);
   m[2 * k + 7] = 0;
+  EXPECT_TRUE(quantize_matrix(f, n, k, rows_of(m, k), out.data(), out.size()).ok());
   EXPECT_FALSE(quantize_matrix(f, n, k, rows_of(m, k), out.data(), out.size() - 1).ok());
   PackedFormat g128{PackedKind::kW4Sym, 128};
   EXPECT_FALSE(quantize_matrix(g128, n, k, rows_of(m, k), out.data(), out.size()).ok());
