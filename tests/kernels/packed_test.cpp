@@ -317,6 +317,34 @@ TEST(PackedKernels, PanelRangesWriteOnlyTheirRows) {
   }
 }
 
+// Large K: the prefill path walks panels in cache blocks (~256 KB of weights), so several
+// blocks per call. n = 17 must agree with the dense matmul (A16) and with per-token GEMV
+// calls (A8).
+TEST(PackedKernels, CacheBlockedPrefillMatchesPerTokenDecode) {
+  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW8}) {
+    const int64_t rows = 100, k = 6144, n = 17;  // W8: 3 panels a block, W4: 5
+    TestMatrix m = make_matrix(kind, 128, rows, k, 61);
+    std::vector<float> x = make_acts(n, k, 62), dense;
+    std::vector<double> mag;
+    dense_matmul(m, x.data(), n, &dense, &mag);
+    QActs q;
+    quantize_ref(x, n, k, 128, &q);
+    for (const PackedKernels* v : available_packed_kernels()) {
+      if (std::string(v->name) == "ref") continue;
+      auto got16 = run_guarded(n, rows, [&](float* y) { v->a16(kind)(m.view(), x.data(), n, 0, 7, y); });
+      expect_close(got16, dense, mag, 2e-6, std::string(v->name) + " large-K a16");
+      auto got8 = run_guarded(n, rows, [&](float* y) { v->a8(kind)(m.view(), q.qa, 0, 7, y); });
+      std::vector<float> per_token(n * rows);
+      for (int64_t t = 0; t < n; ++t) {
+        QuantizedActivations one = q.qa;
+        one.q += t * k, one.scales += t * (k / 128), one.sums += t * (k / 128), one.n = 1;
+        v->a8(kind)(m.view(), one, 0, 7, per_token.data() + t * rows);
+      }
+      expect_close(got8, per_token, mag, 2e-6, std::string(v->name) + " large-K a8");
+    }
+  }
+}
+
 TEST(PackedKernels, ParallelDriversMatchSingleCall) {
   ThreadPool pool(2);
   const PackedKernels& kern = packed_kernels();
