@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
       std::vector<uint8_t> one = random_packed(kind, g, N, K);
       const int64_t copies = std::max<int64_t>(1, (512ll << 20) / static_cast<int64_t>(one.size()));
       std::vector<uint8_t> all(one.size() * copies);
-      for (int64_t c = 0; c < copies; ++c) std::memcpy(&all[c * one.size()], one.data(), one.size());
+      for (int64_t c = 0; c < copies; ++c)
+        std::memcpy(&all[c * one.size()], one.data(), one.size());
       std::vector<float> x(64 * K), y(64 * N);
       std::mt19937 rng(2);
       for (auto& v : x) v = static_cast<float>(rng() % 2001) / 1000.0f - 1.0f;
@@ -55,8 +56,10 @@ int main(int argc, char** argv) {
         for (bool a8 : {true, false}) {
           auto call = [&](int64_t c, int64_t n) {
             PackedMatrixView w{PackedFormat{kind, g}, all.data() + c * one.size(), N, K};
-            if (a8) packed_matmul_a8(*v, w, x.data(), n, y.data(), buf, pool);
-            else packed_matmul_a16(*v, w, x.data(), n, y.data(), pool);
+            if (a8)
+              packed_matmul_a8(*v, w, x.data(), n, y.data(), buf, pool);
+            else
+              packed_matmul_a16(*v, w, x.data(), n, y.data(), pool);
           };
           // Best-of timing (the build machine is shared: the minimum filters preemption).
           using clk = std::chrono::steady_clock;
@@ -74,9 +77,11 @@ int main(int argc, char** argv) {
           };
           const double gbs = static_cast<double>(one.size()) / best_of(1, true) / 1e9;
           const double gf = 2.0 * 64 * N * K / best_of(64, false) / 1e9;
-          std::printf("%-4s %-12s %-4s N=%-6lld K=%-5lld decode %6.1f GB/s (%7.1f us)  prefill64 %7.1f GFLOP/s\n",
-                      kind == PackedKind::kW8 ? "w8" : "w4s", v->name, a8 ? "a8" : "a16",
-                      (long long)N, (long long)K, gbs, 1e6 * one.size() / (gbs * 1e9), gf);
+          std::printf(
+              "%-4s %-12s %-4s N=%-6lld K=%-5lld decode %6.1f GB/s (%7.1f us)  prefill64 %7.1f "
+              "GFLOP/s\n",
+              kind == PackedKind::kW8 ? "w8" : "w4s", v->name, a8 ? "a8" : "a16", (long long)N,
+              (long long)K, gbs, 1e6 * one.size() / (gbs * 1e9), gf);
           std::fflush(stdout);
         }
       }

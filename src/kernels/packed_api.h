@@ -34,9 +34,9 @@ struct PackedMatrixView {
 // Activations [n, k] quantised per (row, block of `group`): x ~= q * scales[t * (k/group) + b].
 // sums[t * (k/group) + b] = sum of the block's q codes.
 struct QuantizedActivations {
-  int8_t* q = nullptr;        // [n, k]
-  float* scales = nullptr;    // [n, k / group]
-  int32_t* sums = nullptr;    // [n, k / group]
+  int8_t* q = nullptr;      // [n, k]
+  float* scales = nullptr;  // [n, k / group]
+  int32_t* sums = nullptr;  // [n, k / group]
   int64_t n = 0, k = 0;
   int32_t group = 0;
 };
@@ -52,9 +52,9 @@ struct ActivationBuffer {
 // Bytes of one (panel, group) cell; same as PackedFormat::group_bytes(), but constexpr and
 // header-only so kernels do not depend on the quant library's object code.
 constexpr int64_t packed_cell_bytes(PackedKind kind, int32_t group) {
-  return kind == PackedKind::kW8 ? group * 16 + 64                   // codes, scales, sums
-         : kind == PackedKind::kW4Asym ? group * 8 + 64              // codes, scales, mins
-                                       : group * 8 + 32;             // codes, scales
+  return kind == PackedKind::kW8       ? group * 16 + 64  // codes, scales, sums
+         : kind == PackedKind::kW4Asym ? group * 8 + 64   // codes, scales, mins
+                                       : group * 8 + 32;  // codes, scales
 }
 
 // Quantises rows [t0, t1) of x [a.n, a.k] into a (buffers sized by the caller): per block,
@@ -62,8 +62,8 @@ constexpr int64_t packed_cell_bytes(PackedKind kind, int32_t group) {
 using QuantizeActFn = void (*)(const float* x, const QuantizedActivations& a, int64_t t0,
                                int64_t t1);
 // y[n, w.n] (panels [p0, p1)) = x[n, w.k] . W^T with f32 activations.
-using PackedMatmulA16Fn = void (*)(const PackedMatrixView& w, const float* x, int64_t n,
-                                   int64_t p0, int64_t p1, float* y);
+using PackedMatmulA16Fn = void (*)(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0,
+                                   int64_t p1, float* y);
 // The same with int8 activations (a.k == w.k, a.group == w.fmt.group).
 using PackedMatmulA8Fn = void (*)(const PackedMatrixView& w, const QuantizedActivations& a,
                                   int64_t p0, int64_t p1, float* y);
@@ -77,7 +77,7 @@ struct PackedKernels {
   PackedMatmulA8Fn matmul_w4_a8 = nullptr;
   PackedMatmulA16Fn matmul_w8_a16 = nullptr;  // kW8
   PackedMatmulA8Fn matmul_w8_a8 = nullptr;
-  DequantRowFn dequant_row = nullptr;         // any kind
+  DequantRowFn dequant_row = nullptr;  // any kind
 
   PackedMatmulA16Fn a16(PackedKind k) const {
     return k == PackedKind::kW8 ? matmul_w8_a16 : matmul_w4_a16;

@@ -126,8 +126,10 @@ std::vector<double> time_gemv(const std::vector<const PackedKernels*>& cands, Pa
   for (int round = 0; round < 100 && (round < 3 || clock::now() < deadline); ++round) {
     for (size_t i = 0; i < cands.size(); ++i) {
       const auto t0 = clock::now();
-      if (a8) cands[i]->a8(kind)(w, qa, 0, PackedFormat::panels(w.n), y);
-      else cands[i]->a16(kind)(w, x, 1, 0, PackedFormat::panels(w.n), y);
+      if (a8)
+        cands[i]->a8(kind)(w, qa, 0, PackedFormat::panels(w.n), y);
+      else
+        cands[i]->a16(kind)(w, x, 1, 0, PackedFormat::panels(w.n), y);
       const double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
       best[i] = std::min(best[i], us);
     }
@@ -182,9 +184,10 @@ const Choice& choice() {
         const std::vector<double> us = time_gemv(cands, kind, a8, w, x.data(), qa, y.data());
         const PackedKernels* best = cands[pick(us)];
         std::string line;
-        for (size_t i = 0; i < cands.size(); ++i) line += fmt::format(" {} {:.1f} us", cands[i]->name, us[i]);
-        const char* op = kind == PackedKind::kW8 ? (a8 ? "w8_a8" : "w8_a16")
-                                                 : (a8 ? "w4_a8" : "w4_a16");
+        for (size_t i = 0; i < cands.size(); ++i)
+          line += fmt::format(" {} {:.1f} us", cands[i]->name, us[i]);
+        const char* op =
+            kind == PackedKind::kW8 ? (a8 ? "w8_a8" : "w8_a16") : (a8 ? "w4_a8" : "w4_a16");
         if (kind == PackedKind::kW8 && a8) {
           out.table.matmul_w8_a8 = best->matmul_w8_a8;
         } else if (kind == PackedKind::kW8) {
@@ -196,8 +199,10 @@ const Choice& choice() {
         } else {
           out.table.matmul_w4_a16 = best->matmul_w4_a16;
         }
-        out.why += fmt::format("  {:7} -> {:12} (best of 2048x2048 GEMV, 1 thread:{}; widest "
-                               "kept unless another is >10% faster)\n", op, best->name, line);
+        out.why += fmt::format(
+            "  {:7} -> {:12} (best of 2048x2048 GEMV, 1 thread:{}; widest "
+            "kept unless another is >10% faster)\n",
+            op, best->name, line);
       }
     }
     return out;

@@ -34,7 +34,8 @@ TEST(PackedInterop, QuantizedMatricesMatchQuantDequantizer) {
       std::vector<float> row(k);
       for (int64_t r = 0; r < n; ++r) {
         reference_packed_kernels().dequant_row(w, r, row.data());
-        for (int64_t i = 0; i < k; ++i) ASSERT_EQ(row[i], dense[r * k + i]) << f.name() << " r" << r;
+        for (int64_t i = 0; i < k; ++i)
+          ASSERT_EQ(row[i], dense[r * k + i]) << f.name() << " r" << r;
       }
       // y = x . dense^T, and sum |x * w| as the error scale.
       std::vector<double> want(tokens * n), mag(tokens * n);
@@ -49,7 +50,8 @@ TEST(PackedInterop, QuantizedMatricesMatchQuantDequantizer) {
         std::vector<float> y(tokens * n);
         v->a16(kind)(w, x.data(), tokens, 0, PackedFormat::panels(n), y.data());
         for (size_t i = 0; i < y.size(); ++i)
-          ASSERT_NEAR(y[i], want[i], 2e-6 * mag[i] + 1e-7) << v->name << " " << f.name() << " a16 " << i;
+          ASSERT_NEAR(y[i], want[i], 2e-6 * mag[i] + 1e-7)
+              << v->name << " " << f.name() << " a16 " << i;
         // A8: within the activation rounding (<= half a block scale per element; the
         // blocks' max |x| is < 1.5, so 1/254 of sum |w| bounds it).
         ActivationBuffer buf;
@@ -61,7 +63,8 @@ TEST(PackedInterop, QuantizedMatricesMatchQuantDequantizer) {
             double bound = 0;
             for (int64_t i = 0; i < k; ++i)
               bound += std::fabs(dense[r * k + i]) * qa.scales[t * (k / g) + i / g] / 2;
-            ASSERT_LE(std::fabs(y[t * n + r] - want[t * n + r]), bound * 1.001 + 1e-5 * mag[t * n + r])
+            ASSERT_LE(std::fabs(y[t * n + r] - want[t * n + r]),
+                      bound * 1.001 + 1e-5 * mag[t * n + r])
                 << v->name << " " << f.name() << " a8 t" << t << " r" << r;
           }
       }

@@ -127,8 +127,8 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
     const double tol = rel * mag[i] + 1e-6;
     if (!(std::fabs(double{got[i]} - want[i]) <= tol)) {
       ++bad;
-      ADD_FAILURE() << what << " at " << i << ": got " << got[i] << " want " << want[i]
-                    << " tol " << tol;
+      ADD_FAILURE() << what << " at " << i << ": got " << got[i] << " want " << want[i] << " tol "
+                    << tol;
     }
   }
 }
@@ -143,7 +143,7 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8})
     for (int32_t g : {32, 64, 128}) {
-      out.push_back({kind, g, 40, 3 * g});   // 2.5 panels, 3 groups
+      out.push_back({kind, g, 40, 3 * g});    // 2.5 panels, 3 groups
       out.push_back({kind, g, 33, 2 * 128});  // one row in the last panel
       out.push_back({kind, g, 64, g == 128 ? 512 : 160 * (g / 32)});
     }
@@ -157,8 +157,8 @@ std::string kind_name(PackedKind k) {
 }
 
 std::string label(const Case& c, int64_t n, const char* variant) {
-  return std::string(variant) + " " + kind_name(c.kind) + "_g" + std::to_string(c.group) + " N=" +
-         std::to_string(c.rows) + " K=" + std::to_string(c.k) + " n=" + std::to_string(n);
+  return std::string(variant) + " " + kind_name(c.kind) + "_g" + std::to_string(c.group) +
+         " N=" + std::to_string(c.rows) + " K=" + std::to_string(c.k) + " n=" + std::to_string(n);
 }
 
 // Activations quantised by the reference, and their dequantised f32 copy x' = q * scale.
@@ -198,16 +198,16 @@ TEST(PackedRef, MatmulEqualsDenseFloatMatmul) {
       std::vector<float> x = make_acts(n, c.k, 13), want;
       std::vector<double> mag;
       dense_matmul(m, x.data(), n, &want, &mag);
-      auto got = run_guarded(n, c.rows, [&](float* y) {
-        ref.a16(c.kind)(m.view(), x.data(), n, 0, P, y);
-      });
+      auto got = run_guarded(n, c.rows,
+                             [&](float* y) { ref.a16(c.kind)(m.view(), x.data(), n, 0, P, y); });
       expect_close(got, want, mag, 1e-6, label(c, n, "ref a16"));
       // A8: the integer-per-group path equals the dense matmul of the quantised activations.
       QActs q;
       quantize_ref(x, n, c.k, c.group, &q);
       std::vector<float> want8;
       dense_matmul(m, q.deq.data(), n, &want8, &mag);
-      auto got8 = run_guarded(n, c.rows, [&](float* y) { ref.a8(c.kind)(m.view(), q.qa, 0, P, y); });
+      auto got8 =
+          run_guarded(n, c.rows, [&](float* y) { ref.a8(c.kind)(m.view(), q.qa, 0, P, y); });
       expect_close(got8, want8, mag, 1e-5, label(c, n, "ref a8"));
       // ... and within the rounding bound of the unquantised result: each activation moves
       // by at most half its block's scale, so |dy| <= sum_k |w| * scale / 2.
@@ -215,7 +215,8 @@ TEST(PackedRef, MatmulEqualsDenseFloatMatmul) {
         for (int64_t r = 0; r < c.rows; ++r) {
           double bound = 0;
           for (int64_t i = 0; i < c.k; ++i)
-            bound += std::fabs(m.dense[r * c.k + i]) * q.qa.scales[t * (c.k / c.group) + i / c.group] / 2;
+            bound += std::fabs(m.dense[r * c.k + i]) *
+                     q.qa.scales[t * (c.k / c.group) + i / c.group] / 2;
           const size_t o = t * c.rows + r;
           ASSERT_LE(std::fabs(double{got8[o]} - want[o]), bound * 1.001 + 1e-5 * mag[o])
               << label(c, n, "ref a8 vs f32") << " t" << t << " r" << r;
@@ -275,13 +276,17 @@ TEST(PackedKernels, EveryVariantMatchesReference) {
       dense_matmul(m, x.data(), n, &dense, &mag);
       QActs q;
       quantize_ref(x, n, c.k, c.group, &q);
-      auto want16 = run_guarded(n, c.rows, [&](float* y) { ref.a16(c.kind)(m.view(), x.data(), n, 0, P, y); });
-      auto want8 = run_guarded(n, c.rows, [&](float* y) { ref.a8(c.kind)(m.view(), q.qa, 0, P, y); });
+      auto want16 = run_guarded(n, c.rows,
+                                [&](float* y) { ref.a16(c.kind)(m.view(), x.data(), n, 0, P, y); });
+      auto want8 =
+          run_guarded(n, c.rows, [&](float* y) { ref.a8(c.kind)(m.view(), q.qa, 0, P, y); });
       for (size_t vi = 1; vi < variants.size(); ++vi) {
         const PackedKernels& v = *variants[vi];
-        auto got16 = run_guarded(n, c.rows, [&](float* y) { v.a16(c.kind)(m.view(), x.data(), n, 0, P, y); });
+        auto got16 = run_guarded(n, c.rows,
+                                 [&](float* y) { v.a16(c.kind)(m.view(), x.data(), n, 0, P, y); });
         expect_close(got16, want16, mag, 2e-6, label(c, n, v.name) + " a16");
-        auto got8 = run_guarded(n, c.rows, [&](float* y) { v.a8(c.kind)(m.view(), q.qa, 0, P, y); });
+        auto got8 =
+            run_guarded(n, c.rows, [&](float* y) { v.a8(c.kind)(m.view(), q.qa, 0, P, y); });
         expect_close(got8, want8, mag, 2e-6, label(c, n, v.name) + " a8");
       }
     }
@@ -299,8 +304,10 @@ TEST(PackedKernels, PanelRangesWriteOnlyTheirRows) {
       quantize_ref(x, n, 128, 64, &q);
       for (bool a8 : {false, true}) {
         auto call = [&](int64_t p0, int64_t p1, float* y) {
-          if (a8) v->a8(kind)(m.view(), q.qa, p0, p1, y);
-          else v->a16(kind)(m.view(), x.data(), n, p0, p1, y);
+          if (a8)
+            v->a8(kind)(m.view(), q.qa, p0, p1, y);
+          else
+            v->a16(kind)(m.view(), x.data(), n, p0, p1, y);
         };
         auto whole = run_guarded(n, 45, [&](float* y) { call(0, 3, y); });
         auto middle = run_guarded(n, 45, [&](float* y) { call(1, 2, y); });
@@ -309,8 +316,10 @@ TEST(PackedKernels, PanelRangesWriteOnlyTheirRows) {
           for (int64_t r = 0; r < 45; ++r) {
             const size_t i = t * 45 + r;
             EXPECT_EQ(split[i], whole[i]) << v->name << " a8=" << a8 << " t" << t << " r" << r;
-            if (r >= 16 && r < 32) EXPECT_EQ(middle[i], whole[i]) << v->name << " r" << r;
-            else EXPECT_EQ(middle[i], kSentinel) << v->name << " wrote row " << r;
+            if (r >= 16 && r < 32)
+              EXPECT_EQ(middle[i], whole[i]) << v->name << " r" << r;
+            else
+              EXPECT_EQ(middle[i], kSentinel) << v->name << " wrote row " << r;
           }
       }
     }
@@ -331,7 +340,8 @@ TEST(PackedKernels, CacheBlockedPrefillMatchesPerTokenDecode) {
     quantize_ref(x, n, k, 128, &q);
     for (const PackedKernels* v : available_packed_kernels()) {
       if (std::string(v->name) == "ref") continue;
-      auto got16 = run_guarded(n, rows, [&](float* y) { v->a16(kind)(m.view(), x.data(), n, 0, 7, y); });
+      auto got16 =
+          run_guarded(n, rows, [&](float* y) { v->a16(kind)(m.view(), x.data(), n, 0, 7, y); });
       expect_close(got16, dense, mag, 2e-6, std::string(v->name) + " large-K a16");
       auto got8 = run_guarded(n, rows, [&](float* y) { v->a8(kind)(m.view(), q.qa, 0, 7, y); });
       std::vector<float> per_token(n * rows);

@@ -50,10 +50,12 @@ Cell cell_of(const PackedMatrixView& w, int64_t panel, int64_t g) {
 // Weight (r, kk) of a cell as f32.
 float weight(const Cell& c, PackedKind kind, int r, int kk) {
   switch (kind) {
-    case PackedKind::kW4Sym: return static_cast<float>(c.w4_code(r, kk) - 8) * c.w4_scale(r);
+    case PackedKind::kW4Sym:
+      return static_cast<float>(c.w4_code(r, kk) - 8) * c.w4_scale(r);
     case PackedKind::kW4Asym:
       return static_cast<float>(c.w4_code(r, kk)) * c.w4_scale(r) + c.w4_min(r);
-    case PackedKind::kW8: return static_cast<float>(c.w8_code(r, kk)) * c.w8_scale(r);
+    case PackedKind::kW8:
+      return static_cast<float>(c.w8_code(r, kk)) * c.w8_scale(r);
   }
   return 0.0f;
 }
@@ -108,36 +110,37 @@ void matmul_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0
   }
 }
 
-void matmul_w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0,
-                   int64_t p1, float* y) {
+void matmul_w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                   float* y) {
   CHECK(w.fmt.is_w4());
   matmul_a16(w, x, n, p0, p1, y);
 }
 
-void matmul_w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0,
-                   int64_t p1, float* y) {
+void matmul_w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                   float* y) {
   CHECK(w.fmt.kind == PackedKind::kW8);
   matmul_a16(w, x, n, p0, p1, y);
 }
 
 // Integer dot of one (row, group) with one token's block of activation codes, and its f32
 // contribution: sym (code-8)*s*q*sa, asym (code*s + min)*q*sa, W8 code*s*q*sa.
-float group_a8(const Cell& c, PackedKind kind, int r, const int8_t* q, float sa,
-               int32_t qsum) {
+float group_a8(const Cell& c, PackedKind kind, int r, const int8_t* q, float sa, int32_t qsum) {
   int32_t dot = 0;
   for (int kk = 0; kk < c.group; ++kk)
     dot += (kind == PackedKind::kW8 ? c.w8_code(r, kk) : c.w4_code(r, kk)) * q[kk];
   switch (kind) {
-    case PackedKind::kW4Sym: return static_cast<float>(dot - 8 * qsum) * (c.w4_scale(r) * sa);
+    case PackedKind::kW4Sym:
+      return static_cast<float>(dot - 8 * qsum) * (c.w4_scale(r) * sa);
     case PackedKind::kW4Asym:
       return static_cast<float>(dot) * (c.w4_scale(r) * sa) + c.w4_min(r) * (sa * qsum);
-    case PackedKind::kW8: return static_cast<float>(dot) * (c.w8_scale(r) * sa);
+    case PackedKind::kW8:
+      return static_cast<float>(dot) * (c.w8_scale(r) * sa);
   }
   return 0.0f;
 }
 
-void matmul_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
-               int64_t p1, float* y) {
+void matmul_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+               float* y) {
   check_view(w);
   CHECK(a.k == w.k && a.group == w.fmt.group);
   const int64_t ng = w.k / w.fmt.group;
@@ -156,14 +159,14 @@ void matmul_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
   }
 }
 
-void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
-                  int64_t p1, float* y) {
+void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                  float* y) {
   CHECK(w.fmt.is_w4());
   matmul_a8(w, a, p0, p1, y);
 }
 
-void matmul_w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
-                  int64_t p1, float* y) {
+void matmul_w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                  float* y) {
   CHECK(w.fmt.kind == PackedKind::kW8);
   matmul_a8(w, a, p0, p1, y);
 }

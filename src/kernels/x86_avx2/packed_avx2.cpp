@@ -25,7 +25,9 @@ namespace {
 constexpr int kMaxTile = 4;
 
 inline int64_t cell_bytes(PackedKind kind, int32_t g) {
-  return kind == PackedKind::kW8 ? g * 16 + 64 : kind == PackedKind::kW4Asym ? g * 8 + 64 : g * 8 + 32;
+  return kind == PackedKind::kW8       ? g * 16 + 64
+         : kind == PackedKind::kW4Asym ? g * 8 + 64
+                                       : g * 8 + 32;
 }
 
 inline __m256 load_half8(const uint8_t* p) {
@@ -66,8 +68,8 @@ inline void store_rows(float* yt, int64_t row0, int64_t n, __m256 v) {
 
 // ---- W4A8 -------------------------------------------------------------------------
 template <int T, bool kAsym, bool kVnni>
-void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p,
-               int64_t t0, float* y) {
+void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+               float* y) {
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
@@ -111,7 +113,8 @@ void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
         } else {
           d = _mm256_sub_epi32(d, _mm256_set1_epi32(8 * qs));
         }
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(s, _mm256_set1_ps(sa)), acc[t]);
+        acc[t] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(s, _mm256_set1_ps(sa)), acc[t]);
       }
     }
     for (int t = 0; t < T; ++t) store_rows(y + (t0 + t) * w.n, row0, w.n, acc[t]);
@@ -120,8 +123,8 @@ void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
 
 // ---- W8A8 -------------------------------------------------------------------------
 template <int T, bool kVnni>
-void w8a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p,
-               int64_t t0, float* y) {
+void w8a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+               float* y) {
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
@@ -159,13 +162,15 @@ void w8a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
       __m256i sum128 = _mm256_setzero_si256();
       if constexpr (kVnni)
         sum128 = _mm256_slli_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128(
-                                       reinterpret_cast<const __m128i*>(c + G * 16 + 32 + h * 16))), 7);
+                                       reinterpret_cast<const __m128i*>(c + G * 16 + 32 + h * 16))),
+                                   7);
       for (int t = 0; t < T; ++t) {
         __m256i d = dot[t][0];
         for (int i = 1; i < A; ++i) d = _mm256_add_epi32(d, dot[t][i]);
         if constexpr (kVnni) d = _mm256_sub_epi32(d, sum128);
         const float sa = a.scales[(t0 + t) * ng + g];
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(s, _mm256_set1_ps(sa)), acc[t]);
+        acc[t] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(s, _mm256_set1_ps(sa)), acc[t]);
       }
     }
     for (int t = 0; t < T; ++t) store_rows(y + (t0 + t) * w.n, row0, w.n, acc[t]);
@@ -191,8 +196,8 @@ void w4a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0
       const uint8_t* c = panel + g * cb;
       const float* xg = x + t0 * w.k + g * G;
       const __m256 s = load_half8(c + G * 8 + h * 16);
-      const __m256 m = asym ? load_half8(c + G * 8 + 32 + h * 16)
-                            : _mm256_mul_ps(s, _mm256_set1_ps(-8.0f));
+      const __m256 m =
+          asym ? load_half8(c + G * 8 + 32 + h * 16) : _mm256_mul_ps(s, _mm256_set1_ps(-8.0f));
       for (int b = 0; b < G / 8; ++b) {
         const __m256i v = load256(c + b * 64 + h * 32);
         for (int i = 0; i < 8; ++i) {  // k = 8b + i: byte i%4 of the lane, nibble i/4
@@ -200,7 +205,8 @@ void w4a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0
           const __m256i code = _mm256_and_si256(sh == 0 ? v : _mm256_srli_epi32(v, sh), nib);
           const __m256 wv = _mm256_fmadd_ps(_mm256_cvtepi32_ps(code), s, m);
           for (int t = 0; t < T; ++t)
-            acc[t][i % A] = _mm256_fmadd_ps(wv, _mm256_set1_ps(xg[t * w.k + b * 8 + i]), acc[t][i % A]);
+            acc[t][i % A] =
+                _mm256_fmadd_ps(wv, _mm256_set1_ps(xg[t * w.k + b * 8 + i]), acc[t][i % A]);
         }
       }
     }
@@ -236,7 +242,8 @@ void w8a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0
           const __m256i ci = i == 3 ? v : _mm256_slli_epi32(v, 24 - 8 * i);
           const __m256 wv = _mm256_cvtepi32_ps(_mm256_srai_epi32(ci, 24));
           for (int t = 0; t < T; ++t)
-            ag[t][i % A] = _mm256_fmadd_ps(wv, _mm256_set1_ps(xg[t * w.k + b * 4 + i]), ag[t][i % A]);
+            ag[t][i % A] =
+                _mm256_fmadd_ps(wv, _mm256_set1_ps(xg[t * w.k + b * 4 + i]), ag[t][i % A]);
         }
       }
       const __m256 s = load_half8(c + G * 16 + h * 16);
@@ -264,10 +271,18 @@ void over_tiles(int64_t n, int64_t p0, int64_t p1, const PackedMatrixView& w, Ar
     for (int64_t t0 = 0; t0 < n; t0 += kMaxTile) {
       for (int64_t p = pb; p < pe; ++p) {
         switch (n - t0 < kMaxTile ? n - t0 : kMaxTile) {
-          case 1: Op<1>::run(p, t0, w, args...); break;
-          case 2: Op<2>::run(p, t0, w, args...); break;
-          case 3: Op<3>::run(p, t0, w, args...); break;
-          default: Op<kMaxTile>::run(p, t0, w, args...); break;
+          case 1:
+            Op<1>::run(p, t0, w, args...);
+            break;
+          case 2:
+            Op<2>::run(p, t0, w, args...);
+            break;
+          case 3:
+            Op<3>::run(p, t0, w, args...);
+            break;
+          default:
+            Op<kMaxTile>::run(p, t0, w, args...);
+            break;
         }
       }
     }
@@ -276,22 +291,66 @@ void over_tiles(int64_t n, int64_t p0, int64_t p1, const PackedMatrixView& w, Ar
 
 using QA = QuantizedActivations;
 using PMV = PackedMatrixView;
-template <int T> struct W4A8SymV { static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) { w4a8_tile<T, false, true>(w, a, p, t0, y); } };
-template <int T> struct W4A8AsymV { static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) { w4a8_tile<T, true, true>(w, a, p, t0, y); } };
-template <int T> struct W4A8Sym { static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) { w4a8_tile<T, false, false>(w, a, p, t0, y); } };
-template <int T> struct W4A8Asym { static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) { w4a8_tile<T, true, false>(w, a, p, t0, y); } };
-template <int T> struct W8A8V { static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) { w8a8_tile<T, true>(w, a, p, t0, y); } };
-template <int T> struct W8A8 { static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) { w8a8_tile<T, false>(w, a, p, t0, y); } };
-template <int T> struct W4A16 { static void run(int64_t p, int64_t t0, const PMV& w, const float* x, float* y) { w4a16_tile<T>(w, x, p, t0, y); } };
-template <int T> struct W8A16 { static void run(int64_t p, int64_t t0, const PMV& w, const float* x, float* y) { w8a16_tile<T>(w, x, p, t0, y); } };
+template <int T>
+struct W4A8SymV {
+  static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) {
+    w4a8_tile<T, false, true>(w, a, p, t0, y);
+  }
+};
+template <int T>
+struct W4A8AsymV {
+  static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) {
+    w4a8_tile<T, true, true>(w, a, p, t0, y);
+  }
+};
+template <int T>
+struct W4A8Sym {
+  static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) {
+    w4a8_tile<T, false, false>(w, a, p, t0, y);
+  }
+};
+template <int T>
+struct W4A8Asym {
+  static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) {
+    w4a8_tile<T, true, false>(w, a, p, t0, y);
+  }
+};
+template <int T>
+struct W8A8V {
+  static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) {
+    w8a8_tile<T, true>(w, a, p, t0, y);
+  }
+};
+template <int T>
+struct W8A8 {
+  static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) {
+    w8a8_tile<T, false>(w, a, p, t0, y);
+  }
+};
+template <int T>
+struct W4A16 {
+  static void run(int64_t p, int64_t t0, const PMV& w, const float* x, float* y) {
+    w4a16_tile<T>(w, x, p, t0, y);
+  }
+};
+template <int T>
+struct W8A16 {
+  static void run(int64_t p, int64_t t0, const PMV& w, const float* x, float* y) {
+    w8a16_tile<T>(w, x, p, t0, y);
+  }
+};
 
 void w4_a8_vnni(const PMV& w, const QA& a, int64_t p0, int64_t p1, float* y) {
-  if (w.fmt.kind == PackedKind::kW4Asym) over_tiles<W4A8AsymV>(a.n, p0, p1, w, a, y);
-  else over_tiles<W4A8SymV>(a.n, p0, p1, w, a, y);
+  if (w.fmt.kind == PackedKind::kW4Asym)
+    over_tiles<W4A8AsymV>(a.n, p0, p1, w, a, y);
+  else
+    over_tiles<W4A8SymV>(a.n, p0, p1, w, a, y);
 }
 void w4_a8(const PMV& w, const QA& a, int64_t p0, int64_t p1, float* y) {
-  if (w.fmt.kind == PackedKind::kW4Asym) over_tiles<W4A8Asym>(a.n, p0, p1, w, a, y);
-  else over_tiles<W4A8Sym>(a.n, p0, p1, w, a, y);
+  if (w.fmt.kind == PackedKind::kW4Asym)
+    over_tiles<W4A8Asym>(a.n, p0, p1, w, a, y);
+  else
+    over_tiles<W4A8Sym>(a.n, p0, p1, w, a, y);
 }
 void w8_a8_vnni(const PMV& w, const QA& a, int64_t p0, int64_t p1, float* y) {
   over_tiles<W8A8V>(a.n, p0, p1, w, a, y);

@@ -25,7 +25,9 @@ namespace {
 constexpr int kMaxTile = 8;  // tokens sharing one loaded code block
 
 inline int64_t cell_bytes(PackedKind kind, int32_t g) {
-  return kind == PackedKind::kW8 ? g * 16 + 64 : kind == PackedKind::kW4Asym ? g * 8 + 64 : g * 8 + 32;
+  return kind == PackedKind::kW8       ? g * 16 + 64
+         : kind == PackedKind::kW4Asym ? g * 8 + 64
+                                       : g * 8 + 32;
 }
 
 inline __m512 load_half16(const uint8_t* p) {
@@ -48,8 +50,8 @@ inline __mmask16 row_mask(const PackedMatrixView& w, int64_t p) {
 // T tokens (t0..t0+T-1) x one panel. For T <= 2 the group dot is split over several int32
 // accumulators so the vpdpbusd latency chain does not bound a GEMV.
 template <int T, bool kAsym>
-void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p,
-               int64_t t0, float* y) {
+void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+               float* y) {
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
@@ -98,8 +100,8 @@ void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
 
 // ---- W8A8 -------------------------------------------------------------------------
 template <int T>
-void w8a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p,
-               int64_t t0, float* y) {
+void w8a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+               float* y) {
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
@@ -119,13 +121,15 @@ void w8a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
       for (int t = 0; t < T; ++t) {
         const int8_t* qt = q + t * a.k + b * 4;
         for (int j = 0; j < 4; ++j)
-          dot[t][j % A] = _mm512_dpbusd_epi32(
-              dot[t][j % A], _mm512_xor_si512(bcast32(qt + 4 * j), flip), v[j]);
+          dot[t][j % A] =
+              _mm512_dpbusd_epi32(dot[t][j % A], _mm512_xor_si512(bcast32(qt + 4 * j), flip), v[j]);
       }
     }
     const __m512 s = load_half16(c + G * 16);
     const __m512i sum128 = _mm512_slli_epi32(
-        _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + G * 16 + 32))), 7);
+        _mm512_cvtepi16_epi32(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + G * 16 + 32))),
+        7);
     for (int t = 0; t < T; ++t) {
       __m512i d = dot[t][0];
       for (int i = 1; i < A; ++i) d = _mm512_add_epi32(d, dot[t][i]);
@@ -148,9 +152,9 @@ void w4a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
   const uint8_t* panel = w.data + p * ng * cb;
   const float off = kAsym ? 0.0f : -8.0f;
-  const __m512 table = _mm512_setr_ps(0 + off, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off,
-                                      6 + off, 7 + off, 8 + off, 9 + off, 10 + off, 11 + off,
-                                      12 + off, 13 + off, 14 + off, 15 + off);
+  const __m512 table =
+      _mm512_setr_ps(0 + off, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off,
+                     8 + off, 9 + off, 10 + off, 11 + off, 12 + off, 13 + off, 14 + off, 15 + off);
   __m512 acc[T][A];
   for (int t = 0; t < T; ++t)
     for (int i = 0; i < A; ++i) acc[t][i] = _mm512_setzero_ps();
@@ -171,10 +175,12 @@ void w4a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0
         if constexpr (kAsym) {
           wv = _mm512_fmadd_ps(wv, s, mn);
           for (int t = 0; t < T; ++t)
-            acc[t][i % A] = _mm512_fmadd_ps(wv, _mm512_set1_ps(xg[t * w.k + b * 8 + i]), acc[t][i % A]);
+            acc[t][i % A] =
+                _mm512_fmadd_ps(wv, _mm512_set1_ps(xg[t * w.k + b * 8 + i]), acc[t][i % A]);
         } else {
           for (int t = 0; t < T; ++t)
-            ag[t][i % A] = _mm512_fmadd_ps(wv, _mm512_set1_ps(xg[t * w.k + b * 8 + i]), ag[t][i % A]);
+            ag[t][i % A] =
+                _mm512_fmadd_ps(wv, _mm512_set1_ps(xg[t * w.k + b * 8 + i]), ag[t][i % A]);
         }
       }
     }
@@ -243,46 +249,99 @@ void over_tiles(int64_t n, int64_t p0, int64_t p1, const PackedMatrixView& w, Ar
     for (int64_t t0 = 0; t0 < n; t0 += kMaxTile) {
       for (int64_t p = pb; p < pe; ++p) {
         switch (n - t0 < kMaxTile ? n - t0 : kMaxTile) {
-          case 1: Op<1>::run(p, t0, w, args...); break;
-          case 2: Op<2>::run(p, t0, w, args...); break;
-          case 3: Op<3>::run(p, t0, w, args...); break;
-          case 4: Op<4>::run(p, t0, w, args...); break;
-          case 5: Op<5>::run(p, t0, w, args...); break;
-          case 6: Op<6>::run(p, t0, w, args...); break;
-          case 7: Op<7>::run(p, t0, w, args...); break;
-          default: Op<kMaxTile>::run(p, t0, w, args...); break;
+          case 1:
+            Op<1>::run(p, t0, w, args...);
+            break;
+          case 2:
+            Op<2>::run(p, t0, w, args...);
+            break;
+          case 3:
+            Op<3>::run(p, t0, w, args...);
+            break;
+          case 4:
+            Op<4>::run(p, t0, w, args...);
+            break;
+          case 5:
+            Op<5>::run(p, t0, w, args...);
+            break;
+          case 6:
+            Op<6>::run(p, t0, w, args...);
+            break;
+          case 7:
+            Op<7>::run(p, t0, w, args...);
+            break;
+          default:
+            Op<kMaxTile>::run(p, t0, w, args...);
+            break;
         }
       }
     }
   }
 }
 
-template <int T> struct W4A8Sym { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a, float* y) { w4a8_tile<T, false>(w, a, p, t0, y); } };
-template <int T> struct W4A8Asym { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a, float* y) { w4a8_tile<T, true>(w, a, p, t0, y); } };
-template <int T> struct W8A8 { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a, float* y) { w8a8_tile<T>(w, a, p, t0, y); } };
-template <int T> struct W4A16Sym { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) { w4a16_tile<T, false>(w, x, p, t0, y); } };
-template <int T> struct W4A16Asym { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) { w4a16_tile<T, true>(w, x, p, t0, y); } };
-template <int T> struct W8A16 { static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) { w8a16_tile<T>(w, x, p, t0, y); } };
+template <int T>
+struct W4A8Sym {
+  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a,
+                  float* y) {
+    w4a8_tile<T, false>(w, a, p, t0, y);
+  }
+};
+template <int T>
+struct W4A8Asym {
+  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a,
+                  float* y) {
+    w4a8_tile<T, true>(w, a, p, t0, y);
+  }
+};
+template <int T>
+struct W8A8 {
+  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a,
+                  float* y) {
+    w8a8_tile<T>(w, a, p, t0, y);
+  }
+};
+template <int T>
+struct W4A16Sym {
+  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) {
+    w4a16_tile<T, false>(w, x, p, t0, y);
+  }
+};
+template <int T>
+struct W4A16Asym {
+  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) {
+    w4a16_tile<T, true>(w, x, p, t0, y);
+  }
+};
+template <int T>
+struct W8A16 {
+  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) {
+    w8a16_tile<T>(w, x, p, t0, y);
+  }
+};
 
-void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
-                  int64_t p1, float* y) {
-  if (w.fmt.kind == PackedKind::kW4Asym) over_tiles<W4A8Asym>(a.n, p0, p1, w, a, y);
-  else over_tiles<W4A8Sym>(a.n, p0, p1, w, a, y);
+void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                  float* y) {
+  if (w.fmt.kind == PackedKind::kW4Asym)
+    over_tiles<W4A8Asym>(a.n, p0, p1, w, a, y);
+  else
+    over_tiles<W4A8Sym>(a.n, p0, p1, w, a, y);
 }
 
-void matmul_w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
-                  int64_t p1, float* y) {
+void matmul_w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                  float* y) {
   over_tiles<W8A8>(a.n, p0, p1, w, a, y);
 }
 
-void matmul_w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0,
-                   int64_t p1, float* y) {
-  if (w.fmt.kind == PackedKind::kW4Asym) over_tiles<W4A16Asym>(n, p0, p1, w, x, y);
-  else over_tiles<W4A16Sym>(n, p0, p1, w, x, y);
+void matmul_w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                   float* y) {
+  if (w.fmt.kind == PackedKind::kW4Asym)
+    over_tiles<W4A16Asym>(n, p0, p1, w, x, y);
+  else
+    over_tiles<W4A16Sym>(n, p0, p1, w, x, y);
 }
 
-void matmul_w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0,
-                   int64_t p1, float* y) {
+void matmul_w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                   float* y) {
   over_tiles<W8A16>(n, p0, p1, w, x, y);
 }
 
