@@ -80,6 +80,10 @@ struct KernelTable {
   void (*mul)(float* a, const float* b, int64_t n) = nullptr;  // a *= b
   void (*add)(float* a, const float* b, int64_t n) = nullptr;  // a += b
   AttentionTasksFn attention = nullptr;
+  // Packed weights (quant/packed.h) go through kernels/packed_api.h. With int8 activations
+  // (W4A8 / W8A8) activations are quantised per row in blocks of the weight's group at run
+  // time and the dot products are integer; otherwise activations stay F32 (W4A16).
+  bool packed_int8_activations = false;
 };
 
 // The scalar table (always complete).
@@ -96,7 +100,8 @@ bool kernel_supports_dtype(DType t);
 void matmul(const KernelTable& k, const float* x, int64_t n, const TensorView& w, float* y,
             ThreadPool& pool);
 void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool);
-// out [w.cols] = row `row` of a 2-D F32/F16/BF16 table (embedding lookup).
+// out [w.cols] = row `row` of a 2-D F32/F16/BF16 or packed table (embedding lookup; a
+// packed table is read in place, never expanded).
 void embedding_row(const KernelTable& k, const TensorView& table, int64_t row, float* out);
 
 }  // namespace edge

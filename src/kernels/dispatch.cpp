@@ -3,6 +3,7 @@
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "kernels/api.h"
+#include "kernels/packed_api.h"
 #include "kernels/ref/ref_kernels.h"
 
 #include <vector>
@@ -37,7 +38,7 @@ const KernelTable& reference_kernels() {
 const KernelTable& select_kernels() { return reference_kernels(); }
 
 bool kernel_supports_dtype(DType t) {
-  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || is_packed_dtype(t);
 }
 
 namespace {
@@ -61,9 +62,32 @@ MatmulRowsFn matmul_for(const KernelTable& k, DType t) {
 
 }  // namespace
 
+namespace {
+
+PackedMatrixView packed_view(const TensorView& w) {
+  PackedMatrixView v;
+  CHECK(packed_format_of(w.dtype, &v.fmt));
+  v.data = w.data;
+  v.n = w.shape[0];
+  v.k = w.shape[1];
+  return v;
+}
+
+}  // namespace
+
 void matmul(const KernelTable& k, const float* x, int64_t n, const TensorView& w, float* y,
             ThreadPool& pool) {
   CHECK(w.shape.size() == 2);
+  if (is_packed_dtype(w.dtype)) {
+    const PackedMatrixView v = packed_view(w);
+    if (k.packed_int8_activations) {
+      thread_local ActivationBuffer act;  // the caller's thread quantises once per call
+      packed_matmul_a8(packed_kernels(), v, x, n, y, act, pool);
+    } else {
+      packed_matmul_a16(packed_kernels(), v, x, n, y, pool);
+    }
+    return;
+  }
   MatmulRowsFn fn = matmul_for(k, w.dtype);
   CHECK_MSG(fn != nullptr, "matmul: unsupported weight dtype");
   const int64_t out = w.shape[0], in = w.shape[1];
@@ -86,6 +110,10 @@ void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool) {
 
 void embedding_row(const KernelTable& k, const TensorView& table, int64_t row, float* out) {
   CHECK(table.shape.size() == 2 && row >= 0 && row < table.shape[0]);
+  if (is_packed_dtype(table.dtype)) {
+    packed_kernels().dequant_row(packed_view(table), row, out);
+    return;
+  }
   const uint64_t row_bytes = table.nbytes / static_cast<uint64_t>(table.shape[0]);
   k.convert_row(table.dtype, table.data + row * row_bytes, table.shape[1], out);
 }

@@ -9,6 +9,8 @@
 #include "formats/hf_config.h"
 #include "formats/llama2c.h"
 #include "model/arch/llama2c_config.h"
+#include "model/packed_weights.h"
+#include "quant/packed.h"
 #include "model/registry.h"
 
 namespace edge {
@@ -18,6 +20,7 @@ struct Model::Source {
   std::unique_ptr<HfModelDir> hf;
   std::unique_ptr<Llama2cFile> l2c;
   TensorSet canonical;  // HF tensors renamed to canonical names (views, no copies)
+  PreparedTensors prepared;  // GGUF tensors ready for the kernels (repacked ones owned here)
 };
 
 const char* model_format_name(ModelFormat f) {
@@ -75,13 +78,15 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, const Load
                                                                    : ThreadPool::default_threads());
     m->pool_ = m->owned_pool_.get();
   }
-  m->kernels_ = &select_kernels();
+  m->kernel_table_ = select_kernels();
+  m->kernel_table_.packed_int8_activations = m->int8_activations_;
+  m->kernels_ = &m->kernel_table_;
   log_info("loaded {} ({}): {}", path, model_format_name(m->format_), describe_config(m->config_));
   return m;
 }
 
 Status Model::load_gguf(const LoadOptions& o) {
-  ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path_));
+  ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path_, packed_gguf_types()));
   source_->gguf = std::make_unique<GgufFile>(std::move(f));
   const GgufFile& g = *source_->gguf;
   ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
@@ -90,7 +95,18 @@ Status Model::load_gguf(const LoadOptions& o) {
     return Status::unsupported("unsupported architecture '" + arch + "' (known: " +
                                known_architectures() + ")");
   ASSIGN_OR_RETURN(config_, fam->from_gguf(g, arch));
-  ASSIGN_OR_RETURN(weights_, check_and_bind(*fam, config_, g.tensors(), false));
+  const int threads = o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads();
+  ASSIGN_OR_RETURN(source_->prepared, prepare_gguf_tensors(g, threads));
+  ASSIGN_OR_RETURN(weights_, check_and_bind(*fam, config_, source_->prepared.tensors, false));
+  // Activations of packed weights: what the file asks for (edge.quant.activations), int8
+  // for weights repacked from GGUF block types (integer dot products, as their formats
+  // intend), unless the caller chose.
+  std::string act = o.activations;
+  if (act == "auto")
+    act = g.get_string_or("edge.quant.activations", source_->prepared.repacked > 0 ? "int8" : "f32");
+  if (act != "f32" && act != "int8")
+    return Status::invalid_argument("activations must be auto, f32 or int8 (got " + act + ")");
+  int8_activations_ = act == "int8";
   if (o.load_tokenizer && g.find("tokenizer.ggml.model")) {
     ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_gguf(g));
     tokenizer_ = std::make_unique<Tokenizer>(std::move(t));
@@ -106,11 +122,17 @@ Status Model::load_hf(const LoadOptions& o) {
   const nlohmann::json& cfg =
       h.config.contains("text_config") && h.config["text_config"].is_object() ? h.config["text_config"]
                                                                                : h.config;
-  std::string type = cfg.value("model_type", h.config.value("model_type", std::string()));
-  if (type.empty()) return Status::invalid_format("config.json: no model_type");
-  const ArchFamily* fam = find_family_hf(type);
-  if (!fam) return Status::unsupported("unsupported architecture '" + type + "'");
-  ASSIGN_OR_RETURN(config_, fam->from_hf(cfg));
+  std::string type;
+  const ArchFamily* fam = nullptr;
+  try {  // config.json is outside input: a field of the wrong type must not throw out
+    type = cfg.value("model_type", h.config.value("model_type", std::string()));
+    if (type.empty()) return Status::invalid_format("config.json: no model_type");
+    fam = find_family_hf(type);
+    if (!fam) return Status::unsupported("unsupported architecture '" + type + "'");
+    ASSIGN_OR_RETURN(config_, fam->from_hf(cfg));
+  } catch (const nlohmann::json::exception& e) {
+    return Status::invalid_format(std::string("config.json: ") + e.what());
+  }
   for (const TensorView& t : h.weights.tensors().all()) {
     std::string name = fam->hf_tensor_name(t.name);
     if (name.empty()) {

@@ -21,6 +21,9 @@ struct LoadOptions {
   int n_threads = 0;            // 0: ThreadPool::default_threads()
   ThreadPool* pool = nullptr;   // use this pool instead of owning one (must outlive the model)
   bool load_tokenizer = true;
+  // Activations for packed weights: "auto" (the file's edge.quant.activations; int8 for
+  // weights repacked from GGUF block types), "f32" (W4A16) or "int8" (W4A8).
+  std::string activations = "auto";
 };
 
 enum class ModelFormat { kGguf, kHfDir, kLlama2c };
@@ -59,6 +62,8 @@ class Model {
   std::unique_ptr<ThreadPool> owned_pool_;
   ThreadPool* pool_ = nullptr;
   const KernelTable* kernels_ = nullptr;
+  KernelTable kernel_table_;  // the selected table plus this model's activation mode
+  bool int8_activations_ = false;
 };
 
 }  // namespace edge

@@ -1,0 +1,76 @@
+#include "model/packed_weights.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "quant/packed.h"
+#include "quant/repack.h"
+
+namespace edge {
+
+Expected<std::unique_ptr<AnonymousBuffer>> AnonymousBuffer::allocate(uint64_t bytes) {
+  std::unique_ptr<AnonymousBuffer> b(new AnonymousBuffer());
+  if (bytes == 0) return b;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return Status::resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for repacked weights");
+  b->data_ = static_cast<uint8_t*>(p);
+  b->size_ = bytes;
+  return b;
+}
+
+AnonymousBuffer::~AnonymousBuffer() {
+  if (data_) munmap(data_, size_);
+}
+
+namespace {
+
+// Tells the kernel this process no longer needs the file pages of [data, data + n): they
+// leave our RssFile (the page cache may keep them for other readers).
+void drop_source_pages(const uint8_t* data, uint64_t n) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t begin = (reinterpret_cast<uint64_t>(data) + page - 1) / page * page;
+  uint64_t end = (reinterpret_cast<uint64_t>(data) + n) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+Status repack_one(const TensorView& t, int threads, PreparedTensors& out) {
+  if (t.shape.size() != 2)
+    return Status::unsupported(t.name + ": " + dtype_name(t.dtype) + " tensor must be 2-D to repack, shape " +
+                               t.shape_string());
+  ASSIGN_OR_RETURN(PackedFormat f, repack_format(t.dtype));
+  const uint64_t bytes = static_cast<uint64_t>(f.matrix_bytes(t.shape[0], t.shape[1]));
+  ASSIGN_OR_RETURN(auto buf, AnonymousBuffer::allocate(bytes));
+  RETURN_IF_ERROR(repack_matrix(t, buf->data(), bytes, threads).with_context(t.name));
+  drop_source_pages(t.data, t.nbytes);
+  TensorView v = t;
+  v.dtype = packed_dtype(f);
+  v.data = buf->data();
+  v.nbytes = bytes;
+  out.repacked++;
+  out.repacked_bytes += bytes;
+  out.owned.push_back(std::move(buf));
+  return out.tensors.add(std::move(v));
+}
+
+}  // namespace
+
+Expected<PreparedTensors> prepare_gguf_tensors(const GgufFile& g, int threads) {
+  PreparedTensors out;
+  for (const TensorView& t : g.tensors().all()) {
+    if (is_packed_dtype(t.dtype)) {
+      ASSIGN_OR_RETURN(PackedFormat f, check_packed_tensor(t, g.mapped()));
+      TensorView v = t;
+      v.nbytes = static_cast<uint64_t>(f.matrix_bytes(t.shape[0], t.shape[1]));
+      out.prepacked++;
+      RETURN_IF_ERROR(out.tensors.add(std::move(v)));
+    } else if (is_repackable(t.dtype)) {
+      RETURN_IF_ERROR(repack_one(t, threads, out));
+    } else {
+      RETURN_IF_ERROR(out.tensors.add(t));
+    }
+  }
+  return out;
+}
+
+}  // namespace edge

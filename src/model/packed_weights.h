@@ -1,0 +1,42 @@
+// Weight tensors of a GGUF file made ready for the kernels:
+//  - our packed types (a pre-packed file) are checked and used in place: mmap, no copy;
+//  - GGUF block types (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, ...) are repacked into
+//    our one packed layout, panel by panel, into anonymous memory; the source pages of
+//    each repacked tensor are then dropped from this process (MADV_DONTNEED) so no weight
+//    is held twice;
+//  - F32/F16/BF16 stay as they are.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/status.h"
+#include "formats/gguf.h"
+
+namespace edge {
+
+// Anonymous memory holding repacked weights (page-aligned mmap, returned on destruction).
+class AnonymousBuffer {
+ public:
+  static Expected<std::unique_ptr<AnonymousBuffer>> allocate(uint64_t bytes);
+  ~AnonymousBuffer();
+  uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  AnonymousBuffer() = default;
+  uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+struct PreparedTensors {
+  TensorSet tensors;  // views: into the mapping, or into `owned`
+  std::vector<std::unique_ptr<AnonymousBuffer>> owned;
+  int64_t repacked = 0;        // tensors repacked from GGUF block types
+  int64_t prepacked = 0;       // tensors already in our packed layout
+  uint64_t repacked_bytes = 0;
+};
+
+Expected<PreparedTensors> prepare_gguf_tensors(const GgufFile& g, int threads);
+
+}  // namespace edge
