@@ -3,16 +3,23 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <new>
 
 namespace edge {
 
 Expected<InferenceState> InferenceState::create(const Model& model, int64_t n_ctx) {
   if (n_ctx <= 0) return Status::invalid_argument(fmt::format("context size {} must be positive", n_ctx));
   const ModelConfig& c = model.config();
-  const uint64_t bytes = 2ull * c.n_layer * static_cast<uint64_t>(n_ctx) * c.kv_dim() * sizeof(float);
-  if (bytes / 2 / sizeof(float) / static_cast<uint64_t>(n_ctx) != static_cast<uint64_t>(c.n_layer) * c.kv_dim())
-    return Status::resource_exhausted(fmt::format("KV cache for context {} overflows", n_ctx));
-  return InferenceState(model, n_ctx);
+  const uint64_t per_pos = 2ull * static_cast<uint64_t>(c.n_layer) * static_cast<uint64_t>(c.kv_dim()) * sizeof(float);
+  if (static_cast<uint64_t>(n_ctx) > (uint64_t{1} << 46) / per_pos)
+    return Status::resource_exhausted(fmt::format("KV cache for context {} would need {} bytes per position",
+                                                  n_ctx, per_pos));
+  try {
+    return InferenceState(model, n_ctx);
+  } catch (const std::bad_alloc&) {
+    return Status::resource_exhausted(fmt::format("KV cache for context {}: cannot allocate {} bytes",
+                                                  n_ctx, per_pos * static_cast<uint64_t>(n_ctx)));
+  }
 }
 
 InferenceState::InferenceState(const Model& model, int64_t n_ctx)
@@ -51,7 +58,12 @@ Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t
   if (n_past_ + n > n_ctx_)
     return Status::out_of_range(fmt::format("{} tokens after {} cached exceed the context of {} ({} > {})",
                                             n, n_past_, n_ctx_, n_past_ + n, n_ctx_));
-  resize_scratch(n);
+  try {
+    resize_scratch(n);
+    logits_.resize(static_cast<size_t>((all_logits ? n : 1) * c.n_vocab));
+  } catch (const std::bad_alloc&) {
+    return Status::resource_exhausted(fmt::format("forward: cannot allocate scratch for {} tokens", n));
+  }
   embed(tokens);
   for (int l = 0; l < c.n_layer; ++l) {
     attention_block(l, n);
@@ -150,7 +162,6 @@ void InferenceState::compute_logits(int64_t n, bool all_logits) {
   const int64_t rows = all_logits ? n : 1;
   const float* src = x_.data() + (n - rows) * c.n_embd;
   k.rmsnorm(src, model_->weights().output_norm.data(), xn_.data(), rows, c.n_embd, c.norm_eps);
-  logits_.resize(static_cast<size_t>(rows * c.n_vocab));
   matmul(k, xn_.data(), rows, model_->weights().output, logits_.data(), model_->pool());
 }
 

@@ -105,12 +105,12 @@ TEST_F(LoadErrors, MisShapedTensorShowsExpectedAndFound) {
 TEST_F(LoadErrors, UnsupportedTensorTypeIsNamed) {
   const std::string bad = dir_ + "/type.gguf";
   ASSERT_TRUE(rewrite_gguf(good_, bad, [](const std::string& n, TensorEdit& e) {
-                if (n == "blk.1.attn_v.weight") e.dtype = DType::Q4_0;
+                if (n == "blk.1.attn_v.weight") e.dtype = DType::I32;  // not a weight type
               }).ok());
   Status s = load_status(bad);
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_NE(s.message().find("blk.1.attn_v.weight"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("q4_0"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("i32"), std::string::npos) << s.message();
 }
 
 TEST_F(LoadErrors, UnknownArchitectureIsNamed) {
@@ -193,6 +193,10 @@ TEST_F(LoadErrors, KvCacheIsSizedToTheRequestedContext) {
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->n_ctx(), 16);
   EXPECT_EQ(st->kv_cache_bytes(), 2u * 2 * 16 * m->config().kv_dim() * sizeof(float));
+  // An absurd context is refused with a Status, not an exception or a crash.
+  auto huge = InferenceState::create(*m, int64_t{1} << 40);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kResourceExhausted);
 }
 
 }  // namespace
