@@ -2,7 +2,9 @@
 // the file carries one), the kernel table and a thread pool. Model::load detects the format:
 //   a GGUF file (magic "GGUF"), a Hugging Face directory (config.json + safetensors,
 //   tokenizer.json), or a llama2.c checkpoint (.bin; no tokenizer).
-// The model is immutable after load; per-sequence state lives in InferenceState.
+// The model is immutable after load; per-sequence state lives in InferenceState. Forward
+// passes run on the model's thread pool, which runs one parallel region at a time: call
+// forward() of the states of one model from one thread at a time.
 #pragma once
 
 #include <memory>
