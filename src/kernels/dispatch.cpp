@@ -1,8 +1,10 @@
 // Fills the kernel table once. Today only the scalar reference exists; SIMD variants will
 // install over a copy of it here, chosen from the CPU's features.
 #include "core/check.h"
+#include "core/cpu_info.h"
 #include "core/thread_pool.h"
 #include "kernels/api.h"
+#include "kernels/dense_isa.h"
 #include "kernels/packed_api.h"
 #include "kernels/ref/ref_kernels.h"
 
@@ -35,7 +37,24 @@ const KernelTable& reference_kernels() {
   return table;
 }
 
-const KernelTable& select_kernels() { return reference_kernels(); }
+// The widest dense variant this CPU (and OS: cpu_info's flags come from
+// __builtin_cpu_supports, which checks the saved register state) can run.
+const KernelTable& select_kernels() {
+  static const KernelTable table = [] {
+    KernelTable t = reference_kernels();
+    const CpuInfo& c = cpu_info();
+    const bool avx2 = c.has("avx2") && c.has("fma") && c.has("f16c");
+    if (avx2 && c.has("avx512f") && c.has("avx512bw") && c.has("avx512vl") && c.has("avx512dq")) {
+      install_dense_avx512(&t);
+      t.name = "avx512";
+    } else if (avx2) {
+      install_dense_avx2(&t);
+      t.name = "avx2";
+    }
+    return t;
+  }();
+  return table;
+}
 
 bool kernel_supports_dtype(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16 || is_packed_dtype(t);

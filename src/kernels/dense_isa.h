@@ -1,0 +1,16 @@
+// SIMD variants of the dense (F32/F16/BF16) matmuls, attention and elementwise ops. Each
+// installer overwrites entries of a KernelTable (a copy of the reference) with versions that
+// honour api.h's contracts exactly (same row / task ranges, same scratch sizes). Call one
+// only when the CPU (and OS) supports the ISA: dispatch.cpp's select_kernels() does.
+#pragma once
+
+#include "kernels/api.h"
+
+namespace edge {
+
+// Needs AVX-512 F/BW/VL/DQ + FMA + F16C.
+void install_dense_avx512(KernelTable* t);
+// Needs AVX2 + FMA + F16C.
+void install_dense_avx2(KernelTable* t);
+
+}  // namespace edge
