@@ -288,16 +288,32 @@ void row_block(TileRow& row, float* o, const float* const* kp, const float* cons
   pv_row(o, vp, pa, j0, j1, hd, alpha);
 }
 
+// Copies n rows of hd floats to dst (rows `stride` apart, tail zero-filled): cache rows are
+// often a multiple of 4 KiB apart, so a block's K (or V) rows would share L1 sets.
+void pack_rows(float* dst, const float* const* src, int n, int64_t hd, int64_t stride) {
+  for (int j = 0; j < n; ++j)
+    for (int64_t d = 0; d < stride; d += 8)
+      _mm256_store_ps(dst + j * stride + d, _mm256_maskload_ps(src[j] + d, tail_mask(hd - d)));
+}
+
 void run_tile(const AttentionArgs& a, TileRow* rows, int nrows, int64_t kv_off) {
   const int64_t hd = a.head_dim;
   const int64_t kv_stride = static_cast<int64_t>(a.n_head_kv) * hd;
   const int64_t ostride = (hd + 7) / 8 * 8;
   alignas(32) float o[kMaxRows * kMaxHeadDim];
+  alignas(32) float qbuf[kMaxRows * kMaxHeadDim];
+  alignas(32) float kbuf[kBK * kMaxHeadDim];
+  alignas(32) float vbuf[kBK * kMaxHeadDim];
+  const bool pack = nrows >= 4;  // several rows reuse each block (prefill)
   int64_t lo = rows[0].lo, hi = rows[0].hi;
   for (int i = 0; i < nrows; ++i) {
     lo = min64(lo, rows[i].lo), hi = max64(hi, rows[i].hi);
     rows[i].m = -__builtin_inff(), rows[i].l = 0.0f;
     for (int64_t d = 0; d < ostride; ++d) o[i * ostride + d] = 0.0f;
+    if (pack) {
+      pack_rows(qbuf + i * ostride, &rows[i].q, 1, hd, ostride);
+      rows[i].q = qbuf + i * ostride;
+    }
   }
   const float* kp[kBK];
   const float* vp[kBK];
@@ -306,6 +322,11 @@ void run_tile(const AttentionArgs& a, TileRow* rows, int nrows, int64_t kv_off) 
       const int64_t key = min64(kb + j, hi);
       kp[j] = a.k + key * kv_stride + kv_off;
       vp[j] = a.v + key * kv_stride + kv_off;
+    }
+    if (pack) {
+      pack_rows(kbuf, kp, kBK, hd, ostride);
+      pack_rows(vbuf, vp, kBK, hd, ostride);
+      for (int j = 0; j < kBK; ++j) kp[j] = kbuf + j * ostride, vp[j] = vbuf + j * ostride;
     }
     for (int i = 0; i < nrows; ++i)
       if (rows[i].lo < kb + kBK && rows[i].hi >= kb)
