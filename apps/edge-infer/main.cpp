@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   edge::cli::register_quantize(app, ctx);
   edge::cli::register_devices(app, ctx);
   edge::cli::register_bandwidth(app, ctx);
+  edge::cli::register_fidelity(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
