@@ -2,7 +2,20 @@
 
 #include <sched.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define EDGE_CPU_RELAX() _mm_pause()
+#else
+#define EDGE_CPU_RELAX() std::this_thread::yield()
+#endif
+
 namespace edge {
+namespace {
+// A few microseconds of pause-spinning, then yielding spins (so an oversubscribed machine
+// still makes progress), then a worker sleeps.
+constexpr int kSpinIterations = 4000;
+constexpr int kYieldIterations = 2000;
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
   for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
@@ -11,7 +24,8 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
+    stop_.store(true);
+    generation_.fetch_add(1);
   }
   cv_start_.notify_all();
   for (auto& w : workers_) w.join();
@@ -32,33 +46,44 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     fn(0, 1);
     return;
   }
+  task_.store(&fn, std::memory_order_relaxed);
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
+    // Publishing under the mutex pairs with a worker's check-then-sleep, so no wake-up is
+    // lost; the lock is uncontended when every worker is spinning.
     std::lock_guard<std::mutex> lk(mu_);
-    task_ = &fn;
-    pending_ = n_threads_ - 1;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
-  cv_start_.notify_all();
+  if (sleepers_.load(std::memory_order_acquire) > 0) cv_start_.notify_all();
   fn(0, n_threads_);
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_done_.wait(lk, [this] { return pending_ == 0; });
-  task_ = nullptr;
+  int spins = 0;
+  while (pending_.load(std::memory_order_acquire) != 0) {
+    if (++spins < kSpinIterations) EDGE_CPU_RELAX();
+    else std::this_thread::yield();
+  }
 }
 
 void ThreadPool::worker_loop(int tid) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int, int)>* task;
-    {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_start_.wait(lk, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      task = task_;
+    int spins = 0;
+    uint64_t gen;
+    while ((gen = generation_.load(std::memory_order_acquire)) == seen &&
+           spins < kSpinIterations + kYieldIterations) {
+      if (spins++ < kSpinIterations) EDGE_CPU_RELAX();
+      else std::this_thread::yield();
     }
-    (*task)(tid, n_threads_);
-    std::lock_guard<std::mutex> lk(mu_);
-    if (--pending_ == 0) cv_done_.notify_one();
+    if (gen == seen) {
+      std::unique_lock<std::mutex> lk(mu_);
+      sleepers_.fetch_add(1, std::memory_order_acq_rel);
+      cv_start_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+      gen = generation_.load(std::memory_order_acquire);
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = gen;
+    (*task_.load(std::memory_order_acquire))(tid, n_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -72,7 +97,8 @@ void ThreadPool::barrier() {
   }
   int spins = 0;
   while (barrier_phase_.load(std::memory_order_acquire) == phase) {
-    if (++spins > 2000) std::this_thread::yield();
+    if (++spins < kSpinIterations) EDGE_CPU_RELAX();
+    else std::this_thread::yield();
   }
 }
 

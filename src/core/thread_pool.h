@@ -41,13 +41,16 @@ class ThreadPool {
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  const std::function<void(int, int)>* task_ = nullptr;
+  // A region starts when generation_ changes. Workers spin on it briefly (a decode step
+  // runs hundreds of regions back to back, and a futex wake per region costs more than
+  // the region), then sleep on the condition variable.
+  std::atomic<const std::function<void(int, int)>*> task_{nullptr};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_start_;
-  std::condition_variable cv_done_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
   // Barrier state: count of arrivals and a phase flip (sense-reversing barrier).
   std::atomic<int> barrier_count_{0};
   std::atomic<uint32_t> barrier_phase_{0};
