@@ -111,7 +111,7 @@ TEST(DenseSimd, AttentionMatchesReference) {
       for (int32_t window : {0, 5, 16})
         for (int32_t ratio : {1, 2, 4})
           for (int32_t hd : {64, 128, 80}) cases.push_back({n_q, pos0, 8, 8 / ratio, hd, window});
-  cases.push_back({5, 3, 6, 2, 20, 0});  // head_dim not a multiple of 8 / 16, ratio 3
+  cases.push_back({5, 3, 6, 2, 20, 0});    // head_dim not a multiple of 8 / 16, ratio 3
   cases.push_back({2, 40, 32, 1, 64, 7});  // MQA: a group larger than one tile
   const KernelTable& ref = reference_kernels();
   for (const Variant& var : variants()) {
@@ -127,9 +127,9 @@ TEST(DenseSimd, AttentionMatchesReference) {
         std::fill(got.begin(), got.end(), NAN);
         run_attention(var.table, c, q, kc, vc, &got, splits);
         EXPECT_LT(scaled_err(got, want), 1e-5)
-            << var.name << " n_q " << c.n_q << " pos0 " << c.pos0 << " heads " << c.n_head
-            << "/" << c.n_head_kv << " hd " << c.head_dim << " window " << c.window
-            << " splits " << splits;
+            << var.name << " n_q " << c.n_q << " pos0 " << c.pos0 << " heads " << c.n_head << "/"
+            << c.n_head_kv << " hd " << c.head_dim << " window " << c.window << " splits "
+            << splits;
       }
     }
   }
@@ -170,11 +170,11 @@ TEST(DenseSimd, MatmulsMatchReference) {
             std::vector<float> want(static_cast<size_t>(n * out), NAN), got(want);
             matmul_of(ref, t)(x.data(), n, in, w.data(), row_bytes, out, r0, r1, want.data(),
                               scratch.data());
-            matmul_of(var.table, t)(x.data(), n, in, w.data(), row_bytes, out, r0, r1,
-                                    got.data(), scratch.data());
+            matmul_of(var.table, t)(x.data(), n, in, w.data(), row_bytes, out, r0, r1, got.data(),
+                                    scratch.data());
             EXPECT_LT(scaled_err(got, want), 1e-5)
-                << var.name << " " << dtype_name(t) << " n " << n << " in " << in << " out "
-                << out << " rows " << r0 << ".." << r1;
+                << var.name << " " << dtype_name(t) << " n " << n << " in " << in << " out " << out
+                << " rows " << r0 << ".." << r1;
           }
         }
 }
@@ -237,8 +237,9 @@ TEST(DenseSimd, PrintTimings) {
     for (int r = 0; r < reps; ++r)
       v.table.matmul_f16(x.data(), 1, in, w.data(), in * 2, out, 0, out, y.data(), scratch.data());
     const double s = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
-    std::printf("[%s] attention 512x16/8x128 prefill: %.1f ms; F16 GEMV 2048x2048: %.3f ms, %.1f GB/s\n",
-                v.name.c_str(), attn_ms, s * 1e3, double(w.size()) / s / 1e9);
+    std::printf(
+        "[%s] attention 512x16/8x128 prefill: %.1f ms; F16 GEMV 2048x2048: %.3f ms, %.1f GB/s\n",
+        v.name.c_str(), attn_ms, s * 1e3, double(w.size()) / s / 1e9);
   }
 }
 

@@ -59,7 +59,8 @@ inline __m256 exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -127,8 +128,8 @@ void mm_tile(const float* x, int64_t in, const uint8_t* const* w, float* y, int6
 }
 
 template <int K, int R>
-void mm_rows(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out,
-             int64_t t0, int64_t t1) {
+void mm_rows(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out, int64_t t0,
+             int64_t t1) {
   int64_t t = t0;
   for (; t + 2 <= t1; t += 2) mm_tile<K, R, 2>(x + t * in, in, w, y + t * out, out);
   if (t < t1) mm_tile<K, R, 1>(x + t * in, in, w, y + t * out, out);
@@ -224,8 +225,8 @@ inline __m256 scores8(const float* q, const float* const* kp, int64_t hd) {
 // o[c0*8 .. (c0+NC)*8) = alpha * o + sum_{j in [j0, j1)} p[j] * v[j]; the last chunk's V
 // loads use `last` so they stay inside the head.
 template <int NC>
-inline void pv_chunks(float* o, const float* const* vp, const float* p, int j0, int j1,
-                      int64_t c0, float alpha, __m256i last) {
+inline void pv_chunks(float* o, const float* const* vp, const float* p, int j0, int j1, int64_t c0,
+                      float alpha, __m256i last) {
   __m256 acc[NC];
   const __m256 a = _mm256_set1_ps(alpha);
 #pragma GCC unroll 8
@@ -234,7 +235,8 @@ inline void pv_chunks(float* o, const float* const* vp, const float* p, int j0, 
     const __m256 pj = _mm256_set1_ps(p[j]);
     const float* v = vp[j] + c0 * 8;
 #pragma GCC unroll 8
-    for (int c = 0; c < NC - 1; ++c) acc[c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + c * 8), acc[c]);
+    for (int c = 0; c < NC - 1; ++c)
+      acc[c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + c * 8), acc[c]);
     acc[NC - 1] = _mm256_fmadd_ps(pj, _mm256_maskload_ps(v + (NC - 1) * 8, last), acc[NC - 1]);
   }
 #pragma GCC unroll 8
@@ -248,14 +250,30 @@ void pv_row(float* o, const float* const* vp, const float* p, int j0, int j1, in
     const int64_t nc = min64(8, chunks - c0);
     const __m256i last = tail_mask(c0 + nc == chunks ? hd - (chunks - 1) * 8 : 8);
     switch (nc) {
-      case 1: pv_chunks<1>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 2: pv_chunks<2>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 3: pv_chunks<3>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 4: pv_chunks<4>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 5: pv_chunks<5>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 6: pv_chunks<6>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 7: pv_chunks<7>(o, vp, p, j0, j1, c0, alpha, last); break;
-      default: pv_chunks<8>(o, vp, p, j0, j1, c0, alpha, last); break;
+      case 1:
+        pv_chunks<1>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 2:
+        pv_chunks<2>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 3:
+        pv_chunks<3>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 4:
+        pv_chunks<4>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 5:
+        pv_chunks<5>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 6:
+        pv_chunks<6>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 7:
+        pv_chunks<7>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      default:
+        pv_chunks<8>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
     }
   }
 }
@@ -268,14 +286,14 @@ struct TileRow {
 };
 
 // One row x one key block starting at kb: online-softmax update of (m, l, o).
-void row_block(TileRow& row, float* o, const float* const* kp, const float* const* vp,
-               int64_t kb, int64_t hd, float scale) {
+void row_block(TileRow& row, float* o, const float* const* kp, const float* const* vp, int64_t kb,
+               int64_t hd, float scale) {
   const int j0 = static_cast<int>(max64(row.lo - kb, 0));
   const int j1 = static_cast<int>(min64(row.hi - kb + 1, kBK));
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256 valid = _mm256_castsi256_ps(_mm256_and_si256(
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(j1), idx),
-      _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(j0 - 1))));
+  const __m256 valid =
+      _mm256_castsi256_ps(_mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(j1), idx),
+                                           _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(j0 - 1))));
   const __m256 s = _mm256_mul_ps(scores8(row.q, kp, hd), _mm256_set1_ps(scale));
   const float bmax = hmax8(_mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), s, valid));
   const float m_new = bmax > row.m ? bmax : row.m;
@@ -400,14 +418,15 @@ void softmax(float* x, int64_t n) {
   __m256 mx = _mm256_set1_ps(-__builtin_inff());
   for (int64_t i = 0; i < n; i += 8) {
     const __m256i k = tail_mask(n - i);
-    mx = _mm256_blendv_ps(mx, _mm256_max_ps(mx, _mm256_maskload_ps(x + i, k)), _mm256_castsi256_ps(k));
+    mx = _mm256_blendv_ps(mx, _mm256_max_ps(mx, _mm256_maskload_ps(x + i, k)),
+                          _mm256_castsi256_ps(k));
   }
   const __m256 m = _mm256_set1_ps(hmax8(mx));
   __m256 sum = _mm256_setzero_ps();
   for (int64_t i = 0; i < n; i += 8) {
     const __m256i k = tail_mask(n - i);
-    const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(k),
-                                   exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), m)));
+    const __m256 e =
+        _mm256_and_ps(_mm256_castsi256_ps(k), exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), m)));
     _mm256_maskstore_ps(x + i, k, e);
     sum = _mm256_add_ps(sum, e);
   }
@@ -437,7 +456,8 @@ void gelu(float* x, int64_t n) {
   for (int64_t i = 0; i < n; i += 8) {
     const __m256i k = tail_mask(n - i);
     const __m256 v = _mm256_maskload_ps(x + i, k);
-    const __m256 inner = _mm256_mul_ps(c0, _mm256_fmadd_ps(_mm256_mul_ps(c1, v), _mm256_mul_ps(v, v), v));
+    const __m256 inner =
+        _mm256_mul_ps(c0, _mm256_fmadd_ps(_mm256_mul_ps(c1, v), _mm256_mul_ps(v, v), v));
     const __m256 e = exp8(inner);
     const __m256 g = _mm256_div_ps(e, _mm256_add_ps(e, one));
     _mm256_maskstore_ps(x + i, k, _mm256_mul_ps(v, g));

@@ -41,7 +41,7 @@ inline __m512 exp16(__m512 x) {
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);  // ln2 high part
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);      // ln2 low part
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);     // ln2 low part
   __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
@@ -115,20 +115,31 @@ constexpr int kMaxTokens = 6;  // tokens per register tile (R = 4: 24 accumulato
 
 // Tokens [t0, t1) x R rows.
 template <int K, int R>
-void mm_rows(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out,
-             int64_t t0, int64_t t1) {
+void mm_rows(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out, int64_t t0,
+             int64_t t1) {
   int64_t t = t0;
   for (; t + kMaxTokens <= t1; t += kMaxTokens)
     mm_tile<K, R, kMaxTokens>(x + t * in, in, w, y + t * out, out);
   const float* xt = x + t * in;
   float* yt = y + t * out;
   switch (t1 - t) {
-    case 1: mm_tile<K, R, 1>(xt, in, w, yt, out); break;
-    case 2: mm_tile<K, R, 2>(xt, in, w, yt, out); break;
-    case 3: mm_tile<K, R, 3>(xt, in, w, yt, out); break;
-    case 4: mm_tile<K, R, 4>(xt, in, w, yt, out); break;
-    case 5: mm_tile<K, R, 5>(xt, in, w, yt, out); break;
-    default: break;
+    case 1:
+      mm_tile<K, R, 1>(xt, in, w, yt, out);
+      break;
+    case 2:
+      mm_tile<K, R, 2>(xt, in, w, yt, out);
+      break;
+    case 3:
+      mm_tile<K, R, 3>(xt, in, w, yt, out);
+      break;
+    case 4:
+      mm_tile<K, R, 4>(xt, in, w, yt, out);
+      break;
+    case 5:
+      mm_tile<K, R, 5>(xt, in, w, yt, out);
+      break;
+    default:
+      break;
   }
 }
 
@@ -226,8 +237,8 @@ inline __m512 scores16(const float* q, const float* const* kp, int64_t hd) {
 // o[c0*16 .. (c0+NC)*16) = alpha * o + sum_{j in [j0, j1)} p[j] * v[j]. o has room for whole
 // chunks; the last chunk's V loads use `last` so they stay inside the head.
 template <int NC>
-inline void pv_chunks(float* o, const float* const* vp, const float* p, int j0, int j1,
-                      int64_t c0, float alpha, __mmask16 last) {
+inline void pv_chunks(float* o, const float* const* vp, const float* p, int j0, int j1, int64_t c0,
+                      float alpha, __mmask16 last) {
   __m512 acc[NC];
   const __m512 a = _mm512_set1_ps(alpha);
 #pragma GCC unroll 8
@@ -236,9 +247,9 @@ inline void pv_chunks(float* o, const float* const* vp, const float* p, int j0, 
     const __m512 pj = _mm512_set1_ps(p[j]);
     const float* v = vp[j] + c0 * 16;
 #pragma GCC unroll 8
-    for (int c = 0; c < NC - 1; ++c) acc[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + c * 16), acc[c]);
-    acc[NC - 1] =
-        _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(last, v + (NC - 1) * 16), acc[NC - 1]);
+    for (int c = 0; c < NC - 1; ++c)
+      acc[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + c * 16), acc[c]);
+    acc[NC - 1] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(last, v + (NC - 1) * 16), acc[NC - 1]);
   }
 #pragma GCC unroll 8
   for (int c = 0; c < NC; ++c) _mm512_storeu_ps(o + (c0 + c) * 16, acc[c]);
@@ -251,14 +262,30 @@ void pv_row(float* o, const float* const* vp, const float* p, int j0, int j1, in
     const int64_t nc = min64(8, chunks - c0);
     const __mmask16 last = c0 + nc == chunks ? tail_mask(hd - (chunks - 1) * 16) : 0xFFFF;
     switch (nc) {
-      case 1: pv_chunks<1>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 2: pv_chunks<2>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 3: pv_chunks<3>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 4: pv_chunks<4>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 5: pv_chunks<5>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 6: pv_chunks<6>(o, vp, p, j0, j1, c0, alpha, last); break;
-      case 7: pv_chunks<7>(o, vp, p, j0, j1, c0, alpha, last); break;
-      default: pv_chunks<8>(o, vp, p, j0, j1, c0, alpha, last); break;
+      case 1:
+        pv_chunks<1>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 2:
+        pv_chunks<2>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 3:
+        pv_chunks<3>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 4:
+        pv_chunks<4>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 5:
+        pv_chunks<5>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 6:
+        pv_chunks<6>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      case 7:
+        pv_chunks<7>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
+      default:
+        pv_chunks<8>(o, vp, p, j0, j1, c0, alpha, last);
+        break;
     }
   }
 }
@@ -271,8 +298,8 @@ struct TileRow {
 };
 
 // One row x one key block starting at kb: online-softmax update of (m, l, o).
-void row_block(TileRow& row, float* o, const float* const* kp, const float* const* vp,
-               int64_t kb, int64_t hd, float scale) {
+void row_block(TileRow& row, float* o, const float* const* kp, const float* const* vp, int64_t kb,
+               int64_t hd, float scale) {
   const int j0 = static_cast<int>(max64(row.lo - kb, 0));
   const int j1 = static_cast<int>(min64(row.hi - kb + 1, kBK));
   const __mmask16 valid = static_cast<__mmask16>(tail_mask(j1) & ~tail_mask(j0));
@@ -280,9 +307,7 @@ void row_block(TileRow& row, float* o, const float* const* kp, const float* cons
   const float bmax = _mm512_mask_reduce_max_ps(valid, s);
   const float m_new = bmax > row.m ? bmax : row.m;
   // First block: o and l are 0, so any finite alpha works.
-  const float alpha = row.l == 0.0f
-                          ? 0.0f
-                          : _mm512_cvtss_f32(exp16(_mm512_set1_ps(row.m - m_new)));
+  const float alpha = row.l == 0.0f ? 0.0f : _mm512_cvtss_f32(exp16(_mm512_set1_ps(row.m - m_new)));
   const __m512 p = _mm512_maskz_mov_ps(valid, exp16(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
   row.l = row.l * alpha + _mm512_reduce_add_ps(p);
   row.m = m_new;
@@ -423,8 +448,7 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t dim
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
   __m512 mx = _mm512_set1_ps(-__builtin_inff());
-  for (int64_t i = 0; i < n; i += 16)
-    {
+  for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = tail_mask(n - i);
     mx = _mm512_mask_max_ps(mx, k, mx, _mm512_maskz_loadu_ps(k, x + i));
   }
@@ -432,7 +456,8 @@ void softmax(float* x, int64_t n) {
   __m512 sum = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = tail_mask(n - i);
-    const __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), m)));
+    const __m512 e =
+        _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), m)));
     _mm512_mask_storeu_ps(x + i, k, e);
     sum = _mm512_add_ps(sum, e);
   }
@@ -462,7 +487,8 @@ void gelu(float* x, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = tail_mask(n - i);
     const __m512 v = _mm512_maskz_loadu_ps(k, x + i);
-    const __m512 inner = _mm512_mul_ps(c0, _mm512_fmadd_ps(_mm512_mul_ps(c1, v), _mm512_mul_ps(v, v), v));
+    const __m512 inner =
+        _mm512_mul_ps(c0, _mm512_fmadd_ps(_mm512_mul_ps(c1, v), _mm512_mul_ps(v, v), v));
     const __m512 e = exp16(inner);
     const __m512 g = _mm512_div_ps(e, _mm512_add_ps(e, one));
     _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(v, g));
