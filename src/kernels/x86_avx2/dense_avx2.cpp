@@ -341,6 +341,15 @@ void run_tile(const AttentionArgs& a, TileRow* rows, int nrows, int64_t kv_off) 
       kp[j] = a.k + key * kv_stride + kv_off;
       vp[j] = a.v + key * kv_stride + kv_off;
     }
+    // The next block's rows: they are scattered (one head's slice of each cache row), so the
+    // hardware prefetcher does not fetch them ahead (decode reads K/V once, from L3/DRAM).
+    for (int64_t key = kb + kBK; key < min64(kb + 2 * kBK, hi + 1); ++key)
+      for (int64_t d = 0; d < hd; d += 16) {
+        _mm_prefetch(reinterpret_cast<const char*>(a.k + key * kv_stride + kv_off + d),
+                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(a.v + key * kv_stride + kv_off + d),
+                     _MM_HINT_T0);
+      }
     if (pack) {
       pack_rows(kbuf, kp, kBK, hd, ostride);
       pack_rows(vbuf, vp, kBK, hd, ostride);
