@@ -1,5 +1,5 @@
-// Fills the kernel table once. Today only the scalar reference exists; SIMD variants will
-// install over a copy of it here, chosen from the CPU's features.
+// Fills the kernel table once: the scalar reference, with AVX2 or AVX-512 variants
+// installed over a copy of it according to the CPU's features.
 #include "core/check.h"
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
@@ -8,6 +8,8 @@
 #include "kernels/packed_api.h"
 #include "kernels/ref/ref_kernels.h"
 
+#include <algorithm>
+#include <tuple>
 #include <vector>
 
 namespace edge {
@@ -118,10 +120,40 @@ void matmul(const KernelTable& k, const float* x, int64_t n, const TensorView& w
   });
 }
 
+namespace {
+
+// First query of thread `tid`'s share when queries are split into `nth` contiguous ranges
+// of near-equal cost. Query i reads min(pos0 + i + 1, window) keys, so under a causal mask
+// equal counts of queries would give the last thread most of the work.
+int64_t attention_split_point(const AttentionArgs& a, int tid, int nth) {
+  if (tid == 0) return 0;
+  if (tid >= nth) return a.n_q;
+  auto cost = [&](int64_t i) {
+    int64_t keys = a.pos0 + i + 1;
+    return a.window > 0 ? std::min<int64_t>(keys, a.window) : keys;
+  };
+  int64_t total = 0;
+  for (int64_t i = 0; i < a.n_q; ++i) total += cost(i);
+  const int64_t target = total * tid / nth;
+  int64_t acc = 0;
+  for (int64_t i = 0; i < a.n_q; ++i) {
+    if (acc >= target) return i;
+    acc += cost(i);
+  }
+  return a.n_q;
+}
+
+}  // namespace
+
 void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool) {
-  const int64_t tasks = a.n_q * a.n_head;
   pool.run([&](int tid, int nth) {
-    auto [t0, t1] = ThreadPool::split(tasks, tid, nth);
+    int64_t t0, t1;
+    if (a.n_q >= nth) {  // prefill: split whole queries by cost
+      t0 = attention_split_point(a, tid, nth) * a.n_head;
+      t1 = attention_split_point(a, tid + 1, nth) * a.n_head;
+    } else {  // decode: split the heads of the few queries evenly
+      std::tie(t0, t1) = ThreadPool::split(a.n_q * a.n_head, tid, nth);
+    }
     if (t0 >= t1) return;
     k.attention(a, t0, t1, thread_scratch(static_cast<size_t>(a.pos0 + a.n_q)));
   });
