@@ -7,13 +7,16 @@ cd "$(dirname "$0")/.."
 PKGS=(g++ cmake ninja-build ccache pkg-config
       nlohmann-json3-dev libfmt-dev libcli11-dev libcpp-httplib-dev
       libpcre2-dev libutf8proc-dev libcpuinfo-dev
-      libgtest-dev libgmock-dev libbenchmark-dev
-      nodejs npm curl)
+      libgtest-dev libgmock-dev libbenchmark-dev curl)
 
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm (test-only): the machine may already carry its own build of them, which
+# Debian's npm package conflicts with, so install them only when the commands are absent.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
