@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "formats/gguf.h"
+#include "model/gguf_hparams.h"
 #include "tokenizer/vocab_io.h"
 
 namespace edge {
@@ -30,21 +31,7 @@ Status check_exportable(const Model& m) {
 void write_hparams(const ModelConfig& c, GgufWriter& w) {
   const std::string a = "llama";
   const LayerConfig& l = c.layers[0];
-  w.set_string("general.architecture", a);
-  w.set_string("general.name", "edge-export");
-  w.set_u32("general.alignment", 32);
-  w.set_u32(a + ".context_length", static_cast<uint32_t>(c.max_ctx));
-  w.set_u32(a + ".embedding_length", c.n_embd);
-  w.set_u32(a + ".block_count", c.n_layer);
-  w.set_u32(a + ".feed_forward_length", c.n_ff);
-  w.set_u32(a + ".attention.head_count", c.n_head);
-  w.set_u32(a + ".attention.head_count_kv", c.n_head_kv);
-  w.set_u32(a + ".attention.key_length", c.head_dim);
-  w.set_u32(a + ".attention.value_length", c.head_dim);
-  w.set_f32(a + ".attention.layer_norm_rms_epsilon", c.norm_eps);
-  w.set_f32(a + ".rope.freq_base", l.rope_theta);
-  w.set_u32(a + ".rope.dimension_count", l.rotary_dim);
-  w.set_u32(a + ".vocab_size", c.n_vocab);
+  write_common_gguf_hparams(c, l, "edge-export", w);
   if (l.rope_scale != 1.0f) {
     w.set_string(a + ".rope.scaling.type", "linear");
     w.set_f32(a + ".rope.scaling.factor", l.rope_scale);

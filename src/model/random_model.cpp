@@ -8,6 +8,7 @@
 #include "core/half.h"
 #include "formats/gguf.h"
 #include "model/arch/common.h"
+#include "model/gguf_hparams.h"
 #include "model/random_model_internal.h"
 #include "model/registry.h"
 #include "tokenizer/synthetic_vocab.h"
@@ -162,22 +163,8 @@ void write_gguf_hparams(const RandomModelOptions& o, const ModelConfig& c, GgufW
   const LayerConfig* global = &c.layers[0];
   const LayerConfig* local = nullptr;
   for (const LayerConfig& l : c.layers) (l.sliding ? local : global) = &l;
-  w.set_string("general.architecture", a);
-  w.set_string("general.name", "edge-random-" + a);
-  w.set_u32("general.alignment", 32);
+  write_common_gguf_hparams(c, *global, "edge-random-" + a, w);
   w.set_u32("general.file_type", o.dtype == DType::F32 ? 0 : o.dtype == DType::F16 ? 1 : 32);
-  w.set_u32(a + ".context_length", static_cast<uint32_t>(c.max_ctx));
-  w.set_u32(a + ".embedding_length", c.n_embd);
-  w.set_u32(a + ".block_count", c.n_layer);
-  w.set_u32(a + ".feed_forward_length", c.n_ff);
-  w.set_u32(a + ".attention.head_count", c.n_head);
-  w.set_u32(a + ".attention.head_count_kv", c.n_head_kv);
-  w.set_u32(a + ".attention.key_length", c.head_dim);
-  w.set_u32(a + ".attention.value_length", c.head_dim);
-  w.set_f32(a + ".attention.layer_norm_rms_epsilon", c.norm_eps);
-  w.set_f32(a + ".rope.freq_base", global->rope_theta);
-  w.set_u32(a + ".rope.dimension_count", global->rotary_dim);
-  w.set_u32(a + ".vocab_size", c.n_vocab);
   if (local) {
     w.set_u32(a + ".attention.sliding_window", local->window);
     const int32_t period = o.sliding_pattern > 0 ? o.sliding_pattern : (a == "spark" ? 4 : 6);
