@@ -18,6 +18,8 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kIoError: return "I/O error";
     case StatusCode::kCancelled: return "cancelled";
     case StatusCode::kInternal: return "internal error";
+    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
+    case StatusCode::kUnavailable: return "unavailable";
   }
   return "unknown";
 }

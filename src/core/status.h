@@ -20,6 +20,8 @@ enum class StatusCode {
   kIoError,           // the OS refused a read, write or map
   kCancelled,
   kInternal,
+  kDeadlineExceeded,  // a wait ran out of time (nothing is wrong; try again)
+  kUnavailable,       // temporarily cannot serve (queue full, shutting down)
 };
 
 const char* status_code_name(StatusCode code);
@@ -39,6 +41,8 @@ class [[nodiscard]] Status {
   static Status io_error(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
   static Status cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
   static Status internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status deadline_exceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+  static Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -1,0 +1,123 @@
+// The engine API: one loaded model served to many concurrent requests.
+//
+// A caller opens a session, submits requests into it and reads each request's chunks from
+// a bounded stream. The engine runs one background loop: a token-budget scheduler picks,
+// every step, which requests advance by how many tokens (continuous batching, chunked
+// prefill), the model runs them in one forward pass over a paged KV cache, and sampled
+// tokens are pushed to the requests' streams.
+//
+// Streams are bounded (`stream_queue_limit` chunks): a request whose consumer does not
+// read is paused (it keeps its KV but is not scheduled) until the consumer catches up, so
+// a slow consumer never loses its own tokens and never stalls other requests.
+// cancel() frees the request's KV at once; its stream ends with a kCancelled chunk.
+// A handle from another engine, a closed session or a finished-and-drained request is
+// rejected with an error (never undefined behaviour).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/config.h"
+#include "runtime/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace edge {
+
+class Model;
+
+struct EngineOptions {
+  std::string model_path;           // empty: the caller passes a loaded model to create()
+  int n_threads = 0;                // 0: default
+  int64_t max_model_len = 4096;     // context per sequence (prompt + generated)
+  int32_t max_seqs = 8;             // sequences scheduled together
+  int64_t max_batched_tokens = 512; // tokens per forward step (chunked prefill)
+  uint64_t kv_budget_bytes = 0;     // 0: enough for max_seqs full contexts
+  std::string kv_type = "f16";      // f32 | f16 | bf16 | q8
+  bool prefix_cache = true;
+  int32_t stream_queue_limit = 64;  // chunks buffered per request before it is paused
+  std::string activations = "auto"; // LoadOptions::activations
+};
+
+// Sampling plus stopping rules for one request.
+struct RequestParams {
+  SamplingParams sampling = SamplingParams::greedy();
+  int32_t max_tokens = 256;             // generated tokens at most
+  std::vector<std::string> stop;        // stop strings (not included in the output)
+  std::vector<int32_t> stop_ids;        // extra stop token ids (EOS/EOG always stop unless ignore_eos)
+  bool ignore_eos = false;
+  int32_t logprobs = -1;                // -1: none; 0..20: chosen token + that many alternatives
+};
+
+struct GenerateRequest {
+  std::vector<int32_t> prompt;  // token ids (already templated / tokenised)
+  RequestParams params;
+};
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0.f;
+  std::vector<std::pair<int32_t, float>> top;  // [logprobs] alternatives, best first
+};
+
+enum class ChunkKind { kTokens, kDone, kCancelled, kError };
+
+struct StreamChunk {
+  ChunkKind kind = ChunkKind::kTokens;
+  std::vector<int32_t> tokens;            // new tokens (kTokens)
+  std::string text;                       // their UTF-8 text (complete characters only)
+  std::vector<TokenLogprob> logprobs;     // one per token when requested
+  std::string finish_reason;              // kDone: "stop" | "length"
+  Status error;                           // kError
+  // Usage, filled on the final chunk.
+  int64_t prompt_tokens = 0, completion_tokens = 0, cached_prompt_tokens = 0;
+};
+
+using SessionId = uint64_t;
+struct RequestHandle {
+  uint64_t engine_id = 0;   // which engine issued it (foreign handles are rejected)
+  SessionId session = 0;
+  uint64_t request = 0;
+};
+
+struct EngineStats {
+  int64_t kv_blocks_total = 0, kv_blocks_used = 0;
+  uint64_t kv_bytes = 0;
+  int64_t running = 0, waiting = 0, paused = 0;
+  uint64_t prefix_cache_queries = 0, prefix_cache_hit_tokens = 0;
+  uint64_t prompt_tokens = 0, generated_tokens = 0;
+  uint64_t requests_finished = 0, requests_cancelled = 0, preemptions = 0;
+  int32_t stream_high_water = 0;  // most chunks ever queued on one stream
+};
+
+class Engine {
+ public:
+  // Loads options.model_path (runs the memory plan first; refuses a configuration that
+  // does not fit).
+  static Expected<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  // Serves an already loaded model (not owned; must outlive the engine).
+  static Expected<std::unique_ptr<Engine>> create(const Model& model, const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  virtual Expected<SessionId> open_session() = 0;
+  // Cancels the session's live requests.
+  virtual Status close_session(SessionId session) = 0;
+  // Errors: unknown session, empty prompt, prompt + max_tokens over max_model_len,
+  // bad sampling values, token id out of range.
+  virtual Expected<RequestHandle> submit(SessionId session, GenerateRequest request) = 0;
+  // Next chunk of a request's stream; blocks up to `timeout` (then returns
+  // Status::deadline_exceeded). After a terminal chunk (kDone/kCancelled/kError) the
+  // handle is retired and further calls return an error.
+  virtual Expected<StreamChunk> next(const RequestHandle& h, std::chrono::milliseconds timeout) = 0;
+  virtual Status cancel(const RequestHandle& h) = 0;
+
+  virtual EngineStats stats() const = 0;
+  virtual const ModelConfig& config() const = 0;
+  virtual const Tokenizer* tokenizer() const = 0;  // null if the model has none
+  virtual const EngineOptions& options() const = 0;
+};
+
+}  // namespace edge

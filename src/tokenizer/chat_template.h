@@ -1,0 +1,48 @@
+// Chat templates: a Jinja engine covering what real Hugging Face chat templates use
+// (statements: if/elif/else, for (with loop.*, else, filters on the iterable), set
+// (including namespace() attributes), macro/call, raw, whitespace control {%- -%};
+// expressions: literals, lists, dicts, attribute/item access, slicing, tests
+// (defined, none, string, mapping, ...), filters (trim, tojson, length, items, ...),
+// string methods (strip, split, startswith, ...), `in`, `~`, inline if/else, and
+// raise_exception()).
+//
+// render() must produce byte-identical output to @huggingface/jinja for the templates
+// shipped with Qwen3, Llama-3 and Gemma-3 (tests/tokenizer/chat_template_*_test.cpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace edge {
+
+struct ChatTemplateInputs {
+  nlohmann::json messages = nlohmann::json::array();  // [{role, content, tool_calls?, ...}]
+  nlohmann::json tools;                               // null or [{type: function, function: {...}}]
+  bool add_generation_prompt = true;
+  // Extra variables (chat_template_kwargs), e.g. {"enable_thinking": false}.
+  nlohmann::json extra = nlohmann::json::object();
+  std::string bos_token, eos_token;
+};
+
+class ChatTemplate {
+ public:
+  // Parses the template source; a syntax error names the line and what was expected.
+  static Expected<ChatTemplate> parse(const std::string& source);
+  ChatTemplate(ChatTemplate&&) noexcept;
+  ChatTemplate& operator=(ChatTemplate&&) noexcept;
+  ~ChatTemplate();
+
+  // Errors: a runtime error in the template (raise_exception, bad types) with its message.
+  Expected<std::string> render(const ChatTemplateInputs& inputs) const;
+  const std::string& source() const;
+
+ private:
+  struct Impl;
+  explicit ChatTemplate(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace edge
