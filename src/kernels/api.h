@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "formats/tensor.h"
 
@@ -99,6 +100,14 @@ bool kernel_supports_dtype(DType t);
 // loader refuses anything else with a Status).
 void matmul(const KernelTable& k, const float* x, int64_t n, const TensorView& w, float* y,
             ThreadPool& pool);
+// Several projections of one input in ONE parallel region (q/k/v; gate/up):
+// ys[i][n, ws[i]->rows] = x[n, in] . ws[i]^T, every ws[i] 2-D [rows_i, in] (same in).
+// With int8 activations, x is quantised once per distinct group size; the panels (16-row
+// chunks for dense weights) of all weights are split among threads by weight bytes.
+// Results equal matmul() per weight, bit for bit. ws.size() == ys.size().
+void matmul_group(const KernelTable& k, const float* x, int64_t n,
+                  std::span<const TensorView* const> ws, std::span<float* const> ys,
+                  ThreadPool& pool);
 void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool);
 // out [w.cols] = row `row` of a 2-D F32/F16/BF16 or packed table (embedding lookup; a
 // packed table is read in place, never expanded).

@@ -72,53 +72,9 @@ float* thread_scratch(size_t n) {
   return buf.data();
 }
 
-MatmulRowsFn matmul_for(const KernelTable& k, DType t) {
-  switch (t) {
-    case DType::F32: return k.matmul_f32;
-    case DType::F16: return k.matmul_f16;
-    case DType::BF16: return k.matmul_bf16;
-    default: return nullptr;
-  }
-}
-
 }  // namespace
 
-namespace {
-
-PackedMatrixView packed_view(const TensorView& w) {
-  PackedMatrixView v;
-  CHECK(packed_format_of(w.dtype, &v.fmt));
-  v.data = w.data;
-  v.n = w.shape[0];
-  v.k = w.shape[1];
-  return v;
-}
-
-}  // namespace
-
-void matmul(const KernelTable& k, const float* x, int64_t n, const TensorView& w, float* y,
-            ThreadPool& pool) {
-  CHECK(w.shape.size() == 2);
-  if (is_packed_dtype(w.dtype)) {
-    const PackedMatrixView v = packed_view(w);
-    if (k.packed_int8_activations) {
-      thread_local ActivationBuffer act;  // the caller's thread quantises once per call
-      packed_matmul_a8(packed_kernels(), v, x, n, y, act, pool);
-    } else {
-      packed_matmul_a16(packed_kernels(), v, x, n, y, pool);
-    }
-    return;
-  }
-  MatmulRowsFn fn = matmul_for(k, w.dtype);
-  CHECK_MSG(fn != nullptr, "matmul: unsupported weight dtype");
-  const int64_t out = w.shape[0], in = w.shape[1];
-  const uint64_t row_bytes = w.nbytes / static_cast<uint64_t>(out);
-  pool.run([&](int tid, int nth) {
-    auto [r0, r1] = ThreadPool::split(out, tid, nth);
-    if (r0 >= r1) return;
-    fn(x, n, in, w.data, row_bytes, out, r0, r1, y, thread_scratch(static_cast<size_t>(kMatmulRowTile * in)));
-  });
-}
+// matmul() and matmul_group() live in matmul_group.cpp.
 
 namespace {
 
@@ -162,7 +118,7 @@ void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool) {
 void embedding_row(const KernelTable& k, const TensorView& table, int64_t row, float* out) {
   CHECK(table.shape.size() == 2 && row >= 0 && row < table.shape[0]);
   if (is_packed_dtype(table.dtype)) {
-    packed_kernels().dequant_row(packed_view(table), row, out);
+    packed_kernels().dequant_row(packed_matrix_view(table), row, out);
     return;
   }
   const uint64_t row_bytes = table.nbytes / static_cast<uint64_t>(table.shape[0]);

@@ -96,6 +96,9 @@ std::vector<const PackedKernels*> available_packed_kernels();
 // Human-readable: CPU name, features, the chosen variant per op and why (`edge-infer devices`).
 std::string packed_kernels_description();
 
+// The packed view of a 2-D packed TensorView (CHECKs the dtype; the loader validated it).
+PackedMatrixView packed_matrix_view(const TensorView& w);
+
 // Parallel drivers over a pool: y[n, w.n] = x[n, w.k] . W^T. The A8 form quantises x into
 // buf first (rows split among threads), then splits panels.
 void packed_matmul_a16(const PackedKernels& kern, const PackedMatrixView& w, const float* x,

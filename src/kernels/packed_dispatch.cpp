@@ -222,6 +222,15 @@ QuantizedActivations ActivationBuffer::view(int64_t n, int64_t k, int32_t group)
   return QuantizedActivations{q.data(), scales.data(), sums.data(), n, k, group};
 }
 
+PackedMatrixView packed_matrix_view(const TensorView& w) {
+  PackedMatrixView v;
+  CHECK(w.shape.size() == 2 && packed_format_of(w.dtype, &v.fmt));
+  v.data = w.data;
+  v.n = w.shape[0];
+  v.k = w.shape[1];
+  return v;
+}
+
 std::vector<const PackedKernels*> available_packed_kernels() { return variants().list; }
 
 const PackedKernels& packed_kernels() { return choice().table; }
