@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "formats/tensor.h"
 
@@ -33,20 +34,54 @@ struct RopeParams {
   const float* freq_factors = nullptr;  // [rotary_dim/2] or null (Llama-3.1 rope_freqs)
 };
 
+// Element type of the KV cache. A row holds one position's keys (or values) for all kv
+// heads: [n_head_kv * head_dim]. kQ8 rows are int8 codes followed by one f32 scale per kv
+// head (symmetric, scale = max|x| / 127): kv_dim + 4 * n_head_kv bytes.
+enum class KvType : uint8_t { kF32, kF16, kBF16, kQ8 };
+const char* kv_type_name(KvType t);
+// "f32" | "f16" | "bf16" | "q8"; false if unknown.
+bool parse_kv_type(const std::string& s, KvType* out);
+int64_t kv_row_bytes(KvType t, int32_t n_head_kv, int32_t head_dim);
+// Writes one F32 row [n_head_kv * head_dim] as type t; reads it back.
+void kv_store_row(KvType t, const float* src, int32_t n_head_kv, int32_t head_dim, uint8_t* dst);
+void kv_load_row(KvType t, const uint8_t* src, int32_t n_head_kv, int32_t head_dim, float* dst);
+// Kv head h's slice [head_dim] of a row, as F32.
+void kv_load_head(KvType t, const uint8_t* row, int32_t n_head_kv, int32_t head_dim, int32_t h,
+                  float* dst);
+
 // Causal (optionally sliding-window) attention of n_q queries over a cache whose row p
 // holds the key/value of position p. Query i is at position pos0 + i and sees keys
 // j <= pos0 + i with (pos0 + i) - j < window (window 0 = no window). GQA: query head h
 // reads kv head h / (n_head / n_head_kv).
+//
+// The cache is paged: the row of position p lives in block p / block_tokens, at row
+// p % block_tokens; k_blocks[b] / v_blocks[b] point at block b's first row (rows are
+// row_bytes apart). Blocks wholly outside every query's window may be null (a sliding
+// layer's ring has already reused them). A contiguous F32 cache is one block
+// (contiguous_f32()).
 struct AttentionArgs {
   const float* q = nullptr;  // [n_q, n_head * head_dim]
-  const float* k = nullptr;  // [>= pos0 + n_q, n_head_kv * head_dim]
-  const float* v = nullptr;  // [>= pos0 + n_q, n_head_kv * head_dim]
+  const uint8_t* const* k_blocks = nullptr;  // [>= (pos0 + n_q) / block_tokens]
+  const uint8_t* const* v_blocks = nullptr;
+  int64_t block_tokens = 0;
+  int64_t row_bytes = 0;
+  KvType kv_type = KvType::kF32;
   float* out = nullptr;      // [n_q, n_head * head_dim]
   int64_t n_q = 0;
   int64_t pos0 = 0;
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
   int32_t window = 0;
   float scale = 1.0f;  // applied to q.k before the softmax
+
+  // Points k_blocks/v_blocks at `storage` (2 entries) for a contiguous F32 cache
+  // k, v [>= pos0 + n_q, n_head_kv * head_dim].
+  void contiguous_f32(const float* k, const float* v, const uint8_t* storage[2]);
+  const uint8_t* k_row(int64_t pos) const {
+    return k_blocks[pos / block_tokens] + (pos % block_tokens) * row_bytes;
+  }
+  const uint8_t* v_row(int64_t pos) const {
+    return v_blocks[pos / block_tokens] + (pos % block_tokens) * row_bytes;
+  }
 };
 
 // Weight rows a matmul may convert at once: its scratch holds kMatmulRowTile * in floats.
@@ -109,6 +144,9 @@ void matmul_group(const KernelTable& k, const float* x, int64_t n,
                   std::span<const TensorView* const> ws, std::span<float* const> ys,
                   ThreadPool& pool);
 void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool);
+// Several independent attentions (one per sequence of a batch) in one parallel region,
+// split among threads by the number of keys each (query, head) reads.
+void attention_batch(const KernelTable& k, std::span<const AttentionArgs> as, ThreadPool& pool);
 // out [w.cols] = row `row` of a 2-D F32/F16/BF16 or packed table (embedding lookup; a
 // packed table is read in place, never expanded).
 void embedding_row(const KernelTable& k, const TensorView& table, int64_t row, float* out);

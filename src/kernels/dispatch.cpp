@@ -9,6 +9,7 @@
 #include "kernels/ref/ref_kernels.h"
 
 #include <algorithm>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -78,40 +79,58 @@ float* thread_scratch(size_t n) {
 
 namespace {
 
-// First query of thread `tid`'s share when queries are split into `nth` contiguous ranges
-// of near-equal cost. Query i reads min(pos0 + i + 1, window) keys, so under a causal mask
-// equal counts of queries would give the last thread most of the work.
-int64_t attention_split_point(const AttentionArgs& a, int tid, int nth) {
-  if (tid == 0) return 0;
-  if (tid >= nth) return a.n_q;
-  auto cost = [&](int64_t i) {
-    int64_t keys = a.pos0 + i + 1;
-    return a.window > 0 ? std::min<int64_t>(keys, a.window) : keys;
-  };
-  int64_t total = 0;
-  for (int64_t i = 0; i < a.n_q; ++i) total += cost(i);
-  const int64_t target = total * tid / nth;
+// Keys query i of `a` reads: min(pos0 + i + 1, window).
+int64_t attention_query_cost(const AttentionArgs& a, int64_t i) {
+  const int64_t keys = a.pos0 + i + 1;
+  return a.window > 0 ? std::min<int64_t>(keys, a.window) : keys;
+}
+
+// Position (sequence, task) where the cumulative cost of tasks first reaches `target`.
+// Tasks are (query, head) pairs of each sequence in order; every head of query i costs
+// attention_query_cost(i), so under a causal mask equal task counts would give the last
+// thread most of the work.
+std::pair<size_t, int64_t> attention_split(std::span<const AttentionArgs> as, int64_t target) {
   int64_t acc = 0;
-  for (int64_t i = 0; i < a.n_q; ++i) {
-    if (acc >= target) return i;
-    acc += cost(i);
+  for (size_t s = 0; s < as.size(); ++s) {
+    const AttentionArgs& a = as[s];
+    for (int64_t i = 0; i < a.n_q; ++i) {
+      const int64_t c = attention_query_cost(a, i);
+      if (acc + c * a.n_head > target) {
+        const int64_t heads = std::max<int64_t>(0, (target - acc + c - 1) / c);
+        return {s, i * a.n_head + std::min<int64_t>(heads, a.n_head)};
+      }
+      acc += c * a.n_head;
+    }
   }
-  return a.n_q;
+  return {as.size(), 0};
 }
 
 }  // namespace
 
 void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool) {
+  attention_batch(k, std::span<const AttentionArgs>(&a, 1), pool);
+}
+
+void attention_batch(const KernelTable& k, std::span<const AttentionArgs> as, ThreadPool& pool) {
+  int64_t total = 0;
+  int64_t max_keys = 0;
+  int32_t max_hd = 0;
+  for (const AttentionArgs& a : as) {
+    for (int64_t i = 0; i < a.n_q; ++i) total += attention_query_cost(a, i) * a.n_head;
+    max_keys = std::max(max_keys, a.pos0 + a.n_q);
+    max_hd = std::max(max_hd, a.head_dim);
+  }
+  if (total == 0) return;
   pool.run([&](int tid, int nth) {
-    int64_t t0, t1;
-    if (a.n_q >= nth) {  // prefill: split whole queries by cost
-      t0 = attention_split_point(a, tid, nth) * a.n_head;
-      t1 = attention_split_point(a, tid + 1, nth) * a.n_head;
-    } else {  // decode: split the heads of the few queries evenly
-      std::tie(t0, t1) = ThreadPool::split(a.n_q * a.n_head, tid, nth);
+    const auto [s0, i0] = attention_split(as, total * tid / nth);
+    const auto [s1, i1] = tid + 1 == nth ? std::pair<size_t, int64_t>{as.size(), 0}
+                                         : attention_split(as, total * (tid + 1) / nth);
+    float* scratch = thread_scratch(static_cast<size_t>(max_keys + 2 * max_hd));
+    for (size_t s = s0; s <= s1 && s < as.size(); ++s) {
+      const int64_t t0 = s == s0 ? i0 : 0;
+      const int64_t t1 = s == s1 ? i1 : as[s].n_q * as[s].n_head;
+      if (t0 < t1) k.attention(as[s], t0, t1, scratch);
     }
-    if (t0 >= t1) return;
-    k.attention(a, t0, t1, thread_scratch(static_cast<size_t>(a.pos0 + a.n_q)));
   });
 }
 

@@ -91,12 +91,14 @@ void run_attention(const KernelTable& k, const AttnCase& c, const std::vector<fl
                    const std::vector<float>& kc, const std::vector<float>& vc,
                    std::vector<float>* out, int splits) {
   AttentionArgs a;
-  a.q = q.data(), a.k = kc.data(), a.v = vc.data(), a.out = out->data();
+  a.q = q.data(), a.out = out->data();
   a.n_q = c.n_q, a.pos0 = c.pos0;
   a.n_head = c.n_head, a.n_head_kv = c.n_head_kv, a.head_dim = c.head_dim;
   a.window = c.window;
   a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  std::vector<float> scratch(static_cast<size_t>(c.pos0 + c.n_q));
+  const uint8_t* blocks[2];
+  a.contiguous_f32(kc.data(), vc.data(), blocks);
+  std::vector<float> scratch(static_cast<size_t>(c.pos0 + c.n_q + 2 * c.head_dim));
   const int64_t tasks = c.n_q * c.n_head;
   // Uneven task ranges: tiles then hold partial GQA groups and partial query blocks.
   for (int s = 0; s < splits; ++s)

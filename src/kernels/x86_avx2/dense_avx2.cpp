@@ -314,9 +314,30 @@ void pack_rows(float* dst, const float* const* src, int n, int64_t hd, int64_t s
       _mm256_store_ps(dst + j * stride + d, _mm256_maskload_ps(src[j] + d, tail_mask(hd - d)));
 }
 
-void run_tile(const AttentionArgs& a, TileRow* rows, int nrows, int64_t kv_off) {
+// Converts kv head g's slice of n cache rows of a non-F32 type to F32 rows of dst
+// (`stride` apart, tail zero-filled). F16 uses F16C; BF16 and Q8 the scalar codec.
+void pack_typed_rows(float* dst, const uint8_t* const* rows, int n, const AttentionArgs& a,
+                     int32_t g, int64_t stride) {
   const int64_t hd = a.head_dim;
-  const int64_t kv_stride = static_cast<int64_t>(a.n_head_kv) * hd;
+  for (int j = 0; j < n; ++j) {
+    float* out = dst + j * stride;
+    for (int64_t d = hd; d < stride; ++d) out[d] = 0.0f;
+    if (a.kv_type == KvType::kF16 && hd % 8 == 0) {
+      const auto* src = reinterpret_cast<const uint16_t*>(rows[j]) + static_cast<int64_t>(g) * hd;
+      for (int64_t d = 0; d < hd; d += 8)
+        _mm256_store_ps(out + d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + d))));
+    } else {
+      kv_load_head(a.kv_type, rows[j], a.n_head_kv, a.head_dim, g, out);
+    }
+  }
+}
+
+// Rows share kv head g. F32 caches are read in place (decode) or packed (prefill); other
+// element types are always converted block by block.
+void run_tile(const AttentionArgs& a, TileRow* rows, int nrows, int32_t g) {
+  const int64_t hd = a.head_dim;
+  const int64_t kv_off = static_cast<int64_t>(g) * hd;
+  const bool f32 = a.kv_type == KvType::kF32;
   const int64_t ostride = (hd + 7) / 8 * 8;
   alignas(32) float o[kMaxRows * kMaxHeadDim];
   alignas(32) float qbuf[kMaxRows * kMaxHeadDim];
@@ -335,22 +356,30 @@ void run_tile(const AttentionArgs& a, TileRow* rows, int nrows, int64_t kv_off) 
   }
   const float* kp[kBK];
   const float* vp[kBK];
+  const uint8_t* kr[kBK];
+  const uint8_t* vr[kBK];
+  const int64_t elem = f32 ? 4 : a.kv_type == KvType::kQ8 ? 1 : 2;
   for (int64_t kb = lo / kBK * kBK; kb <= hi; kb += kBK) {
-    for (int j = 0; j < kBK; ++j) {  // keys past the tile's last one: clamped, masked out
-      const int64_t key = min64(kb + j, hi);
-      kp[j] = a.k + key * kv_stride + kv_off;
-      vp[j] = a.v + key * kv_stride + kv_off;
+    // Keys outside [lo, hi] are clamped into it (a ring may have reused the blocks before
+    // lo) and masked out.
+    for (int j = 0; j < kBK; ++j) {
+      const int64_t key = min64(max64(kb + j, lo), hi);
+      kr[j] = a.k_row(key), vr[j] = a.v_row(key);
+      kp[j] = reinterpret_cast<const float*>(kr[j]) + kv_off;
+      vp[j] = reinterpret_cast<const float*>(vr[j]) + kv_off;
     }
     // The next block's rows: they are scattered (one head's slice of each cache row), so the
     // hardware prefetcher does not fetch them ahead (decode reads K/V once, from L3/DRAM).
     for (int64_t key = kb + kBK; key < min64(kb + 2 * kBK, hi + 1); ++key)
-      for (int64_t d = 0; d < hd; d += 16) {
-        _mm_prefetch(reinterpret_cast<const char*>(a.k + key * kv_stride + kv_off + d),
-                     _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(a.v + key * kv_stride + kv_off + d),
-                     _MM_HINT_T0);
+      for (int64_t d = 0; d < hd * elem; d += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(a.k_row(key) + kv_off * elem + d), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(a.v_row(key) + kv_off * elem + d), _MM_HINT_T0);
       }
-    if (pack) {
+    if (!f32) {
+      pack_typed_rows(kbuf, kr, kBK, a, g, ostride);
+      pack_typed_rows(vbuf, vr, kBK, a, g, ostride);
+      for (int j = 0; j < kBK; ++j) kp[j] = kbuf + j * ostride, vp[j] = vbuf + j * ostride;
+    } else if (pack) {
       pack_rows(kbuf, kp, kBK, hd, ostride);
       pack_rows(vbuf, vp, kBK, hd, ostride);
       for (int j = 0; j < kBK; ++j) kp[j] = kbuf + j * ostride, vp[j] = vbuf + j * ostride;
@@ -395,7 +424,7 @@ void attention(const AttentionArgs& a, int64_t t0, int64_t t1, float* scratch) {
             r.lo = a.window > 0 ? max64(0, pos - a.window + 1) : 0;
           }
         }
-        if (nrows > 0) run_tile(a, rows, nrows, static_cast<int64_t>(g) * a.head_dim);
+        if (nrows > 0) run_tile(a, rows, nrows, g);
       }
     }
   }

@@ -20,6 +20,8 @@
 // uses only intrinsics and its own helpers in an anonymous namespace.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include <cstdint>
 
 #include "kernels/dense_isa.h"
@@ -325,15 +327,49 @@ void pack_rows(float* dst, const float* const* src, int n, int64_t hd, int64_t s
       _mm512_store_ps(dst + j * stride + d, _mm512_maskz_loadu_ps(tail_mask(hd - d), src[j] + d));
 }
 
-// Rows share kv offset kv_off; runs every key block any of them sees.
-void run_tile(const AttentionArgs& a, TileRow* rows, int nrows, int64_t kv_off) {
+// Converts kv head g's slice of n cache rows of type t to F32 rows of dst (`stride` apart,
+// tail zero-filled).
+void pack_typed_rows(float* dst, const uint8_t* const* rows, int n, const AttentionArgs& a,
+                     int32_t g, int64_t stride) {
   const int64_t hd = a.head_dim;
-  const int64_t kv_stride = static_cast<int64_t>(a.n_head_kv) * hd;
+  const int64_t off = static_cast<int64_t>(g) * hd;
+  for (int j = 0; j < n; ++j) {
+    float* out = dst + j * stride;
+    if (a.kv_type == KvType::kF16) {
+      const auto* src = reinterpret_cast<const uint16_t*>(rows[j]) + off;
+      for (int64_t d = 0; d < stride; d += 16)
+        _mm512_store_ps(out + d, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask(hd - d), src + d)));
+    } else if (a.kv_type == KvType::kBF16) {
+      const auto* src = reinterpret_cast<const uint16_t*>(rows[j]) + off;
+      for (int64_t d = 0; d < stride; d += 16) {
+        const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(tail_mask(hd - d), src + d));
+        _mm512_store_ps(out + d, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+      }
+    } else {  // kQ8: codes, then one f32 scale per kv head after the row's codes
+      const auto* src = reinterpret_cast<const int8_t*>(rows[j]) + off;
+      float scale;
+      std::memcpy(&scale, rows[j] + static_cast<int64_t>(a.n_head_kv) * hd + 4 * g, 4);
+      const __m512 vs = _mm512_set1_ps(scale);
+      for (int64_t d = 0; d < stride; d += 16) {
+        const __m512i w = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(tail_mask(hd - d), src + d));
+        _mm512_store_ps(out + d, _mm512_mul_ps(vs, _mm512_cvtepi32_ps(w)));
+      }
+    }
+  }
+}
+
+// Rows share kv head g; runs every key block any of them sees. F32 caches are read in
+// place (decode) or packed (prefill); other element types are always converted to F32
+// block by block.
+void run_tile(const AttentionArgs& a, TileRow* rows, int nrows, int32_t g) {
+  const int64_t hd = a.head_dim;
+  const int64_t kv_off = static_cast<int64_t>(g) * hd;
   const int64_t ostride = (hd + 15) / 16 * 16;
   alignas(64) float o[kMaxRows * kMaxHeadDim];
   alignas(64) float qbuf[kMaxRows * kMaxHeadDim];
   alignas(64) float kbuf[kBK * kMaxHeadDim];
   alignas(64) float vbuf[kBK * kMaxHeadDim];
+  const bool f32 = a.kv_type == KvType::kF32;
   // Packing pays off once several rows reuse a block (prefill); decode tiles read in place.
   const bool pack = nrows >= 4;
   int64_t lo = rows[0].lo, hi = rows[0].hi;
@@ -348,23 +384,30 @@ void run_tile(const AttentionArgs& a, TileRow* rows, int nrows, int64_t kv_off) 
   }
   const float* kp[kBK];
   const float* vp[kBK];
+  const uint8_t* kr[kBK];
+  const uint8_t* vr[kBK];
   for (int64_t kb = lo / kBK * kBK; kb <= hi; kb += kBK) {
-    // Keys past the tile's last one are clamped to it (valid memory; masked out of p).
+    // Keys outside [lo, hi] are clamped into it (valid memory: a ring may have reused the
+    // blocks before lo); they are masked out of p.
     for (int j = 0; j < kBK; ++j) {
-      const int64_t key = min64(kb + j, hi);
-      kp[j] = a.k + key * kv_stride + kv_off;
-      vp[j] = a.v + key * kv_stride + kv_off;
+      const int64_t key = min64(max64(kb + j, lo), hi);
+      kr[j] = a.k_row(key), vr[j] = a.v_row(key);
+      kp[j] = reinterpret_cast<const float*>(kr[j]) + kv_off;
+      vp[j] = reinterpret_cast<const float*>(vr[j]) + kv_off;
     }
     // The next block's rows: they are scattered (one head's slice of each cache row), so the
     // hardware prefetcher does not fetch them ahead (decode reads K/V once, from L3/DRAM).
+    const int64_t elem = f32 ? 4 : a.kv_type == KvType::kQ8 ? 1 : 2;
     for (int64_t key = kb + kBK; key < min64(kb + 2 * kBK, hi + 1); ++key)
-      for (int64_t d = 0; d < hd; d += 16) {
-        _mm_prefetch(reinterpret_cast<const char*>(a.k + key * kv_stride + kv_off + d),
-                     _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(a.v + key * kv_stride + kv_off + d),
-                     _MM_HINT_T0);
+      for (int64_t d = 0; d < hd * elem; d += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(a.k_row(key) + kv_off * elem + d), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(a.v_row(key) + kv_off * elem + d), _MM_HINT_T0);
       }
-    if (pack) {
+    if (!f32) {
+      pack_typed_rows(kbuf, kr, kBK, a, g, ostride);
+      pack_typed_rows(vbuf, vr, kBK, a, g, ostride);
+      for (int j = 0; j < kBK; ++j) kp[j] = kbuf + j * ostride, vp[j] = vbuf + j * ostride;
+    } else if (pack) {
       pack_rows(kbuf, kp, kBK, hd, ostride);
       pack_rows(vbuf, vp, kBK, hd, ostride);
       for (int j = 0; j < kBK; ++j) kp[j] = kbuf + j * ostride, vp[j] = vbuf + j * ostride;
@@ -408,7 +451,7 @@ void attention_tiles(const AttentionArgs& a, int64_t t0, int64_t t1) {
             r.lo = a.window > 0 ? max64(0, pos - a.window + 1) : 0;
           }
         }
-        if (nrows > 0) run_tile(a, rows, nrows, static_cast<int64_t>(g) * a.head_dim);
+        if (nrows > 0) run_tile(a, rows, nrows, g);
       }
     }
   }

@@ -1,0 +1,208 @@
+// Attention over a paged KV cache: rows of position p live in block p / B of a shuffled
+// block table, in F32, F16, BF16 or Q8. The reference on a paged typed cache must equal the
+// reference on a contiguous F32 copy of the same (decoded) rows, and every SIMD variant
+// must match the reference on the paged cache; blocks wholly before every query's window
+// are null (a sliding ring reused them) and must never be read.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu_info.h"
+#include "core/thread_pool.h"
+#include "kernels/api.h"
+#include "kernels/dense_isa.h"
+
+namespace edge {
+namespace {
+
+std::vector<std::pair<std::string, KernelTable>> simd_variants() {
+  std::vector<std::pair<std::string, KernelTable>> out;
+  const CpuInfo& c = cpu_info();
+  const bool avx2 = c.has("avx2") && c.has("fma") && c.has("f16c");
+  if (avx2) {
+    KernelTable t = reference_kernels();
+    install_dense_avx2(&t);
+    out.emplace_back("avx2", t);
+  }
+  if (avx2 && c.has("avx512f") && c.has("avx512bw") && c.has("avx512vl") && c.has("avx512dq")) {
+    KernelTable t = reference_kernels();
+    install_dense_avx512(&t);
+    out.emplace_back("avx512", t);
+  }
+  return out;
+}
+
+std::vector<float> randn(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+double scaled_err(const std::vector<float>& got, const std::vector<float>& want) {
+  double worst = 0, scale = 1e-30;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) return 1e30;
+    worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(double(want[i])));
+  }
+  return worst / scale;
+}
+
+// A paged cache of n_pos positions: physical blocks in shuffled order; blocks that end
+// before `keep_from` are left null.
+struct PagedCache {
+  KvType type;
+  int64_t block_tokens, row_bytes;
+  std::vector<uint8_t> k_store, v_store;      // [n_blocks * block_tokens * row_bytes]
+  std::vector<const uint8_t*> k_ptr, v_ptr;   // logical block -> first row (or null)
+  std::vector<float> k_dec, v_dec;            // decoded rows [n_pos, kv_dim]
+
+  PagedCache(KvType t, int64_t bt, int64_t n_pos, int32_t n_head_kv, int32_t hd, int64_t keep_from,
+             uint32_t seed)
+      : type(t), block_tokens(bt), row_bytes(kv_row_bytes(t, n_head_kv, hd)) {
+    const int64_t kv_dim = int64_t{n_head_kv} * hd;
+    const int64_t n_blocks = (n_pos + bt - 1) / bt;
+    std::vector<int64_t> phys(static_cast<size_t>(n_blocks));
+    std::iota(phys.begin(), phys.end(), 0);
+    std::shuffle(phys.begin(), phys.end(), std::mt19937(seed));
+    k_store.assign(static_cast<size_t>(n_blocks * bt * row_bytes), 0xAB);
+    v_store.assign(k_store.size(), 0xCD);
+    const std::vector<float> k = randn(static_cast<size_t>(n_pos * kv_dim), seed + 1);
+    const std::vector<float> v = randn(static_cast<size_t>(n_pos * kv_dim), seed + 2);
+    k_dec.resize(k.size());
+    v_dec.resize(v.size());
+    for (int64_t p = 0; p < n_pos; ++p) {
+      const int64_t off = (phys[p / bt] * bt + p % bt) * row_bytes;
+      kv_store_row(t, k.data() + p * kv_dim, n_head_kv, hd, k_store.data() + off);
+      kv_store_row(t, v.data() + p * kv_dim, n_head_kv, hd, v_store.data() + off);
+      kv_load_row(t, k_store.data() + off, n_head_kv, hd, k_dec.data() + p * kv_dim);
+      kv_load_row(t, v_store.data() + off, n_head_kv, hd, v_dec.data() + p * kv_dim);
+    }
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const bool dropped = (b + 1) * bt <= keep_from;
+      k_ptr.push_back(dropped ? nullptr : k_store.data() + phys[b] * bt * row_bytes);
+      v_ptr.push_back(dropped ? nullptr : v_store.data() + phys[b] * bt * row_bytes);
+    }
+  }
+  void attach(AttentionArgs* a) const {
+    a->k_blocks = k_ptr.data(), a->v_blocks = v_ptr.data();
+    a->block_tokens = block_tokens, a->row_bytes = row_bytes, a->kv_type = type;
+  }
+};
+
+struct Case {
+  int64_t n_q, pos0;
+  int32_t n_head, n_head_kv, hd, window;
+  int64_t block_tokens;
+};
+
+void run(const KernelTable& k, AttentionArgs a, std::vector<float>* out, int splits) {
+  a.out = out->data();
+  std::vector<float> scratch(static_cast<size_t>(a.pos0 + a.n_q + 2 * a.head_dim));
+  const int64_t tasks = a.n_q * a.n_head;
+  for (int s = 0; s < splits; ++s) k.attention(a, tasks * s / splits, tasks * (s + 1) / splits, scratch.data());
+}
+
+TEST(PagedAttention, EveryTypeAndVariantMatchesTheContiguousReference) {
+  const std::vector<Case> cases = {
+      {1, 40, 8, 2, 64, 0, 16},  {1, 40, 8, 2, 64, 9, 16},  {7, 30, 8, 4, 32, 0, 5},
+      {7, 30, 8, 4, 32, 6, 5},   {19, 50, 4, 1, 80, 13, 16}, {3, 0, 6, 2, 20, 0, 4},
+      {1, 100, 16, 8, 128, 20, 16}};
+  uint32_t seed = 7;
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBF16, KvType::kQ8})
+    for (const Case& c : cases) {
+      const int64_t n_pos = c.pos0 + c.n_q;
+      const int64_t keep_from = c.window > 0 ? std::max<int64_t>(0, c.pos0 - c.window + 1) : 0;
+      PagedCache cache(t, c.block_tokens, n_pos, c.n_head_kv, c.hd, keep_from, seed++);
+      const std::vector<float> q = randn(static_cast<size_t>(c.n_q * c.n_head * c.hd), seed++);
+      AttentionArgs a;
+      a.q = q.data(), a.n_q = c.n_q, a.pos0 = c.pos0, a.n_head = c.n_head;
+      a.n_head_kv = c.n_head_kv, a.head_dim = c.hd, a.window = c.window;
+      a.scale = 1.0f / std::sqrt(float(c.hd));
+      std::vector<float> want(q.size(), NAN), got(q.size(), NAN);
+      AttentionArgs contiguous = a;
+      const uint8_t* blocks[2];
+      contiguous.contiguous_f32(cache.k_dec.data(), cache.v_dec.data(), blocks);
+      run(reference_kernels(), contiguous, &want, 1);
+      AttentionArgs paged = a;
+      cache.attach(&paged);
+      run(reference_kernels(), paged, &got, 1);
+      const std::string what = std::string(kv_type_name(t)) + " n_q " + std::to_string(c.n_q) +
+                               " window " + std::to_string(c.window) + " B " + std::to_string(c.block_tokens);
+      EXPECT_LT(scaled_err(got, want), 1e-6) << "ref " << what;
+      for (const auto& [name, table] : simd_variants())
+        for (int splits : {1, 3}) {
+          std::fill(got.begin(), got.end(), NAN);
+          run(table, paged, &got, splits);
+          EXPECT_LT(scaled_err(got, want), 1e-5) << name << " " << what << " splits " << splits;
+        }
+    }
+}
+
+TEST(PagedAttention, BatchOfSequencesEqualsOneAtATime) {
+  ThreadPool pool(2);
+  std::vector<PagedCache> caches;
+  std::vector<std::vector<float>> qs, outs, wants;
+  std::vector<AttentionArgs> args;
+  const std::vector<Case> cases = {{1, 33, 8, 2, 32, 0, 16}, {12, 0, 8, 2, 32, 0, 16}, {1, 5, 8, 2, 32, 4, 16}};
+  uint32_t seed = 99;
+  for (const Case& c : cases) {
+    caches.emplace_back(KvType::kF16, c.block_tokens, c.pos0 + c.n_q, c.n_head_kv, c.hd, 0, seed++);
+    qs.push_back(randn(static_cast<size_t>(c.n_q * c.n_head * c.hd), seed++));
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    AttentionArgs a;
+    a.q = qs[i].data(), a.n_q = c.n_q, a.pos0 = c.pos0, a.n_head = c.n_head;
+    a.n_head_kv = c.n_head_kv, a.head_dim = c.hd, a.window = c.window, a.scale = 0.2f;
+    caches[i].attach(&a);
+    outs.emplace_back(qs[i].size(), NAN);
+    wants.emplace_back(qs[i].size(), NAN);
+    a.out = wants[i].data();
+    attention(select_kernels(), a, pool);
+    a.out = outs[i].data();
+    args.push_back(a);
+  }
+  attention_batch(select_kernels(), args, pool);
+  for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(outs[i], wants[i]) << "sequence " << i;
+}
+
+TEST(KvRows, RoundTripWithinTheTypesPrecision) {
+  const int32_t n_head_kv = 3, hd = 24;
+  const std::vector<float> x = randn(static_cast<size_t>(n_head_kv * hd), 5);
+  const std::vector<std::pair<KvType, double>> bounds = {
+      {KvType::kF32, 0.0}, {KvType::kF16, 1e-3}, {KvType::kBF16, 8e-3}, {KvType::kQ8, 1.0 / 127 + 1e-6}};
+  for (const auto& [t, rel] : bounds) {
+    std::vector<uint8_t> row(static_cast<size_t>(kv_row_bytes(t, n_head_kv, hd)));
+    std::vector<float> back(x.size());
+    kv_store_row(t, x.data(), n_head_kv, hd, row.data());
+    kv_load_row(t, row.data(), n_head_kv, hd, back.data());
+    for (int32_t h = 0; h < n_head_kv; ++h) {
+      float amax = 0;
+      for (int32_t d = 0; d < hd; ++d) amax = std::max(amax, std::abs(x[h * hd + d]));
+      std::vector<float> slice(hd);
+      kv_load_head(t, row.data(), n_head_kv, hd, h, slice.data());
+      for (int32_t d = 0; d < hd; ++d) {
+        const float v = x[h * hd + d];
+        EXPECT_LE(std::abs(back[h * hd + d] - v), rel * (t == KvType::kQ8 ? amax : std::abs(v)) + 1e-7)
+            << kv_type_name(t);
+        EXPECT_EQ(slice[d], back[h * hd + d]);
+      }
+    }
+  }
+  EXPECT_EQ(kv_row_bytes(KvType::kQ8, n_head_kv, hd), n_head_kv * hd + 4 * n_head_kv);
+  KvType parsed;
+  EXPECT_TRUE(parse_kv_type("bf16", &parsed));
+  EXPECT_EQ(parsed, KvType::kBF16);
+  EXPECT_FALSE(parse_kv_type("f8", &parsed));
+}
+
+}  // namespace
+}  // namespace edge
