@@ -1,5 +1,6 @@
 #include "core/memory_ledger.h"
 
+#include <malloc.h>
 #include <sys/mman.h>
 
 #include <cctype>
@@ -223,6 +224,24 @@ Expected<int64_t> parse_byte_size(const std::string& text) {
     return Status::invalid_argument("size '" + text + "' is too large");
   }
   return static_cast<int64_t>(std::llround(value));
+}
+
+int64_t heap_in_use_bytes() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const struct mallinfo2 mi = mallinfo2();
+  const int64_t used = static_cast<int64_t>(mi.uordblks + mi.hblkhd);
+  return used > 0 ? used : -1;
+#else
+  return -1;
+#endif
+}
+
+bool release_free_heap() {
+#if defined(__GLIBC__)
+  return malloc_trim(0) != 0;
+#else
+  return false;
+#endif
 }
 
 std::string format_bytes(int64_t bytes) {

@@ -154,6 +154,14 @@ struct TaggedAllocator {
 // empty, unknown suffixes and values that overflow int64.
 Expected<int64_t> parse_byte_size(const std::string& text);
 
+// Bytes the C heap (malloc) has handed out and not got back: mallinfo2 uordblks + hblkhd.
+// -1 where the allocator cannot say (e.g. under a sanitizer's allocator). Used to measure
+// what a library-style object (a tokenizer, parsed metadata) holds: the difference across
+// its construction on one thread.
+int64_t heap_in_use_bytes();
+// Returns freed heap arenas to the OS (malloc_trim), e.g. after load. False if none.
+bool release_free_heap();
+
 // Human-readable byte count: "512 B", "1.50 KiB", "192.0 MiB", "2.00 GiB".
 std::string format_bytes(int64_t bytes);
 

@@ -1,14 +1,17 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "core/log.h"
+#include "core/memory_ledger.h"
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
 #include "formats/llama2c.h"
 #include "model/arch/llama2c_config.h"
+#include "model/model_footprint.h"
 #include "model/packed_weights.h"
 #include "quant/packed.h"
 #include "model/registry.h"
@@ -21,6 +24,8 @@ struct Model::Source {
   std::unique_ptr<Llama2cFile> l2c;
   TensorSet canonical;  // HF tensors renamed to canonical names (views, no copies)
   PreparedTensors prepared;  // GGUF tensors ready for the kernels (repacked ones owned here)
+  // Ledger charges for what the weights and tokenizer hold (released with the model).
+  LedgerCharge mapped_charge, vectors_charge, tokenizer_charge;
 };
 
 const char* model_format_name(ModelFormat f) {
@@ -51,7 +56,55 @@ Expected<ModelWeights> check_and_bind(const ArchFamily& fam, const ModelConfig& 
   return bind_weights(c, tensors, norms_plus_one);
 }
 
+// Bytes of the F32 vectors bind_weights copied out of the file (norms, biases).
+int64_t vector_bytes(const ModelWeights& w) {
+  size_t n = w.output_norm.size();
+  for (const LayerWeights& l : w.layers) {
+    for (const std::vector<float>* v : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
+                                        &l.post_attn_norm, &l.ffn_norm, &l.post_ffn_norm})
+      n += v->size();
+  }
+  return static_cast<int64_t>(n * sizeof(float));
+}
+
+// Heap growth across a construction on this thread (what the new object keeps), or -1
+// when the allocator cannot say.
+class HeapDelta {
+ public:
+  HeapDelta() : before_(heap_in_use_bytes()) {}
+  int64_t bytes() const {
+    const int64_t now = heap_in_use_bytes();
+    return before_ < 0 || now < 0 ? -1 : std::max<int64_t>(0, now - before_);
+  }
+
+ private:
+  int64_t before_;
+};
+
 }  // namespace
+
+// Charges the ledger: repacked buffers charged themselves (kWeights); here the matrices
+// used in place from a mapping (kWeightsMapped, by their bytes: mincore tells how much of
+// them is resident), the F32 vectors (kWeights) and the tokenizer (kTokenizer).
+void Model::charge_ledger(const TensorSet& in_use) {
+  int64_t repacked = 0;
+  for (const auto& b : source_->prepared.owned) repacked += static_cast<int64_t>(b->size());
+  auto in_owned = [&](const uint8_t* p) {
+    for (const auto& b : source_->prepared.owned)
+      if (p >= b->data() && p < b->data() + b->size()) return true;
+    return false;
+  };
+  for (const TensorView& t : in_use.all()) {
+    if (t.shape.size() < 2 || in_owned(t.data)) continue;
+    memory_.weights_mapped += static_cast<int64_t>(t.nbytes);
+    memory_.mapped_ranges.emplace_back(t.data, t.nbytes);
+  }
+  const int64_t vectors = vector_bytes(weights_);
+  memory_.weights_anon = repacked + vectors;
+  source_->mapped_charge.set(MemCategory::kWeightsMapped, memory_.weights_mapped);
+  source_->vectors_charge.set(MemCategory::kWeights, vectors);
+  source_->tokenizer_charge.set(MemCategory::kTokenizer, memory_.tokenizer);
+}
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOptions& o) {
   std::unique_ptr<Model> m(new Model());
@@ -81,13 +134,17 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path, const Load
   m->kernel_table_ = select_kernels();
   m->kernel_table_.packed_int8_activations = m->int8_activations_;
   m->kernels_ = &m->kernel_table_;
+  // Return the heap freed during load (parse buffers, repack scratch) to the OS.
+  release_free_heap();
   log_info("loaded {} ({}): {}", path, model_format_name(m->format_), describe_config(m->config_));
   return m;
 }
 
 Status Model::load_gguf(const LoadOptions& o) {
+  HeapDelta metadata_heap;  // the parsed metadata (token and merge arrays) stays while loaded
   ASSIGN_OR_RETURN(GgufFile f, GgufFile::open(path_, packed_gguf_types()));
   source_->gguf = std::make_unique<GgufFile>(std::move(f));
+  const int64_t metadata_bytes = metadata_heap.bytes();
   const GgufFile& g = *source_->gguf;
   ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
   const ArchFamily* fam = find_family_gguf(arch);
@@ -108,9 +165,18 @@ Status Model::load_gguf(const LoadOptions& o) {
     return Status::invalid_argument("activations must be auto, f32 or int8 (got " + act + ")");
   int8_activations_ = act == "int8";
   if (o.load_tokenizer && g.find("tokenizer.ggml.model")) {
+    HeapDelta tokenizer_heap;
     ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_gguf(g));
     tokenizer_ = std::make_unique<Tokenizer>(std::move(t));
+    const int64_t tok_bytes = tokenizer_heap.bytes();
+    memory_.tokenizer_measured = tok_bytes >= 0 && metadata_bytes >= 0;
+    memory_.tokenizer = memory_.tokenizer_measured ? tok_bytes + metadata_bytes
+                                                   : estimate_loaded_tokenizer(*tokenizer_, true);
+  } else if (metadata_bytes >= 0) {
+    memory_.tokenizer = metadata_bytes;
+    memory_.tokenizer_measured = true;
   }
+  charge_ledger(source_->prepared.tensors);
   return Status();
 }
 
@@ -145,10 +211,15 @@ Status Model::load_hf(const LoadOptions& o) {
   }
   ASSIGN_OR_RETURN(weights_, check_and_bind(*fam, config_, source_->canonical, fam->hf_norms_plus_one));
   if (o.load_tokenizer && !h.tokenizer_json_path.empty()) {
+    HeapDelta tokenizer_heap;
     ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_tokenizer_json(h.tokenizer_json_path,
                                                                  h.tokenizer_config_path));
     tokenizer_ = std::make_unique<Tokenizer>(std::move(t));
+    const int64_t tok_bytes = tokenizer_heap.bytes();
+    memory_.tokenizer_measured = tok_bytes >= 0;
+    memory_.tokenizer = tok_bytes >= 0 ? tok_bytes : estimate_loaded_tokenizer(*tokenizer_, false);
   }
+  charge_ledger(source_->canonical);
   return Status();
 }
 
@@ -160,6 +231,7 @@ Status Model::load_llama2c() {
   source_->l2c = std::make_unique<Llama2cFile>(std::move(f).value());
   config_ = llama_config_from_llama2c(source_->l2c->header());
   ASSIGN_OR_RETURN(weights_, check_and_bind(llama_family(), config_, source_->l2c->tensors(), false));
+  charge_ledger(source_->l2c->tensors());
   return Status();
 }
 

@@ -9,6 +9,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -26,6 +28,16 @@ struct LoadOptions {
   // Activations for packed weights: "auto" (the file's edge.quant.activations; int8 for
   // weights repacked from GGUF block types), "f32" (W4A16) or "int8" (W4A8).
   std::string activations = "auto";
+};
+
+// What a loaded model holds, as charged to the memory ledger (core/memory_ledger.h).
+struct ModelMemory {
+  int64_t weights_anon = 0;     // repacked matrices + F32 copies of vectors (norms, biases)
+  int64_t weights_mapped = 0;   // matrices used in place from the mapped file(s)
+  int64_t tokenizer = 0;        // tokenizer tables (+ GGUF metadata arrays kept open)
+  bool tokenizer_measured = false;  // from the heap counters (else an estimate)
+  // [data, data + bytes) of every mapped weight matrix, for mincore residency.
+  std::vector<std::pair<const uint8_t*, uint64_t>> mapped_ranges;
 };
 
 enum class ModelFormat { kGguf, kHfDir, kLlama2c };
@@ -47,9 +59,11 @@ class Model {
   ThreadPool& pool() const { return *pool_; }
   ModelFormat format() const { return format_; }
   const std::string& path() const { return path_; }
+  const ModelMemory& memory() const { return memory_; }
 
  private:
   struct Source;  // the open file(s) the weight views point into
+  void charge_ledger(const TensorSet& in_use);
   Model();
   Status load_gguf(const LoadOptions& o);
   Status load_hf(const LoadOptions& o);
@@ -66,6 +80,7 @@ class Model {
   const KernelTable* kernels_ = nullptr;
   KernelTable kernel_table_;  // the selected table plus this model's activation mode
   bool int8_activations_ = false;
+  ModelMemory memory_;
 };
 
 }  // namespace edge

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/memory_ledger.h"
 #include "quant/packed.h"
 #include "quant/repack.h"
 
@@ -16,11 +17,14 @@ Expected<std::unique_ptr<AnonymousBuffer>> AnonymousBuffer::allocate(uint64_t by
     return Status::resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for repacked weights");
   b->data_ = static_cast<uint8_t*>(p);
   b->size_ = bytes;
+  ledger_add(MemCategory::kWeights, static_cast<int64_t>(bytes));  // repacked: anonymous
   return b;
 }
 
 AnonymousBuffer::~AnonymousBuffer() {
-  if (data_) munmap(data_, size_);
+  if (!data_) return;
+  munmap(data_, size_);
+  ledger_sub(MemCategory::kWeights, static_cast<int64_t>(size_));
 }
 
 namespace {

@@ -1,0 +1,191 @@
+#include "model/model_footprint.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "formats/gguf.h"
+#include "formats/hf_config.h"
+#include "formats/llama2c.h"
+#include "model/arch/llama2c_config.h"
+#include "model/registry.h"
+#include "quant/packed.h"
+#include "quant/repack.h"
+
+namespace edge {
+namespace {
+
+// One tensor as the loader will hold it: matrices of GGUF block types are repacked into
+// anonymous memory (packed layout size), our packed types and plain matrices stay mapped,
+// 1-D tensors (norms, biases) are converted to F32 vectors (anonymous).
+TensorFootprint footprint_of(const TensorView& t, bool gguf) {
+  TensorFootprint f;
+  f.name = t.name;
+  f.dtype = t.dtype;
+  f.shape = t.shape;
+  f.file_bytes = t.nbytes;
+  PackedFormat pf;
+  if (t.shape.size() <= 1) {
+    f.anon_bytes = static_cast<uint64_t>(t.numel()) * sizeof(float);
+  } else if (gguf && packed_format_of(t.dtype, &pf) && t.shape.size() == 2) {
+    f.mapped_bytes = static_cast<uint64_t>(pf.matrix_bytes(t.shape[0], t.shape[1]));
+  } else if (gguf && is_repackable(t.dtype) && t.shape.size() == 2) {
+    auto rf = repack_format(t.dtype);
+    f.anon_bytes = rf ? static_cast<uint64_t>(rf->matrix_bytes(t.shape[0], t.shape[1])) : t.nbytes;
+  } else {
+    f.mapped_bytes = t.nbytes;
+  }
+  return f;
+}
+
+void add_tensor(ModelFootprint& m, TensorFootprint f) {
+  m.weights_anon += f.anon_bytes;
+  m.weights_mapped += f.mapped_bytes;
+  if (f.anon_bytes > 0 && f.shape.size() == 2) m.repacked_tensors++;
+  m.tensors.push_back(std::move(f));
+}
+
+uint64_t file_size_or_zero(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<uint64_t>(n);
+}
+
+Status read_gguf(const std::string& path, ModelFootprint& m) {
+  ASSIGN_OR_RETURN(GgufFile g, GgufFile::open(path, packed_gguf_types()));
+  ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
+  const ArchFamily* fam = find_family_gguf(arch);
+  if (!fam)
+    return Status::unsupported("unsupported architecture '" + arch + "' (known: " + known_architectures() + ")");
+  ASSIGN_OR_RETURN(m.config, fam->from_gguf(g, arch));
+  for (const TensorView& t : g.tensors().all()) add_tensor(m, footprint_of(t, true));
+  m.file_bytes = g.mapped().size();
+  if (g.find("tokenizer.ggml.model")) {
+    int64_t tok_heap = 0, merge_heap = 0;
+    if (const GgufValue* v = g.find("tokenizer.ggml.tokens")) {
+      tok_heap = string_vector_heap_bytes(v->strings);
+      m.n_vocab_strings = static_cast<int64_t>(v->strings.size());
+    }
+    if (const GgufValue* v = g.find("tokenizer.ggml.merges")) {
+      merge_heap = string_vector_heap_bytes(v->strings);
+      m.n_merges = static_cast<int64_t>(v->strings.size());
+    }
+    m.tokenizer_bytes = estimate_tokenizer_bytes(tok_heap, m.n_vocab_strings, merge_heap, m.n_merges, true);
+  }
+  return Status();
+}
+
+// tokenizer.json: counts and string bytes of model.vocab and model.merges.
+void estimate_hf_tokenizer(const std::string& tokenizer_json, ModelFootprint& m) {
+  auto j = read_json_file(tokenizer_json);
+  if (!j || !j->is_object() || !j->contains("model") || !(*j)["model"].is_object()) return;
+  const nlohmann::json& model = (*j)["model"];
+  std::vector<std::string> tokens, merges;
+  if (model.contains("vocab") && model["vocab"].is_object()) {
+    for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) tokens.push_back(it.key());
+  } else if (model.contains("vocab") && model["vocab"].is_array()) {  // Unigram: [piece, score]
+    for (const auto& e : model["vocab"]) {
+      if (e.is_array() && !e.empty() && e[0].is_string()) tokens.push_back(e[0].get<std::string>());
+    }
+  }
+  if (model.contains("merges") && model["merges"].is_array()) {
+    for (const auto& e : model["merges"]) {
+      // "a b" or ["a", "b"]: about the same bytes once joined.
+      if (e.is_string()) merges.push_back(e.get<std::string>());
+      else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string())
+        merges.push_back(e[0].get<std::string>() + " " + e[1].get<std::string>());
+    }
+  }
+  m.n_vocab_strings = static_cast<int64_t>(tokens.size());
+  m.n_merges = static_cast<int64_t>(merges.size());
+  m.tokenizer_bytes = estimate_tokenizer_bytes(string_vector_heap_bytes(tokens), m.n_vocab_strings,
+                                               string_vector_heap_bytes(merges), m.n_merges, false);
+}
+
+Status read_hf(const std::string& path, ModelFootprint& m) {
+  ASSIGN_OR_RETURN(HfModelDir h, HfModelDir::open(path));
+  try {  // config.json is outside input: a field of the wrong type must not throw out
+    const nlohmann::json& cfg = h.config.contains("text_config") && h.config["text_config"].is_object()
+                                    ? h.config["text_config"]
+                                    : h.config;
+    const std::string type = cfg.value("model_type", h.config.value("model_type", std::string()));
+    const ArchFamily* fam = find_family_hf(type);
+    if (!fam) return Status::unsupported("unsupported architecture '" + type + "'");
+    ASSIGN_OR_RETURN(m.config, fam->from_hf(cfg));
+    for (const TensorView& t : h.weights.tensors().all()) {
+      if (fam->hf_tensor_name(t.name).empty()) continue;  // not used by the forward pass
+      add_tensor(m, footprint_of(t, false));
+      m.file_bytes += t.nbytes;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status::invalid_format(std::string("config.json: ") + e.what());
+  }
+  if (!h.tokenizer_json_path.empty()) estimate_hf_tokenizer(h.tokenizer_json_path, m);
+  return Status();
+}
+
+Status read_llama2c(const std::string& path, ModelFootprint& m) {
+  ASSIGN_OR_RETURN(Llama2cFile f, Llama2cFile::open(path));
+  m.config = llama_config_from_llama2c(f.header());
+  for (const TensorView& t : f.tensors().all()) add_tensor(m, footprint_of(t, false));
+  m.file_bytes = file_size_or_zero(path);
+  return Status();
+}
+
+bool has_gguf_magic(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {};
+  return f.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+}  // namespace
+
+int64_t string_vector_heap_bytes(const std::vector<std::string>& v) {
+  int64_t sum = static_cast<int64_t>(v.capacity() * sizeof(std::string));
+  for (const std::string& s : v) {
+    if (s.size() > 15) sum += static_cast<int64_t>((s.size() + 1 + 8 + 15) / 16 * 16);
+  }
+  return sum;
+}
+
+int64_t estimate_tokenizer_bytes(int64_t token_string_heap, int64_t n_tokens,
+                                 int64_t merge_string_heap, int64_t n_merges, bool metadata_copy) {
+  // Vocab: tokens (strings), scores + types (8 B/token), token_to_id (a 48-byte node plus
+  // its own key string and an 8-byte bucket per token). Encoder: a rank table per merge
+  // (about a 48-byte hash node and bucket) plus its copy of the merge strings.
+  const int64_t vocab = 2 * token_string_heap + n_tokens * (8 + 48 + 8);
+  const int64_t merges = merge_string_heap + n_merges * (48 + 8);
+  const int64_t metadata = metadata_copy ? token_string_heap + merge_string_heap + n_tokens * 12 : 0;
+  return vocab + merges + metadata;
+}
+
+int64_t estimate_loaded_tokenizer(const Tokenizer& t, bool metadata_copy) {
+  const Vocab& v = t.vocab();
+  return estimate_tokenizer_bytes(string_vector_heap_bytes(v.tokens), v.n_tokens(),
+                                  string_vector_heap_bytes(v.merges),
+                                  static_cast<int64_t>(v.merges.size()), metadata_copy);
+}
+
+Expected<ModelFootprint> read_model_footprint(const std::string& path) {
+  ModelFootprint m;
+  m.path = path;
+  std::error_code ec;
+  Status st;
+  if (std::filesystem::is_directory(path, ec)) {
+    m.format = "hf";
+    st = read_hf(path, m);
+  } else if (!std::filesystem::exists(path, ec)) {
+    return Status::not_found(path + ": no such file or directory");
+  } else if (has_gguf_magic(path)) {
+    m.format = "gguf";
+    st = read_gguf(path, m);
+  } else {
+    m.format = "llama2c";
+    st = read_llama2c(path, m);
+  }
+  if (!st.ok()) return st.with_context("reading " + path);
+  RETURN_IF_ERROR(validate_config(m.config).with_context(path));
+  return m;
+}
+
+}  // namespace edge

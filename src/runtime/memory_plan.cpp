@@ -1,0 +1,278 @@
+#include "runtime/memory_plan.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace edge {
+namespace {
+
+constexpr int64_t kKvBlockTokens = 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// "MemAvailable:  123456 kB" from /proc/meminfo, in bytes; -1 if absent.
+int64_t read_mem_available() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb) {
+    std::getline(f, unit);
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return -1;
+}
+
+// A number from a cgroup file; -1 for "max", a missing file or garbage.
+int64_t read_cgroup_value(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  if (!(f >> s) || s == "max") return -1;
+  try {
+    return std::stoll(s);
+  } catch (...) {
+    return -1;
+  }
+}
+
+// cgroup v2: the smallest memory.max - memory.current over this process's cgroup and its
+// ancestors (a parent's limit binds its children too). -1 when no limit is set.
+int64_t read_cgroup_room() {
+  std::ifstream f("/proc/self/cgroup");
+  std::string line, rel;
+  while (std::getline(f, line)) {
+    if (line.rfind("0::", 0) == 0) rel = line.substr(3);
+  }
+  if (rel.empty()) return -1;
+  int64_t room = -1;
+  std::string dir = "/sys/fs/cgroup" + (rel == "/" ? std::string() : rel);
+  while (dir.size() >= std::string("/sys/fs/cgroup").size()) {
+    const int64_t max = read_cgroup_value(dir + "/memory.max");
+    const int64_t cur = read_cgroup_value(dir + "/memory.current");
+    if (max >= 0 && cur >= 0) {
+      const int64_t r = std::max<int64_t>(0, max - cur);
+      room = room < 0 ? r : std::min(room, r);
+    }
+    const size_t slash = dir.rfind('/');
+    if (slash == std::string::npos || dir == "/sys/fs/cgroup") break;
+    dir = dir.substr(0, slash);
+  }
+  return room;
+}
+
+int64_t kv_row_bytes_for(const ModelConfig& c, KvType t) {
+  return kv_row_bytes(t, c.n_head_kv, c.head_dim);
+}
+
+std::string fmt_pct(int64_t part, int64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%5.1f%%", whole > 0 ? 100.0 * part / whole : 0.0);
+  return buf;
+}
+
+// The refusal text: total, what may be used, the largest category and by how much.
+std::string refusal_text(const MemoryPlan& p) {
+  const MemCategory big = p.largest();
+  const int64_t over = p.total() - p.limit.bytes;
+  const int64_t room_for_big = p.limit.bytes - (p.total() - p.of(big));
+  std::ostringstream s;
+  s << "memory plan refused: needs " << format_bytes(p.total()) << " (ctx " << p.ctx << ", "
+    << p.max_seqs << " sequence" << (p.max_seqs > 1 ? "s" : "") << ") but this process may use "
+    << format_bytes(p.limit.bytes) << " (" << p.limit.source << "); over by " << format_bytes(over)
+    << ". Largest category: " << mem_category_name(big) << " " << format_bytes(p.of(big))
+    << ", over the " << format_bytes(std::max<int64_t>(room_for_big, 0))
+    << " left for it by " << format_bytes(over) << ".";
+  if (big == MemCategory::kKv) s << " Try a smaller --ctx, --ctx auto, --kv-type q8 or fewer --max-seqs.";
+  return s.str();
+}
+
+}  // namespace
+
+MemoryLimit read_memory_limit(int64_t flag_limit) {
+  MemoryLimit l;
+  l.mem_available = read_mem_available();
+  l.cgroup_room = read_cgroup_room();
+  l.flag = flag_limit > 0 ? flag_limit : -1;
+  l.bytes = -1;
+  auto consider = [&](int64_t v, const char* name) {
+    if (v >= 0 && (l.bytes < 0 || v < l.bytes)) {
+      l.bytes = v;
+      l.source = name;
+    }
+  };
+  consider(l.mem_available, "MemAvailable");
+  consider(l.cgroup_room, "cgroup memory.max - memory.current");
+  consider(l.flag, "--memory-limit");
+  if (l.bytes < 0) {
+    l.bytes = INT64_MAX;
+    l.source = "unknown (no limit found)";
+  }
+  return l;
+}
+
+int64_t plan_kv_bytes(const ModelConfig& c, KvType t, int64_t ctx, int64_t max_seqs,
+                      int64_t max_batched_tokens) {
+  const int64_t block_layer_bytes = 2 * kKvBlockTokens * kv_row_bytes_for(c, t);
+  const int64_t global_blocks = ceil_div(ctx, kKvBlockTokens);
+  int64_t blocks = 0;  // per sequence, summed over layers
+  for (const LayerConfig& l : c.layers) {
+    if (l.sliding && l.window > 0) {
+      blocks += std::min(global_blocks, ceil_div(l.window + max_batched_tokens, kKvBlockTokens) + 1);
+    } else {
+      blocks += global_blocks;
+    }
+  }
+  return blocks * block_layer_bytes * max_seqs;
+}
+
+int64_t plan_scratch_bytes(const ModelConfig& c, int64_t max_batched_tokens, int64_t max_seqs) {
+  const int64_t per_token = 4LL * c.n_embd + 2LL * c.q_dim() + 2LL * c.kv_dim() + 3LL * c.n_ff;
+  return max_batched_tokens * per_token * 4 + max_seqs * static_cast<int64_t>(c.n_vocab) * 4;
+}
+
+int64_t plan_runtime_bytes(int n_threads) {
+  if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Measured on this build (edge-infer memory on small models, where everything else is
+  // tiny): about 6 MiB of anonymous memory before any model (libstdc++, relocations,
+  // CLI state, heap slack) plus the touched part of each worker's stack and its arena.
+  return (8LL << 20) + n_threads * (256LL << 10);
+}
+
+int64_t MemoryPlan::total() const {
+  int64_t t = 0;
+  for (int64_t b : bytes) t += b;
+  return t;
+}
+
+int64_t MemoryPlan::anon_total() const { return total() - of(MemCategory::kWeightsMapped); }
+
+MemCategory MemoryPlan::largest() const {
+  int best = 0;
+  for (int i = 1; i < kMemCategoryCount; ++i)
+    if (bytes[i] > bytes[best]) best = i;
+  return static_cast<MemCategory>(best);
+}
+
+Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions& o,
+                                      const MemoryLimit& limit) {
+  if (o.ctx < 1) return Status::invalid_argument("--ctx must be at least 1 (got " + std::to_string(o.ctx) + ")");
+  if (o.max_seqs < 1) return Status::invalid_argument("--max-seqs must be at least 1");
+  if (o.max_batched_tokens < 1) return Status::invalid_argument("--max-batched-tokens must be at least 1");
+  const ModelConfig& c = m.config;
+  MemoryPlan p;
+  p.model_path = m.path;
+  p.format = m.format;
+  p.arch = c.arch;
+  p.n_layer = c.n_layer;
+  p.n_sliding_layers = c.n_sliding_layers();
+  p.ctx = o.ctx;
+  p.model_max_ctx = c.max_ctx;
+  p.kv_type = o.kv_type;
+  p.max_seqs = o.max_seqs;
+  p.max_batched_tokens = std::min(o.max_batched_tokens, o.ctx * o.max_seqs);
+  p.limit = limit;
+  auto set = [&](MemCategory cat, int64_t v) { p.bytes[static_cast<int>(cat)] = v; };
+  set(MemCategory::kWeights, static_cast<int64_t>(m.weights_anon));
+  set(MemCategory::kWeightsMapped, static_cast<int64_t>(m.weights_mapped));
+  p.kv_needed_per_seq = plan_kv_bytes(c, o.kv_type, o.ctx, 1, p.max_batched_tokens);
+  int64_t budget = o.kv_budget_bytes;
+  if (o.kv_budget_tokens > 0)
+    budget = plan_kv_bytes(c, o.kv_type, o.kv_budget_tokens, 1, p.max_batched_tokens);
+  if (budget > 0) {
+    p.kv_from_budget = true;
+    set(MemCategory::kKv, budget);
+  } else {
+    set(MemCategory::kKv, plan_kv_bytes(c, o.kv_type, o.ctx, o.max_seqs, p.max_batched_tokens));
+  }
+  set(MemCategory::kScratch, plan_scratch_bytes(c, p.max_batched_tokens, o.max_seqs));
+  set(MemCategory::kRope, 0);  // RoPE is computed on the fly (no tables)
+  set(MemCategory::kTokenizer, m.tokenizer_bytes);
+  set(MemCategory::kRuntime, plan_runtime_bytes(o.n_threads));
+  if (p.kv_from_budget && budget < p.kv_needed_per_seq) {
+    p.refusal = "KV budget " + format_bytes(budget) + " is smaller than one request needs: " +
+                format_bytes(p.kv_needed_per_seq) + " for a context of " + std::to_string(o.ctx) +
+                " (" + kv_type_name(o.kv_type) + "); short by " + format_bytes(p.kv_needed_per_seq - budget) + ".";
+    return p;
+  }
+  p.admitted = p.total() <= limit.bytes;
+  if (!p.admitted) p.refusal = refusal_text(p);
+  return p;
+}
+
+Expected<MemoryPlan> plan_memory(const ModelFootprint& m, const PlanOptions& o, const MemoryLimit& limit) {
+  if (!o.ctx_auto) return make_memory_plan(m, o, limit);
+  PlanOptions q = o;
+  int64_t lo = 16;
+  const int64_t hi_bound = m.config.max_ctx > 0 ? m.config.max_ctx : 131072;
+  q.ctx = lo;
+  ASSIGN_OR_RETURN(MemoryPlan best, make_memory_plan(m, q, limit));
+  best.ctx_auto = true;
+  if (!best.admitted) return best;  // not even the smallest context fits
+  int64_t hi = std::max(lo, hi_bound);
+  // Invariant: lo fits; search the largest fitting ctx in (lo, hi].
+  while (lo < hi) {
+    q.ctx = lo + (hi - lo + 1) / 2;
+    ASSIGN_OR_RETURN(MemoryPlan p, make_memory_plan(m, q, limit));
+    if (p.admitted) {
+      lo = q.ctx;
+      best = std::move(p);
+      best.ctx_auto = true;
+    } else {
+      hi = q.ctx - 1;
+    }
+  }
+  return best;
+}
+
+Status admission_status(const MemoryPlan& plan) {
+  if (plan.admitted) return Status();
+  return Status::resource_exhausted(plan.refusal);
+}
+
+nlohmann::json MemoryPlan::to_json() const {
+  nlohmann::json cats = nlohmann::json::object();
+  for (int i = 0; i < kMemCategoryCount; ++i) cats[mem_category_name(static_cast<MemCategory>(i))] = bytes[i];
+  nlohmann::json j = {
+      {"model", model_path}, {"format", format}, {"arch", arch}, {"n_layer", n_layer},
+      {"n_sliding_layers", n_sliding_layers}, {"ctx", ctx}, {"ctx_auto", ctx_auto},
+      {"model_max_ctx", model_max_ctx}, {"kv_type", kv_type_name(kv_type)}, {"max_seqs", max_seqs},
+      {"max_batched_tokens", max_batched_tokens}, {"kv_from_budget", kv_from_budget},
+      {"kv_needed_per_seq", kv_needed_per_seq}, {"bytes", cats}, {"total", total()},
+      {"anon_total", anon_total()}, {"largest", mem_category_name(largest())},
+      {"limit", {{"bytes", limit.bytes}, {"source", limit.source}, {"mem_available", limit.mem_available},
+                 {"cgroup_room", limit.cgroup_room}, {"memory_limit_flag", limit.flag}}},
+      {"admitted", admitted}};
+  if (!admitted) j["refusal"] = refusal;
+  return j;
+}
+
+std::string MemoryPlan::table() const {
+  std::ostringstream s;
+  s << "model   " << model_path << " (" << format << ", " << arch << ", " << n_layer << " layers, "
+    << n_sliding_layers << " sliding)\n";
+  s << "config  ctx " << ctx << (ctx_auto ? " (auto)" : "") << ", max_seqs " << max_seqs << ", kv "
+    << kv_type_name(kv_type) << (kv_from_budget ? " (budget)" : "") << ", max_batched_tokens "
+    << max_batched_tokens << "\n";
+  char line[160];
+  for (int i = 0; i < kMemCategoryCount; ++i) {
+    const auto c = static_cast<MemCategory>(i);
+    if (c == MemCategory::kOther && bytes[i] == 0) continue;
+    std::snprintf(line, sizeof(line), "  %-15s %12s  %s\n", mem_category_name(c), format_bytes(bytes[i]).c_str(),
+                  fmt_pct(bytes[i], total()).c_str());
+    s << line;
+  }
+  std::snprintf(line, sizeof(line), "  %-15s %12s  (anonymous %s)\n", "total", format_bytes(total()).c_str(),
+                format_bytes(anon_total()).c_str());
+  s << line;
+  s << "may use " << (limit.bytes == INT64_MAX ? std::string("unlimited") : format_bytes(limit.bytes)) << " ("
+    << limit.source << ")\n";
+  s << (admitted ? "admitted" : "REFUSED: " + refusal) << "\n";
+  return s.str();
+}
+
+}  // namespace edge

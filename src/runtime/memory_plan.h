@@ -1,0 +1,96 @@
+// The memory plan: what a model served with a given configuration will hold, per ledger
+// category, computed from the file's metadata before any weight is read, and whether it
+// fits the memory this process may use (MemAvailable, the cgroup v2 limit, a
+// --memory-limit). A plan that does not fit is refused with the numbers, naming the
+// largest category; `--ctx auto` searches the largest context that fits.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "core/memory_ledger.h"
+#include "core/status.h"
+#include "kernels/api.h"
+#include "model/config.h"
+#include "model/model_footprint.h"
+
+namespace edge {
+
+struct PlanOptions {
+  int64_t ctx = 4096;               // positions per sequence (ignored when ctx_auto)
+  bool ctx_auto = false;            // largest context that fits
+  int64_t kv_budget_bytes = 0;      // exact KV budget; 0 = sized from ctx * max_seqs
+  int64_t kv_budget_tokens = 0;     // budget as tokens per sequence (alternative to bytes)
+  KvType kv_type = KvType::kF16;
+  int64_t max_seqs = 1;
+  int64_t max_batched_tokens = 512; // activations are sized to this many tokens per step
+  int64_t memory_limit = 0;         // --memory-limit bytes; 0 = none
+  int n_threads = 0;                // 0: all allowed cores (runtime estimate)
+};
+
+// The memory this process may use: the smallest of MemAvailable, the cgroup v2 room
+// (memory.max - memory.current) and the --memory-limit flag. -1 = not known / no limit.
+struct MemoryLimit {
+  int64_t bytes = 0;
+  std::string source;               // "MemAvailable", "cgroup", "--memory-limit"
+  int64_t mem_available = -1;
+  int64_t cgroup_room = -1;
+  int64_t flag = -1;
+};
+MemoryLimit read_memory_limit(int64_t flag_limit);
+
+// KV bytes for the plan: paged in blocks of 16 tokens; per block per layer 2 (K, V) *
+// 16 * row_bytes; global layers need ceil(ctx / 16) blocks per sequence, sliding layers
+// min(that, ceil((window + max_batched_tokens) / 16) + 1); times max_seqs.
+int64_t plan_kv_bytes(const ModelConfig& c, KvType t, int64_t ctx, int64_t max_seqs,
+                      int64_t max_batched_tokens);
+// Activations for max_batched_tokens tokens per step plus logits for max_seqs rows:
+// tokens * (4*n_embd + 2*q_dim + 2*kv_dim + 3*n_ff) * 4 + max_seqs * n_vocab * 4.
+int64_t plan_scratch_bytes(const ModelConfig& c, int64_t max_batched_tokens, int64_t max_seqs);
+// Process overhead nobody allocates on purpose: code and data of the binary and its
+// libraries that are anonymous (relocations, .bss), thread stacks, allocator slack.
+int64_t plan_runtime_bytes(int n_threads);
+
+struct MemoryPlan {
+  std::string model_path;
+  std::string format;
+  std::string arch;
+  int32_t n_layer = 0;
+  int32_t n_sliding_layers = 0;
+  int64_t ctx = 0;
+  int64_t model_max_ctx = 0;
+  bool ctx_auto = false;
+  KvType kv_type = KvType::kF16;
+  int64_t max_seqs = 1;
+  int64_t max_batched_tokens = 0;
+  bool kv_from_budget = false;
+  int64_t kv_needed_per_seq = 0;    // bytes one sequence of ctx positions needs
+  std::array<int64_t, kMemCategoryCount> bytes{};  // per MemCategory
+  MemoryLimit limit;
+  bool admitted = false;
+  std::string refusal;              // why, with the numbers (empty when admitted)
+
+  int64_t of(MemCategory c) const { return bytes[static_cast<int>(c)]; }
+  int64_t total() const;
+  int64_t anon_total() const;       // everything but the mapped weights
+  MemCategory largest() const;
+  nlohmann::json to_json() const;
+  std::string table() const;        // human-readable, one category per line
+};
+
+// Computes the plan for a fixed context and decides admission. Errors (not refusals):
+// a bad option (ctx < 1, max_seqs < 1, ...).
+Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions& o,
+                                      const MemoryLimit& limit);
+// ctx_auto: the largest context in [16, model's advertised context (or 131072)] whose plan
+// is admitted (binary search); the smallest's refused plan when none fits. Without
+// ctx_auto, make_memory_plan.
+Expected<MemoryPlan> plan_memory(const ModelFootprint& m, const PlanOptions& o,
+                                 const MemoryLimit& limit);
+// OK when admitted, else resource_exhausted carrying plan.refusal.
+Status admission_status(const MemoryPlan& plan);
+
+}  // namespace edge
