@@ -1,0 +1,294 @@
+#include "server/openai_request.h"
+
+#include <random>
+
+#include "server/request_fields.h"
+
+namespace edge::server {
+namespace {
+
+using nlohmann::json;
+
+// model, n, max_tokens, stop, seed, stream, stream_options and the sampling knobs.
+void read_common(RequestFields& f, const ServingLimits& limits, CommonRequest& out) {
+  std::optional<std::string> model;
+  f.string("model", model);
+  if (model && !limits.model_name.empty() && *model != limits.model_name) {
+    ApiError e = ApiError::bad_request("the model '" + *model + "' does not exist (this server serves '" +
+                                           limits.model_name + "')",
+                                       "model", "model_not_found");
+    e.http_status = 404;
+    f.fail(e);
+  }
+  f.boolean("stream", out.stream);
+  const json& so = f.object("stream_options");
+  if (so.is_object()) {
+    RequestFields sf(so);
+    sf.boolean("include_usage", out.include_usage);
+    if (sf.error()) f.fail(*sf.error());
+  }
+  std::optional<int64_t> n, max_tokens, max_completion, seed, top_k;
+  f.integer("n", 1, limits.max_n, n);
+  if (n) out.n = static_cast<int32_t>(*n);
+  f.integer("max_tokens", 1, limits.max_model_len, max_tokens);
+  f.integer("max_completion_tokens", 1, limits.max_model_len, max_completion);
+  out.max_tokens = max_completion ? max_completion : max_tokens;
+  f.integer("seed", INT64_MIN, INT64_MAX, seed);
+  if (seed) out.seed = static_cast<uint64_t>(*seed);
+  f.string_or_list("stop", static_cast<size_t>(limits.max_stops), out.params.stop);
+  f.boolean("ignore_eos", out.params.ignore_eos);
+
+  // OpenAI defaults: temperature 1 and no truncation of the distribution.
+  SamplingParams& s = out.params.sampling;
+  s = SamplingParams{};
+  s.temperature = 1.f;
+  s.top_k = 0;
+  s.top_p = 1.f;
+  s.min_p = 0.f;
+  std::optional<double> temperature, top_p, min_p, presence, frequency, repetition;
+  f.number("temperature", 0, 2, temperature);
+  f.number("top_p", 0, 1, top_p);
+  f.integer("top_k", -1, INT32_MAX, top_k);
+  f.number("min_p", 0, 1, min_p);
+  f.number("presence_penalty", -2, 2, presence);
+  f.number("frequency_penalty", -2, 2, frequency);
+  f.number("repetition_penalty", 0, 10, repetition);
+  if (temperature) s.temperature = static_cast<float>(*temperature);
+  if (top_p) s.top_p = static_cast<float>(*top_p);
+  if (top_k) s.top_k = static_cast<int32_t>(*top_k);
+  if (min_p) s.min_p = static_cast<float>(*min_p);
+  if (presence) s.presence_penalty = static_cast<float>(*presence);
+  if (frequency) s.frequency_penalty = static_cast<float>(*frequency);
+  if (repetition) s.repeat_penalty = static_cast<float>(*repetition);
+  if (top_p && *top_p <= 0) f.fail(ApiError::bad_request("'top_p' must be greater than 0", "top_p", "out_of_range"));
+  if (repetition && *repetition <= 0)
+    f.fail(ApiError::bad_request("'repetition_penalty' must be greater than 0", "repetition_penalty",
+                                 "out_of_range"));
+
+  // Features we do not implement are refused rather than silently ignored.
+  const json& bias = f.object("logit_bias");
+  if (bias.is_object() && !bias.empty())
+    f.fail(ApiError::bad_request("'logit_bias' is not supported", "logit_bias", "unsupported"));
+  const json& fmt = f.object("response_format");
+  if (fmt.is_object() && fmt.value("type", std::string("text")) != "text")
+    f.fail(ApiError::bad_request("'response_format' other than text is not supported", "response_format",
+                                 "unsupported"));
+  if (!f.error()) {
+    Status st = s.validate();
+    if (!st.ok()) f.fail(ApiError::bad_request(st.message(), "", "invalid_sampling"));
+  }
+}
+
+// Content as the chat template expects it: a string (text parts joined) or null.
+std::optional<ApiError> normalize_content(json& msg, size_t i) {
+  const std::string param = "messages[" + std::to_string(i) + "].content";
+  if (!msg.contains("content") || msg["content"].is_null() || msg["content"].is_string()) return std::nullopt;
+  if (!msg["content"].is_array())
+    return ApiError::bad_request("'" + param + "' must be a string or a list of content parts", param, "invalid_type");
+  std::string text;
+  for (const auto& part : msg["content"]) {
+    if (!part.is_object() || part.value("type", std::string()) != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      return ApiError::bad_request("'" + param + "': only text content parts are supported", param, "unsupported");
+    text += part["text"].get<std::string>();
+  }
+  msg["content"] = text;
+  return std::nullopt;
+}
+
+// Assistant tool calls: arguments arrive as JSON text; templates iterate them as objects.
+std::optional<ApiError> normalize_tool_calls(json& msg, size_t i) {
+  if (!msg.contains("tool_calls") || msg["tool_calls"].is_null()) return std::nullopt;
+  const std::string param = "messages[" + std::to_string(i) + "].tool_calls";
+  if (!msg["tool_calls"].is_array())
+    return ApiError::bad_request("'" + param + "' must be an array", param, "invalid_type");
+  for (auto& call : msg["tool_calls"]) {
+    if (!call.is_object() || !call.contains("function") || !call["function"].is_object() ||
+        !call["function"].contains("name") || !call["function"]["name"].is_string())
+      return ApiError::bad_request("'" + param + "': each call needs function.name", param, "invalid_type");
+    json& fn = call["function"];
+    if (fn.contains("arguments") && fn["arguments"].is_string()) {
+      json parsed = json::parse(fn["arguments"].get<std::string>(), nullptr, false);
+      if (parsed.is_object()) fn["arguments"] = std::move(parsed);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> normalize_messages(const json& in, json& out) {
+  if (!in.is_array() || in.empty())
+    return ApiError::bad_request("'messages' must be a non-empty array", "messages",
+                                 in.is_array() ? "empty_messages" : "invalid_type");
+  out = in;
+  for (size_t i = 0; i < out.size(); ++i) {
+    json& m = out[i];
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      return ApiError::bad_request("'" + param + "' must be an object with a string 'role'", param, "invalid_type");
+    const std::string role = m["role"].get<std::string>();
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
+      return ApiError::bad_request("'" + param + ".role' is not one of system, developer, user, assistant, tool",
+                                   param + ".role", "invalid_value");
+    if (auto e = normalize_content(m, i)) return e;
+    if (auto e = normalize_tool_calls(m, i)) return e;
+    if (!m.contains("content")) m["content"] = role == "assistant" ? json(nullptr) : json("");
+  }
+  return std::nullopt;
+}
+
+bool tool_named(const json& tools, const std::string& name) {
+  for (const auto& t : tools)
+    if (t["function"]["name"] == name) return true;
+  return false;
+}
+
+// tools + tool_choice: which tools the template sees and whether output is parsed for
+// calls. "required" and a named choice cannot be enforced without constrained decoding;
+// they are accepted and the output is parsed as with "auto".
+void read_tools(RequestFields& f, const json& body, ChatRequest& out) {
+  const json& tools = f.array("tools");
+  if (tools.is_array()) {
+    for (const auto& t : tools)
+      if (!t.is_object() || t.value("type", std::string("function")) != "function" || !t.contains("function") ||
+          !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string())
+        return f.fail(ApiError::bad_request("each of 'tools' must be {type: function, function: {name, ...}}",
+                                            "tools", "invalid_type"));
+  }
+  const bool have_tools = tools.is_array() && !tools.empty();
+  bool none = false;
+  auto it = body.find("tool_choice");
+  if (it != body.end() && !it->is_null()) {
+    const json& tc = *it;
+    if (tc.is_string()) {
+      const std::string c = tc.get<std::string>();
+      if (c != "none" && c != "auto" && c != "required")
+        return f.fail(ApiError::bad_request("'tool_choice' must be none, auto, required or a function",
+                                            "tool_choice", "invalid_value"));
+      none = c == "none";
+      if (c == "required" && !have_tools)
+        return f.fail(ApiError::bad_request("'tool_choice' is required but no tools were given", "tool_choice",
+                                            "invalid_value"));
+    } else if (tc.is_object() && tc.contains("function") && tc["function"].is_object() &&
+               tc["function"].contains("name") && tc["function"]["name"].is_string()) {
+      if (!have_tools || !tool_named(tools, tc["function"]["name"].get<std::string>()))
+        return f.fail(ApiError::bad_request("'tool_choice' names a function that is not in 'tools'",
+                                            "tool_choice", "invalid_value"));
+    } else {
+      return f.fail(ApiError::bad_request("'tool_choice' must be none, auto, required or a function",
+                                          "tool_choice", "invalid_type"));
+    }
+  }
+  if (!have_tools || none) return;
+  out.tools = tools;
+  out.parse_tool_calls = true;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_json_object(const std::string& body, json& out) {
+  out = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (out.is_discarded())
+    return ApiError::bad_request("the request body is not valid JSON", "", "invalid_json");
+  if (!out.is_object()) return ApiError::bad_request("the request body must be a JSON object", "", "invalid_json");
+  return std::nullopt;
+}
+
+}  // namespace edge::server
+
+namespace edge::server {
+
+std::optional<ApiError> parse_chat_request(const json& body, const ServingLimits& limits, ChatRequest& out) {
+  RequestFields f(body);
+  read_common(f, limits, out.common);
+  if (f.error()) return f.error();
+  if (auto e = normalize_messages(body.contains("messages") ? body["messages"] : json(nullptr), out.messages))
+    return e;
+  read_tools(f, body, out);
+  const json& kwargs = f.object("chat_template_kwargs");
+  if (kwargs.is_object()) out.template_kwargs = kwargs;
+  f.boolean("logprobs", out.logprobs);
+  std::optional<int64_t> top;
+  f.integer("top_logprobs", 0, limits.max_logprobs, top);
+  if (f.error()) return f.error();
+  if (top && !out.logprobs)
+    return ApiError::bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+  out.common.params.logprobs = out.logprobs ? static_cast<int32_t>(top.value_or(0)) : -1;
+  return std::nullopt;
+}
+
+namespace {
+
+// prompt: a string, a list of token ids, or a one-item list of either.
+std::optional<ApiError> read_prompt(const json& body, CompletionRequest& out) {
+  auto bad = [](std::string m, const char* code) { return ApiError::bad_request(std::move(m), "prompt", code); };
+  if (!body.contains("prompt") || body["prompt"].is_null()) return bad("'prompt' is required", "missing");
+  json p = body["prompt"];
+  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = p[0];
+  if (p.is_string()) {
+    out.prompt_text = p.get<std::string>();
+    if (out.prompt_text.empty()) return bad("'prompt' is empty", "empty_prompt");
+    return std::nullopt;
+  }
+  if (!p.is_array()) return bad("'prompt' must be a string or a list of token ids", "invalid_type");
+  if (p.empty()) return bad("'prompt' is empty", "empty_prompt");
+  for (const auto& id : p) {
+    if (id.is_string()) return bad("only one prompt per request is supported", "unsupported");
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+      return bad("'prompt' token ids must be non-negative integers", "invalid_type");
+    out.prompt_ids.push_back(id.get<int32_t>());
+  }
+  out.prompt_is_ids = true;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_completion_request(const json& body, const ServingLimits& limits,
+                                                 CompletionRequest& out) {
+  RequestFields f(body);
+  read_common(f, limits, out.common);
+  std::optional<int64_t> logprobs, best_of;
+  f.integer("logprobs", 0, limits.max_logprobs, logprobs);
+  f.integer("best_of", 1, 1, best_of);
+  bool echo = false;
+  f.boolean("echo", echo);
+  std::optional<std::string> suffix;
+  f.string("suffix", suffix);
+  if (f.error()) return f.error();
+  if (echo) return ApiError::bad_request("'echo' is not supported", "echo", "unsupported");
+  if (suffix && !suffix->empty()) return ApiError::bad_request("'suffix' is not supported", "suffix", "unsupported");
+  out.common.params.logprobs = logprobs ? static_cast<int32_t>(*logprobs) : -1;
+  return read_prompt(body, out);
+}
+
+std::optional<ApiError> fit_to_context(size_t prompt_tokens, const ServingLimits& limits, const char* prompt_field,
+                                       CommonRequest& req) {
+  const auto n = static_cast<int64_t>(prompt_tokens);
+  if (n == 0) return ApiError::bad_request("the prompt is empty", prompt_field, "empty_prompt");
+  if (n >= limits.max_model_len)
+    return ApiError::bad_request("this model's maximum context length is " + std::to_string(limits.max_model_len) +
+                                     " tokens, but the prompt has " + std::to_string(n) + " tokens",
+                                 prompt_field, "context_length_exceeded");
+  const int64_t room = limits.max_model_len - n;
+  if (req.max_tokens && *req.max_tokens > room)
+    return ApiError::bad_request("max_tokens is " + std::to_string(*req.max_tokens) + " but the prompt has " +
+                                     std::to_string(n) + " tokens and the context holds " +
+                                     std::to_string(limits.max_model_len) + ": at most " + std::to_string(room) +
+                                     " can be generated",
+                                 "max_tokens", "context_length_exceeded");
+  req.params.max_tokens = static_cast<int32_t>(req.max_tokens.value_or(room));
+  return std::nullopt;
+}
+
+RequestParams params_for_choice(const CommonRequest& req, int32_t index) {
+  RequestParams p = req.params;
+  if (req.seed) {
+    p.sampling.seed = *req.seed + static_cast<uint64_t>(index);
+  } else {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    p.sampling.seed = rng();
+  }
+  return p;
+}
+
+}  // namespace edge::server
