@@ -1,0 +1,181 @@
+// /v1/chat/completions and /v1/completions: validate, build the prompt, start the
+// generation, then answer in one JSON body or as a stream of server-sent events.
+#include <chrono>
+#include <memory>
+
+#include "server/generation.h"
+#include "server/openai_response.h"
+#include "server/server_context.h"
+#include "server/sse.h"
+
+namespace edge::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct StreamState {
+  std::unique_ptr<Generation> gen;
+  ResponseMeta meta;
+  bool chat = false;
+  bool include_usage = false;
+  bool logprobs = false;
+  const Tokenizer* tok = nullptr;
+  std::vector<size_t> tool_calls_sent;  // per choice: index of its next tool call
+  std::vector<int64_t> text_offset;     // per choice (completion logprobs)
+  bool started = false;
+  Clock::time_point last_write = Clock::now();
+};
+
+// The chunks of one event; false if the client is gone.
+template <typename Write>
+bool write_event(StreamState& st, ChoiceEvent& ev, Write&& write) {
+  const size_t i = static_cast<size_t>(ev.choice);
+  if (st.chat) {
+    json delta = json::object();
+    if (!ev.delta.reasoning.empty()) delta["reasoning_content"] = ev.delta.reasoning;
+    if (!ev.delta.content.empty()) delta["content"] = ev.delta.content;
+    if (!ev.delta.calls.empty()) {
+      delta["tool_calls"] = tool_calls_json(ev.delta.calls, st.tool_calls_sent[i], /*streaming=*/true);
+      st.tool_calls_sent[i] += ev.delta.calls.size();
+    }
+    const bool have_lp = st.logprobs && !ev.logprobs.empty();
+    if (!delta.empty() || have_lp) {
+      json lp = have_lp ? chat_logprobs_json(ev.logprobs, st.tok) : json(nullptr);
+      if (!write(sse_data(chat_chunk_json(st.meta, ev.choice, std::move(delta), lp, "")))) return false;
+    }
+    if (!ev.finish_reason.empty())
+      return write(sse_data(chat_chunk_json(st.meta, ev.choice, json::object(), nullptr, ev.finish_reason)));
+    return true;
+  }
+  json lp = nullptr;
+  if (st.logprobs && !ev.logprobs.empty()) {
+    lp = completion_logprobs_json(ev.logprobs, st.tok, st.text_offset[i]);
+    for (const auto& t : lp["tokens"]) st.text_offset[i] += static_cast<int64_t>(t.get<std::string>().size());
+  }
+  if (ev.delta.content.empty() && lp.is_null() && ev.finish_reason.empty()) return true;
+  return write(sse_data(text_chunk_json(st.meta, ev.choice, ev.delta.content, lp, ev.finish_reason)));
+}
+
+// One step of the chunked content provider: waits briefly for the next event and writes
+// it. A failed write means the client went away: the generation is cancelled (its KV
+// freed at once) and false ends the response.
+bool stream_step(StreamState& st, httplib::DataSink& sink) {
+  auto write = [&](const std::string& s) {
+    if (!sink.write(s.data(), s.size())) return false;
+    st.last_write = Clock::now();
+    return true;
+  };
+  bool ok = true;
+  if (!st.started) {
+    st.started = true;
+    if (st.chat)
+      for (int i = 0; i < st.gen->n_choices() && ok; ++i)
+        ok = write(sse_data(chat_chunk_json(st.meta, i, {{"role", "assistant"}, {"content", ""}}, nullptr, "")));
+  }
+  ChoiceEvent ev;
+  switch (ok ? st.gen->poll(ev, std::chrono::milliseconds(100)) : Generation::Poll::kIdle) {
+    case Generation::Poll::kIdle:
+      // Silence also hides a vanished client; a comment line finds out.
+      if (ok && Clock::now() - st.last_write > std::chrono::seconds(2)) ok = write(sse_keep_alive());
+      break;
+    case Generation::Poll::kEvent:
+      ok = write_event(st, ev, write);
+      break;
+    case Generation::Poll::kError:
+      ok = write(sse_data(st.gen->error().to_json())) && write(sse_done());
+      if (ok) sink.done();
+      break;
+    case Generation::Poll::kDone:
+      if (st.include_usage)
+        ok = write(sse_data(usage_chunk_json(st.meta, st.chat ? "chat.completion.chunk" : "text_completion",
+                                             st.gen->usage())));
+      ok = ok && write(sse_done());
+      if (ok) sink.done();
+      break;
+  }
+  if (!ok) st.gen->cancel();
+  return ok;
+}
+
+void start_stream(httplib::Response& res, std::shared_ptr<StreamState> st) {
+  const int n = st->gen->n_choices();
+  st->tool_calls_sent.assign(static_cast<size_t>(n), 0);
+  st->text_offset.assign(static_cast<size_t>(n), 0);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream", [st](size_t, httplib::DataSink& sink) { return stream_step(*st, sink); },
+      [st](bool) { st->gen.reset(); });  // closes the session whatever happened
+}
+
+}  // namespace
+
+void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const auto arrived = Clock::now();
+  json body;
+  if (auto e = parse_json_object(req.body, body)) return send_error(res, *e);
+  ChatRequest cr;
+  if (auto e = parse_chat_request(body, ctx.limits, cr)) return send_error(res, *e);
+  if (!ctx.chat)
+    return send_error(res, ApiError::bad_request("this model has no tokenizer: use /v1/completions with token ids",
+                                                 "", "no_tokenizer"));
+  ChatPrompt::Rendered prompt;
+  if (auto e = ctx.chat->render(cr, prompt)) return send_error(res, *e);
+  if (auto e = fit_to_context(prompt.ids.size(), ctx.limits, "messages", cr.common)) return send_error(res, *e);
+  const OutputSetup setup{true, prompt.reasoning_open, cr.parse_tool_calls ? &cr.tools : nullptr};
+  auto st = std::make_shared<StreamState>();
+  if (auto e = Generation::start(ctx.engine, prompt.ids, cr.common, setup, ctx.metrics, arrived, st->gen))
+    return send_error(res, *e);
+  st->meta = {random_id("chatcmpl-"), unix_seconds(), ctx.limits.model_name};
+  st->tok = ctx.engine.tokenizer();
+  if (cr.common.stream) {
+    st->chat = true;
+    st->include_usage = cr.common.include_usage;
+    st->logprobs = cr.logprobs;
+    return start_stream(res, st);
+  }
+  std::vector<ChoiceResult> results;
+  if (auto e = collect_all(*st->gen, results)) return send_error(res, *e);
+  send_json(res, 200, chat_completion_json(st->meta, results, st->gen->usage(), cr.logprobs, st->tok));
+}
+
+void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const auto arrived = Clock::now();
+  json body;
+  if (auto e = parse_json_object(req.body, body)) return send_error(res, *e);
+  CompletionRequest cr;
+  if (auto e = parse_completion_request(body, ctx.limits, cr)) return send_error(res, *e);
+  const Tokenizer* tok = ctx.engine.tokenizer();
+  std::vector<int32_t> ids;
+  if (cr.prompt_is_ids) {
+    const int64_t n_vocab = ctx.engine.config().n_vocab;
+    for (int32_t id : cr.prompt_ids)
+      if (n_vocab > 0 && id >= n_vocab)
+        return send_error(res, ApiError::bad_request("token id " + std::to_string(id) + " is past the vocabulary (" +
+                                                         std::to_string(n_vocab) + ")",
+                                                     "prompt", "invalid_token"));
+    ids = cr.prompt_ids;
+  } else {
+    if (!tok)
+      return send_error(res, ApiError::bad_request("this model has no tokenizer: send the prompt as token ids",
+                                                   "prompt", "no_tokenizer"));
+    ids = tok->encode(cr.prompt_text, /*add_special=*/true);
+  }
+  if (auto e = fit_to_context(ids.size(), ctx.limits, "prompt", cr.common)) return send_error(res, *e);
+  auto st = std::make_shared<StreamState>();
+  if (auto e = Generation::start(ctx.engine, ids, cr.common, OutputSetup{}, ctx.metrics, arrived, st->gen))
+    return send_error(res, *e);
+  st->meta = {random_id("cmpl-"), unix_seconds(), ctx.limits.model_name};
+  st->tok = tok;
+  const bool logprobs = cr.common.params.logprobs >= 0;
+  if (cr.common.stream) {
+    st->include_usage = cr.common.include_usage;
+    st->logprobs = logprobs;
+    return start_stream(res, st);
+  }
+  std::vector<ChoiceResult> results;
+  if (auto e = collect_all(*st->gen, results)) return send_error(res, *e);
+  send_json(res, 200, text_completion_json(st->meta, results, st->gen->usage(), logprobs, tok));
+}
+
+}  // namespace edge::server

@@ -1,0 +1,77 @@
+// /v1/models, /tokenize, /detokenize, /metrics, and the JSON / error senders.
+#include "server/openai_response.h"
+#include "server/request_fields.h"
+#include "server/server_context.h"
+
+namespace edge::server {
+
+using nlohmann::json;
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dump_json(body), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.http_status, e.to_json()); }
+
+void handle_models(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+  json model = {{"id", ctx.limits.model_name},
+                {"object", "model"},
+                {"created", unix_seconds()},
+                {"owned_by", "edge-infer"},
+                {"max_model_len", ctx.limits.max_model_len}};
+  send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+}
+
+// {"content" | "prompt": text, "add_special": true, "with_pieces": false}
+//   -> {"tokens": [ids] or [{id, piece}], "count", "max_model_len"}
+void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = parse_json_object(req.body, body)) return send_error(res, *e);
+  RequestFields f(body);
+  std::optional<std::string> content, prompt;
+  bool add_special = true, with_pieces = false;
+  f.string("content", content);
+  f.string("prompt", prompt);
+  f.boolean("add_special", add_special);
+  f.boolean("with_pieces", with_pieces);
+  if (f.error()) return send_error(res, *f.error());
+  if (!content && !prompt) return send_error(res, ApiError::bad_request("'content' is required", "content", "missing"));
+  const Tokenizer* tok = ctx.engine.tokenizer();
+  if (!tok) return send_error(res, ApiError::bad_request("this model has no tokenizer", "", "no_tokenizer"));
+  const auto ids = tok->encode(content ? *content : *prompt, add_special);
+  json tokens = json::array();
+  for (int32_t id : ids) {
+    if (with_pieces) tokens.push_back({{"id", id}, {"piece", tok->decode({id}, /*special=*/true)}});
+    else tokens.push_back(id);
+  }
+  send_json(res, 200, {{"tokens", tokens}, {"count", ids.size()}, {"max_model_len", ctx.limits.max_model_len}});
+}
+
+// {"tokens": [ids]} -> {"content": text}
+void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = parse_json_object(req.body, body)) return send_error(res, *e);
+  RequestFields f(body);
+  const json& tokens = f.array("tokens");
+  if (f.error()) return send_error(res, *f.error());
+  if (!tokens.is_array()) return send_error(res, ApiError::bad_request("'tokens' is required", "tokens", "missing"));
+  const Tokenizer* tok = ctx.engine.tokenizer();
+  if (!tok) return send_error(res, ApiError::bad_request("this model has no tokenizer", "", "no_tokenizer"));
+  std::vector<int32_t> ids;
+  for (const auto& t : tokens) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tok->n_vocab())
+      return send_error(res, ApiError::bad_request("'tokens' must be ids in [0, " + std::to_string(tok->n_vocab()) +
+                                                       "), got " + t.dump(),
+                                                   "tokens", "invalid_token"));
+    ids.push_back(t.get<int32_t>());
+  }
+  send_json(res, 200, {{"content", tok->decode(ids)}});
+}
+
+void handle_metrics(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+  res.status = 200;
+  res.set_content(ctx.metrics.render(ctx.engine.stats()), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+}  // namespace edge::server
