@@ -86,7 +86,9 @@ class GgufFile {
 };
 
 // Writes GGUF v3. Tensor data is produced at write time one tensor at a time, so writing
-// a large model holds at most one tensor's bytes in memory.
+// a large model holds at most one tensor's bytes in memory; a chunked producer
+// (add_tensor_chunked) and add_tensor from existing bytes hold none: their pieces go
+// straight to the file.
 class GgufWriter {
  public:
   void set_string(const std::string& key, const std::string& v);
@@ -113,6 +115,16 @@ class GgufWriter {
   Status add_tensor_sized(const std::string& name, DType dtype,
                           const std::vector<int64_t>& shape, uint64_t nbytes, Producer produce);
 
+  // Streaming: at write time `produce` passes the tensor's bytes to `sink` in consecutive
+  // pieces of any size (exactly nbytes in all; more or fewer is an error), and each piece
+  // is written to the file before sink returns, so the producer's buffer is the only one.
+  // Sizes are checked as for add_tensor_sized.
+  using ChunkSink = std::function<Status(const void* data, uint64_t n)>;
+  using ChunkProducer = std::function<Status(const ChunkSink& sink)>;
+  Status add_tensor_chunked(const std::string& name, DType dtype,
+                            const std::vector<int64_t>& shape, uint64_t nbytes,
+                            ChunkProducer produce);
+
   Status write(const std::string& path, uint64_t alignment = 32) const;
 
  private:
@@ -121,7 +133,7 @@ class GgufWriter {
     DType dtype;
     std::vector<int64_t> shape;
     uint64_t nbytes;
-    Producer produce;
+    ChunkProducer produce;
   };
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::vector<PendingTensor> tensors_;

@@ -1,6 +1,7 @@
-// GGUF v3 writer. Metadata and tensor infos are written first; tensor bytes are produced
-// one tensor at a time into a single reusable buffer and streamed to path + ".tmp", which
-// is renamed over `path` only when everything succeeded.
+// GGUF v3 writer. Metadata and tensor infos are written first; tensor bytes are streamed
+// to path + ".tmp" piece by piece as each tensor's chunked producer emits them (a
+// whole-tensor Producer is adapted with a buffer of that one tensor), and the file is
+// renamed over `path` only when everything succeeded.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -192,9 +193,9 @@ void GgufWriter::set_u32_array(const std::string& key, const std::vector<uint32_
   set_value(key, a);
 }
 
-Status GgufWriter::add_tensor_sized(const std::string& name, DType dtype,
-                                    const std::vector<int64_t>& shape, uint64_t nbytes,
-                                    Producer produce) {
+Status GgufWriter::add_tensor_chunked(const std::string& name, DType dtype,
+                                      const std::vector<int64_t>& shape, uint64_t nbytes,
+                                      ChunkProducer produce) {
   if (name.empty()) return Status::invalid_argument("tensor with an empty name");
   for (const PendingTensor& t : tensors_)
     if (t.name == name) return Status::invalid_argument("duplicate tensor name '" + name + "'");
@@ -227,6 +228,19 @@ Status GgufWriter::add_tensor_sized(const std::string& name, DType dtype,
   return {};
 }
 
+Status GgufWriter::add_tensor_sized(const std::string& name, DType dtype,
+                                    const std::vector<int64_t>& shape, uint64_t nbytes,
+                                    Producer produce) {
+  if (!produce) return Status::invalid_argument("tensor '" + name + "' has no producer");
+  // A whole-tensor producer needs a buffer of the tensor; it lives only while it is written.
+  ChunkProducer whole = [produce = std::move(produce), nbytes](const ChunkSink& sink) -> Status {
+    std::vector<uint8_t> buf(nbytes, 0);
+    RETURN_IF_ERROR(produce(buf.data(), nbytes));
+    return sink(buf.data(), nbytes);
+  };
+  return add_tensor_chunked(name, dtype, shape, nbytes, std::move(whole));
+}
+
 Status GgufWriter::add_tensor(const std::string& name, DType dtype,
                               const std::vector<int64_t>& shape, Producer produce) {
   int64_t numel = 1;
@@ -247,12 +261,9 @@ Status GgufWriter::add_tensor(const std::string& name, DType dtype,
 Status GgufWriter::add_tensor(const std::string& name, DType dtype,
                               const std::vector<int64_t>& shape, const void* data,
                               uint64_t nbytes) {
-  Producer copy = [data, nbytes](uint8_t* dst, uint64_t n) -> Status {
-    if (n != nbytes) return Status::internal("tensor size changed between add and write");
-    if (n) std::memcpy(dst, data, n);
-    return {};
-  };
-  return add_tensor_sized(name, dtype, shape, nbytes, std::move(copy));
+  // Written straight from the caller's bytes: no copy.
+  ChunkProducer copy = [data, nbytes](const ChunkSink& sink) { return sink(data, nbytes); };
+  return add_tensor_chunked(name, dtype, shape, nbytes, std::move(copy));
 }
 
 namespace {
@@ -264,8 +275,28 @@ struct TensorOut {
   DType dtype;
   const std::vector<int64_t>& shape;  // row-major
   uint64_t nbytes;
-  const GgufWriter::Producer& produce;
+  const GgufWriter::ChunkProducer& produce;
 };
+
+// Runs one tensor's producer, writing each piece as it comes; the pieces must add up to
+// exactly t.nbytes.
+Status write_tensor_data(Out& o, const TensorOut& t) {
+  uint64_t written = 0;
+  GgufWriter::ChunkSink sink = [&](const void* data, uint64_t n) -> Status {
+    if (n > t.nbytes - written)
+      return Status::internal("producer gave more than the stated " + std::to_string(t.nbytes) +
+                              " bytes");
+    o.bytes(data, n);
+    written += n;
+    if (!o.ok()) return Status::io_error(std::string("write failed: ") + std::strerror(errno));
+    return {};
+  };
+  Status st = t.produce(sink);
+  if (st.ok() && written != t.nbytes)
+    st = Status::internal("producer gave " + std::to_string(written) + " of " +
+                          std::to_string(t.nbytes) + " bytes");
+  return st;
+}
 
 Status write_body(FILE* f, const std::vector<std::pair<std::string, GgufValue>>& kv,
                   const std::vector<TensorOut>& tensors, uint64_t alignment) {
@@ -289,12 +320,9 @@ Status write_body(FILE* f, const std::vector<std::pair<std::string, GgufValue>>&
     offset = align_up(offset + t.nbytes, alignment);
   }
   o.pad_to(alignment);
-  std::vector<uint8_t> buf;  // reused: holds one tensor at a time
   for (const TensorOut& t : tensors) {
-    buf.assign(t.nbytes, 0);
-    Status st = t.produce(buf.data(), t.nbytes);
+    Status st = write_tensor_data(o, t);
     if (!st.ok()) return st.with_context("producing tensor '" + t.name + "'");
-    o.bytes(buf.data(), buf.size());
     o.pad_to(alignment);
     if (!o.ok()) break;
   }

@@ -1,5 +1,5 @@
-// quantize_gguf: plans every tensor first (so a refused input writes nothing), then streams
-// the output through GgufWriter producers.
+// quantize_gguf / add_quantized_tensors: plans every tensor first (so a refused input
+// writes nothing), then streams each output tensor through a GgufWriter chunked producer.
 #include "quant/quantize_file.h"
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "formats/gguf.h"
 #include "quant/gguf_blocks.h"
 #include "quant/quantize.h"
+#include "quant/quantize_file_stream.h"
 #include "quant/repack.h"
 
 namespace edge {
@@ -24,18 +25,154 @@ bool ends_with(std::string_view s, std::string_view tail) {
 
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
-// F32 [N, K] -> F16, row by row into the writer's buffer.
-Status to_f16(const TensorView& t, uint8_t* dst, uint64_t nbytes) {
-  if (nbytes != static_cast<uint64_t>(t.numel()) * 2 || t.nbytes != nbytes * 2)
-    return Status::internal("tensor '" + t.name + "' F16 size mismatch");
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    float v;
-    std::memcpy(&v, t.data + 4 * i, 4);
-    const uint16_t h = f32_to_f16(v);
-    std::memcpy(dst + 2 * i, &h, 2);
+// Unpacked output (copies and conversions) is streamed in pieces of about this size.
+constexpr uint64_t kRowChunkBytes = 4u << 20;
+
+// State shared by the producers of one write: the inputs (their views must outlive the
+// writer), their plans, and the progress counters (producers run one after another).
+struct Job {
+  std::vector<QuantizeInput> inputs;
+  std::vector<TensorPlan> plans;
+  int threads = 1;
+  QuantizeProgress progress;
+  QuantizeProgressInfo info;
+
+  void advance(uint64_t bytes) {
+    info.bytes_done += bytes;
+    if (progress) progress(info);
+  }
+};
+
+Expected<RowSource> ordered_rows(const QuantizeInput& in) {
+  ASSIGN_OR_RETURN(RowSource rows, tensor_row_source(in.view));
+  if (in.row_order.empty()) return rows;
+  const std::vector<int64_t>* order = &in.row_order;
+  return RowSource([rows, order](int64_t r, float* out) { return rows((*order)[r], out); });
+}
+
+// Streams an unpacked 2-D output row-chunk by row-chunk: emit(r0, r1, dst) fills rows
+// [r0, r1) of out_row_bytes each.
+Status stream_rows(Job& job, const QuantizeInput& in, uint64_t out_row_bytes,
+                   const std::function<Status(int64_t, int64_t, uint8_t*)>& emit,
+                   const GgufWriter::ChunkSink& sink) {
+  const int64_t n = in.view.rows();
+  const uint64_t in_row_bytes = n > 0 ? in.view.nbytes / static_cast<uint64_t>(n) : 0;
+  const int64_t per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kRowChunkBytes / std::max<uint64_t>(1, out_row_bytes)));
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min(per_chunk, n) * out_row_bytes));
+  for (int64_t r0 = 0; r0 < n; r0 += per_chunk) {
+    const int64_t r1 = std::min(n, r0 + per_chunk);
+    RETURN_IF_ERROR(emit(r0, r1, buf.data()));
+    RETURN_IF_ERROR(sink(buf.data(), static_cast<uint64_t>(r1 - r0) * out_row_bytes));
+    job.advance(static_cast<uint64_t>(r1 - r0) * in_row_bytes);
   }
   return {};
 }
+
+Status produce_copy(Job& job, const QuantizeInput& in, const GgufWriter::ChunkSink& sink) {
+  const TensorView& v = in.view;
+  if (in.row_order.empty()) {  // straight from the mapping, a piece at a time
+    for (uint64_t off = 0; off < v.nbytes; off += kRowChunkBytes) {
+      const uint64_t len = std::min<uint64_t>(kRowChunkBytes, v.nbytes - off);
+      RETURN_IF_ERROR(sink(v.data + off, len));
+      if (in.file) drop_mapped_pages(*in.file, v.data + off, len);
+      job.advance(len);
+    }
+    return {};
+  }
+  const uint64_t row_bytes = v.nbytes / static_cast<uint64_t>(v.rows());
+  return stream_rows(job, in, row_bytes, [&](int64_t r0, int64_t r1, uint8_t* dst) {
+    for (int64_t r = r0; r < r1; ++r)
+      std::memcpy(dst + (r - r0) * row_bytes, v.data + in.row_order[r] * row_bytes, row_bytes);
+    return Status();
+  }, sink);
+}
+
+// 2-D F32 -> F16 (a weight whose K fits no packed group).
+Status produce_f16(Job& job, const QuantizeInput& in, const GgufWriter::ChunkSink& sink) {
+  ASSIGN_OR_RETURN(RowSource rows, ordered_rows(in));
+  const int64_t k = in.view.cols();
+  std::vector<float> row(static_cast<size_t>(k));
+  return stream_rows(job, in, static_cast<uint64_t>(k) * 2, [&](int64_t r0, int64_t r1, uint8_t* dst) {
+    for (int64_t r = r0; r < r1; ++r) {
+      RETURN_IF_ERROR(rows(r, row.data()));
+      for (int64_t i = 0; i < k; ++i) {
+        const uint16_t h = f32_to_f16(row[i]);
+        std::memcpy(dst + ((r - r0) * k + i) * 2, &h, 2);
+      }
+    }
+    return Status();
+  }, sink);
+}
+
+// 1-D float -> F32 (x + offset): norms and biases, small enough to hold whole.
+Status produce_f32(Job& job, const QuantizeInput& in, const GgufWriter::ChunkSink& sink) {
+  std::vector<float> v(static_cast<size_t>(in.view.numel()));
+  RETURN_IF_ERROR(dequantize_gguf_row(in.view.dtype, in.view.data, in.view.numel(), v.data()));
+  for (float& x : v) x += in.offset;
+  RETURN_IF_ERROR(sink(v.data(), v.size() * 4));
+  job.advance(in.view.nbytes);
+  return {};
+}
+
+Status produce_packed(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
+  const QuantizeInput& in = job.inputs[i];
+  const TensorPlan& p = job.plans[i];
+  const int64_t n = in.view.shape[0];
+  const uint64_t row_bytes = in.view.nbytes / static_cast<uint64_t>(n);
+  // After each batch: its source rows are no longer needed (only in source order).
+  PanelsDone done = [&](int64_t p0, int64_t p1) {
+    const int64_t r0 = p0 * kPanelRows, r1 = std::min(n, p1 * kPanelRows);
+    const uint64_t bytes = static_cast<uint64_t>(r1 - r0) * row_bytes;
+    if (in.file && in.row_order.empty()) drop_mapped_pages(*in.file, in.view.data + r0 * row_bytes, bytes);
+    job.advance(bytes);
+  };
+  if (p.action == TensorPlan::Action::kRepack) {
+    if (!in.row_order.empty()) return Status::unsupported("row reordering of a GGUF block type");
+    return repack_matrix_stream(in.view, sink, job.threads, done);
+  }
+  ASSIGN_OR_RETURN(RowSource rows, ordered_rows(in));
+  return quantize_matrix_stream(p.format, n, in.view.shape[1], rows, sink, job.threads, done);
+}
+
+Status produce(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
+  const QuantizeInput& in = job.inputs[i];
+  const uint64_t before = job.info.bytes_done;
+  Status st;
+  switch (job.plans[i].action) {
+    case TensorPlan::Action::kCopy: st = produce_copy(job, in, sink); break;
+    case TensorPlan::Action::kToF16: st = produce_f16(job, in, sink); break;
+    case TensorPlan::Action::kToF32: st = produce_f32(job, in, sink); break;
+    case TensorPlan::Action::kPack:
+    case TensorPlan::Action::kRepack: st = produce_packed(job, i, sink); break;
+  }
+  if (!st.ok()) return st.with_context("tensor '" + in.name + "'");
+  job.info.bytes_done = before + in.view.nbytes;  // exact, whatever the batches reported
+  ++job.info.tensors_done;
+  if (job.progress) job.progress(job.info);
+  return {};
+}
+
+// The plan of one input, with its reordering and offset taken into account.
+Expected<TensorPlan> plan_input(const QuantizeInput& in, const QuantizeOptions& o) {
+  TensorView v = in.view;
+  v.name = in.name;
+  ASSIGN_OR_RETURN(TensorPlan p, plan_tensor(v, o));
+  if (!in.row_order.empty() &&
+      (v.shape.size() != 2 || in.row_order.size() != static_cast<size_t>(v.shape[0])))
+    return Status::invalid_argument("tensor '" + in.name + "': row order of the wrong length");
+  for (int64_t r : in.row_order)
+    if (r < 0 || r >= v.shape[0])
+      return Status::invalid_argument("tensor '" + in.name + "': row order out of range");
+  if (in.offset != 0.0f) {
+    if (v.shape.size() != 1 || !is_float_type(v.dtype))
+      return Status::invalid_argument("tensor '" + in.name + "': an offset needs a 1-D float tensor");
+    p.action = TensorPlan::Action::kToF32;
+    p.out_dtype = DType::F32;
+    p.out_bytes = static_cast<uint64_t>(v.numel()) * 4;
+  }
+  return p;
+}
+
 
 }  // namespace
 
@@ -44,15 +181,16 @@ const char* quant_type_name(QuantType t) {
     case QuantType::kW4A16: return "w4a16";
     case QuantType::kW4A8: return "w4a8";
     case QuantType::kW8: return "w8";
+    case QuantType::kF16: return "f16";
   }
   return "?";
 }
 
 Expected<QuantType> quant_type_from_name(std::string_view name) {
-  for (QuantType t : {QuantType::kW4A16, QuantType::kW4A8, QuantType::kW8})
+  for (QuantType t : {QuantType::kW4A16, QuantType::kW4A8, QuantType::kW8, QuantType::kF16})
     if (name == quant_type_name(t)) return t;
   return Status::invalid_argument("unknown quantisation type '" + std::string(name) +
-                                  "' (want w4a16, w4a8 or w8)");
+                                  "' (want w4a16, w4a8, w8 or f16)");
 }
 
 Expected<PackedFormat> requested_format(const QuantizeOptions& o) {
@@ -64,6 +202,8 @@ Expected<PackedFormat> requested_format(const QuantizeOptions& o) {
     return Status::invalid_argument("quantisation group " + std::to_string(o.group) +
                                     " (want 32, 64 or 128)");
   if (w8 && o.asym) return Status::invalid_argument("w8 has no asymmetric variant");
+  if (o.type == QuantType::kF16 && (o.asym || o.group != 0))
+    return Status::invalid_argument("f16 takes no --group or --asym");
   return f;
 }
 
@@ -76,9 +216,23 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
     return Status::invalid_argument("tensor '" + t.name + "' is already packed; quantise the "
                                     "original model instead");
   RETURN_IF_ERROR(check_tensor_bytes(t));
+  if (t.shape.size() == 1 && (t.dtype == DType::F16 || t.dtype == DType::BF16)) {
+    p.action = TensorPlan::Action::kToF32;
+    p.out_dtype = DType::F32;
+    p.out_bytes = static_cast<uint64_t>(t.numel()) * 4;
+    return p;
+  }
   const bool weight = t.shape.size() == 2 && ends_with(t.name, ".weight") && t.numel() > 0;
-  if (!weight) return p;  // norms, biases, other tensors: copied
+  if (!weight) return p;  // F32 norms, biases, other tensors: copied
   const int64_t n = t.shape[0], k = t.shape[1];
+  if (o.type == QuantType::kF16) {  // conversion only: F32 -> F16, the rest as is
+    if (t.dtype == DType::F32) {
+      p.action = TensorPlan::Action::kToF16;
+      p.out_dtype = DType::F16;
+      p.out_bytes = static_cast<uint64_t>(t.numel()) * 2;
+    }
+    return p;
+  }
   if (is_float_type(t.dtype)) {
     if (k % want.group == 0) {
       p.format = want;
@@ -106,51 +260,48 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
 
 Status quantize_gguf(const std::string& in, const std::string& out, const QuantizeOptions& o,
                      QuantizeProgress progress) {
-  ASSIGN_OR_RETURN(PackedFormat want, requested_format(o));
+  RETURN_IF_ERROR(requested_format(o).status());  // options checked before the input is opened
   ASSIGN_OR_RETURN(GgufFile src, GgufFile::open(in, packed_gguf_types()));
-  const int threads = o.threads > 0 ? o.threads : ThreadPool::default_threads();
-
   GgufWriter w;
   for (const auto& [key, value] : src.metadata())
     if (key != "general.alignment") w.set_value(key, value);  // the writer restates it
-  w.set_string("edge.quant.type", quant_type_name(o.type));
-  w.set_u32("edge.quant.group", static_cast<uint32_t>(want.group));
-  w.set_bool("edge.quant.asym", want.kind == PackedKind::kW4Asym);
-  w.set_string("edge.quant.activations", o.type == QuantType::kW4A16 ? "f32" : "int8");
-
-  int64_t total = 0;
-  for (const TensorView& t : src.tensors().all()) total += t.numel();
-  auto done = std::make_shared<int64_t>(0);
-  for (const TensorView& t : src.tensors().all()) {
-    auto plan = plan_tensor(t, o);
-    if (!plan) return plan.status().with_context(in);
-    const TensorPlan p = *plan;
-    const TensorView* v = &t;  // points into src, which outlives w.write()
-    GgufWriter::Producer produce = [v, p, threads, done, total, &progress](
-                                       uint8_t* dst, uint64_t nbytes) -> Status {
-      Status st;
-      switch (p.action) {
-        case TensorPlan::Action::kCopy:
-          if (nbytes != v->nbytes) return Status::internal("copy size mismatch");
-          if (nbytes) std::memcpy(dst, v->data, nbytes);
-          break;
-        case TensorPlan::Action::kToF16: st = to_f16(*v, dst, nbytes); break;
-        case TensorPlan::Action::kRepack: st = repack_matrix(*v, dst, nbytes, threads); break;
-        case TensorPlan::Action::kPack: {
-          ASSIGN_OR_RETURN(RowSource rows, tensor_row_source(*v));
-          st = quantize_matrix(p.format, v->shape[0], v->shape[1], rows, dst, nbytes, threads);
-          break;
-        }
-      }
-      if (!st.ok()) return st.with_context("tensor '" + v->name + "'");
-      *done += v->numel();
-      if (progress) progress(*done, total);
-      return {};
-    };
-    RETURN_IF_ERROR(w.add_tensor_sized(t.name, p.out_dtype, t.shape, p.out_bytes, std::move(produce)));
-  }
+  std::vector<QuantizeInput> inputs;
+  for (const TensorView& t : src.tensors().all())
+    inputs.push_back(QuantizeInput{t.name, t, {}, 0.0f, &src.mapped()});
+  RETURN_IF_ERROR(add_quantized_tensors(w, std::move(inputs), o, std::move(progress)).with_context(in));
   // 64: every packed cell starts on a cache line, so SIMD kernels may use aligned loads.
-  return w.write(out, std::max<uint64_t>(64, src.alignment())).with_context(out);
+  return w.write(out, std::max<uint64_t>(kPackedFileAlignment, src.alignment())).with_context(out);
+}
+
+Status add_quantized_tensors(GgufWriter& w, std::vector<QuantizeInput> inputs,
+                             const QuantizeOptions& o, QuantizeProgress progress) {
+  ASSIGN_OR_RETURN(PackedFormat want, requested_format(o));
+  auto job = std::make_shared<Job>();
+  job->threads = o.threads > 0 ? o.threads : ThreadPool::default_threads();
+  job->progress = std::move(progress);
+  for (const QuantizeInput& in : inputs) {
+    ASSIGN_OR_RETURN(TensorPlan p, plan_input(in, o));
+    job->plans.push_back(p);
+    job->info.bytes_total += in.view.nbytes;
+  }
+  job->info.tensors_total = static_cast<int64_t>(inputs.size());
+  job->inputs = std::move(inputs);
+  if (o.type != QuantType::kF16) {
+    w.set_string("edge.quant.type", quant_type_name(o.type));
+    w.set_u32("edge.quant.group", static_cast<uint32_t>(want.group));
+    w.set_bool("edge.quant.asym", want.kind == PackedKind::kW4Asym);
+    w.set_string("edge.quant.activations", o.type == QuantType::kW4A16 ? "f32" : "int8");
+  }
+  for (size_t i = 0; i < job->inputs.size(); ++i) {
+    const QuantizeInput& in = job->inputs[i];
+    const TensorPlan& p = job->plans[i];
+    GgufWriter::ChunkProducer producer = [job, i](const GgufWriter::ChunkSink& sink) {
+      return produce(*job, i, sink);
+    };
+    RETURN_IF_ERROR(w.add_tensor_chunked(in.name, p.out_dtype, in.view.shape, p.out_bytes,
+                                         std::move(producer)));
+  }
+  return {};
 }
 
 }  // namespace edge

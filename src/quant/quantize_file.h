@@ -10,28 +10,36 @@
 //   * 2-D "*.weight" of a GGUF block type -> repacked (repack.h: Q4_0/Q4_1/Q8_0 lossless,
 //     Q4_K to w4a_g32, the other block types to w8_g32) whatever the requested kind, so
 //     pre-quantised codes are never requantised twice. Other block types are refused.
-//   * everything else (norms and biases, 1-D; non-weight tensors) is copied unchanged.
+//   * 1-D F16/BF16 tensors (norms, biases) -> F32 (llama.cpp's convention);
+//   * everything else (1-D F32, non-weight tensors) is copied unchanged.
 // An input that already holds packed tensors is refused (quantise the original instead).
 //
-// Memory: the input is mmapped; each output tensor is produced inside GgufWriter's
-// producer, panel by panel ([16, K] floats per thread), into the writer's single
-// one-tensor buffer, and written before the next tensor is produced. The output is
-// aligned to 64 bytes (general.alignment), so every packed cell starts on a cache line.
+// Memory: the input is mmapped; each output tensor is streamed through GgufWriter's chunked
+// producer (quantize_file_stream.h) a batch of panels at a time ([16, K] floats per thread
+// plus a few panels of packed bytes), so the transient is a few MB whatever the tensor's
+// size; the source pages read are dropped from RSS once written. The output goes to
+// OUT.tmp, renamed to OUT only on success (a failure leaves no file). It is aligned to 64
+// bytes (general.alignment), so every packed cell starts on a cache line.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "core/mapped_file.h"
 #include "core/status.h"
+#include "formats/gguf.h"
 #include "formats/tensor.h"
 #include "quant/packed.h"
 
 namespace edge {
 
-enum class QuantType { kW4A16, kW4A8, kW8 };
-const char* quant_type_name(QuantType t);  // "w4a16", "w4a8", "w8"
+// kF16: no quantisation (a format conversion, e.g. HF -> GGUF): F32 weight matrices become
+// F16, F16/BF16 and GGUF block types are copied; no edge.quant.* keys are written.
+enum class QuantType { kW4A16, kW4A8, kW8, kF16 };
+const char* quant_type_name(QuantType t);  // "w4a16", "w4a8", "w8", "f16"
 Expected<QuantType> quant_type_from_name(std::string_view name);
 
 struct QuantizeOptions {
@@ -46,7 +54,7 @@ Expected<PackedFormat> requested_format(const QuantizeOptions& o);
 
 // What happens to one input tensor.
 struct TensorPlan {
-  enum class Action { kCopy, kPack, kRepack, kToF16 };
+  enum class Action { kCopy, kPack, kRepack, kToF16, kToF32 };
   Action action = Action::kCopy;
   DType out_dtype = DType::F32;
   PackedFormat format;     // kPack / kRepack
@@ -54,9 +62,35 @@ struct TensorPlan {
 };
 Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o);
 
-// progress(done, total): elements of input tensors handled so far / in all (called after
-// each tensor is written; may be empty).
-using QuantizeProgress = std::function<void(int64_t done, int64_t total)>;
+// Progress: input tensors / bytes handled so far and in all. Reported after every batch of
+// panels (so a large tensor moves the bytes) and after every tensor.
+struct QuantizeProgressInfo {
+  int64_t tensors_done = 0, tensors_total = 0;
+  uint64_t bytes_done = 0, bytes_total = 0;
+};
+using QuantizeProgress = std::function<void(const QuantizeProgressInfo&)>;
+
+// One tensor to write. The view's bytes must stay valid until the writer has written.
+struct QuantizeInput {
+  std::string name;  // output (GGUF) name
+  TensorView view;   // the source, row-major
+  // 2-D only: output row r is source row row_order[r] (empty: identity). Used to turn HF
+  // Llama's rotate-half q/k rows into GGUF's interleaved order.
+  std::vector<int64_t> row_order;
+  // 1-D float only: written as F32 (x + offset) (HF Gemma norms hold w, GGUF 1 + w).
+  float offset = 0.0f;
+  // The mapping the view lies in, if any: pages already written are dropped from RSS.
+  const MappedFile* file = nullptr;
+};
+
+constexpr uint64_t kPackedFileAlignment = 64;
+
+// Plans every input first (an input refused by the plan adds nothing), then adds each to
+// `w` as a streamed tensor and records the edge.quant.* keys. Write with
+// w.write(path, kPackedFileAlignment).
+Status add_quantized_tensors(GgufWriter& w, std::vector<QuantizeInput> inputs,
+                             const QuantizeOptions& o, QuantizeProgress progress = nullptr);
+
 Status quantize_gguf(const std::string& in, const std::string& out, const QuantizeOptions& o,
                      QuantizeProgress progress = nullptr);
 

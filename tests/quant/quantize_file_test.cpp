@@ -14,19 +14,13 @@
 #include "formats/llama2c.h"
 #include "quant/block_builders.h"
 #include "quant/quantize.h"
+#include "quant/quantize_file_test_util.h"
 
 namespace edge {
 namespace {
 
 using testing_util::TempDir;
-
-std::vector<float> gaussian(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 0.02f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using test::gaussian;
 
 // The source model: float matrices of several shapes, a Q4_0 matrix, 1-D and non-weight
 // tensors, and assorted metadata.
@@ -88,10 +82,10 @@ TEST(QuantizeGguf, W4A16RoundTrip) {
   TempDir dir;
   Source s;
   ASSERT_TRUE(s.write(dir.file("in.gguf")).ok());
-  std::vector<std::pair<int64_t, int64_t>> calls;
+  std::vector<QuantizeProgressInfo> calls;
   QuantizeOptions o;  // w4a16, group 128, symmetric
   Status st = quantize_gguf(dir.file("in.gguf"), dir.file("out.gguf"), o,
-                            [&](int64_t done, int64_t total) { calls.emplace_back(done, total); });
+                            [&](const QuantizeProgressInfo& p) { calls.push_back(p); });
   ASSERT_TRUE(st.ok()) << st.to_string();
 
   // Without the resolver our type ids are unknown to the reader.
@@ -148,9 +142,27 @@ TEST(QuantizeGguf, W4A16RoundTrip) {
   }
   EXPECT_EQ(f->tensors().size(), 7u);
 
-  ASSERT_EQ(calls.size(), 7u);
-  for (size_t i = 1; i < calls.size(); ++i) EXPECT_GT(calls[i].first, calls[i - 1].first);
-  EXPECT_EQ(calls.back().first, calls.back().second);
+  // Progress: at least once per tensor, never backwards, ending at the totals.
+  ASSERT_GE(calls.size(), 7u);
+  uint64_t in_bytes = 0;
+  {
+    auto in = GgufFile::open(dir.file("in.gguf"));
+    ASSERT_TRUE(in.ok());
+    for (const TensorView& t : in->tensors().all()) in_bytes += t.nbytes;
+  }
+  int tensor_steps = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].tensors_total, 7);
+    EXPECT_EQ(calls[i].bytes_total, in_bytes);
+    EXPECT_LE(calls[i].bytes_done, calls[i].bytes_total);
+    if (i == 0) continue;
+    EXPECT_GE(calls[i].bytes_done, calls[i - 1].bytes_done);
+    EXPECT_GE(calls[i].tensors_done, calls[i - 1].tensors_done);
+    tensor_steps += calls[i].tensors_done != calls[i - 1].tensors_done;
+  }
+  EXPECT_EQ(tensor_steps + (calls[0].tensors_done == 1), 7);
+  EXPECT_EQ(calls.back().tensors_done, 7);
+  EXPECT_EQ(calls.back().bytes_done, in_bytes);
 }
 
 TEST(QuantizeGguf, W4A8AsymGroup64) {
@@ -283,18 +295,47 @@ TEST(QuantizeGguf, TruncatedQuantisedTensorIsRefused) {
 }
 
 TEST(QuantizeGguf, BadOptionsAndMissingInput) {
+  TempDir dir;
+  Source s;
+  ASSERT_TRUE(s.write(dir.file("in.gguf")).ok());
+  const std::string out = dir.file("out.gguf");
   QuantizeOptions o;
   o.group = 48;
-  EXPECT_EQ(quantize_gguf("/nonexistent.gguf", "/tmp/x.gguf", o).code(), StatusCode::kInvalidArgument);
+  Status st = quantize_gguf(dir.file("in.gguf"), out, o);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("group 48"), std::string::npos) << st.message();
   o.group = 0;
   o.type = QuantType::kW8;
   o.asym = true;
   EXPECT_EQ(requested_format(o).status().code(), StatusCode::kInvalidArgument);
   o.asym = false;
   EXPECT_EQ(requested_format(o)->name(), "w8_g32");
-  EXPECT_FALSE(quantize_gguf("/nonexistent.gguf", "/tmp/x.gguf", o).ok());
+  st = quantize_gguf(dir.file("missing.gguf"), out, o);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound) << st.to_string();
+  EXPECT_NE(st.message().find("missing.gguf"), std::string::npos) << st.message();
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(out + ".tmp"));
   EXPECT_EQ(*quant_type_from_name("w4a8"), QuantType::kW4A8);
   EXPECT_FALSE(quant_type_from_name("q4").ok());
+}
+
+// A weight matrix of an integer type has no float values to quantise: refused by name,
+// before anything is written (no OUT, no OUT.tmp).
+TEST(QuantizeGguf, NonFloatWeightIsRefusedWithoutOutput) {
+  TempDir dir;
+  std::vector<int32_t> ints(16 * 64, 3);
+  std::vector<float> norm(64, 1.0f);
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  ASSERT_TRUE(w.add_tensor("blk.0.attn_norm.weight", DType::F32, {64}, norm.data(), norm.size() * 4).ok());
+  ASSERT_TRUE(w.add_tensor("blk.0.attn_q.weight", DType::I32, {16, 64}, ints.data(), ints.size() * 4).ok());
+  ASSERT_TRUE(w.write(dir.file("in.gguf")).ok());
+  const std::string out = dir.file("out.gguf");
+  Status st = quantize_gguf(dir.file("in.gguf"), out, QuantizeOptions());
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.to_string();
+  EXPECT_NE(st.message().find("blk.0.attn_q.weight"), std::string::npos) << st.message();
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(out + ".tmp"));
 }
 
 TEST(QuantizeGguf, PlanRefusesUnrepackableBlockWeights) {
