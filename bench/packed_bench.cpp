@@ -23,21 +23,27 @@ static std::vector<uint8_t> random_packed(PackedKind kind, int32_t g, int64_t n,
   const int64_t so = kind == PackedKind::kW8 ? g * 16 : g * 8;
   const uint16_t s = f32_to_f16(0.01f);
   for (int64_t c = 0; c < static_cast<int64_t>(m.size()) / cb; ++c)
-    for (int r = 0; r < 16; ++r) std::memcpy(&m[c * cb + so + 2 * r], &s, 2);
+    for (int r = 0; r < (kind == PackedKind::kW4Asym ? 32 : 16); ++r)
+      std::memcpy(&m[c * cb + so + 2 * r], &s, 2);
   return m;
 }
 
 int main(int argc, char** argv) {
-  // packed_bench [threads] [kind: w4s|w8|all] [variant name|all] [N or 0 for all shapes]
+  // packed_bench [threads] [kind: w4s|w4a|w8|all] [variant name|all] [N or 0 for all shapes]
+  //              [group 32|64|128] [a8|a16|both]
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const std::string kind_f = argc > 2 ? argv[2] : "all", var_f = argc > 3 ? argv[3] : "all";
   const int64_t n_f = argc > 4 ? std::atoll(argv[4]) : 0;
+  const int32_t g = argc > 5 ? std::atoi(argv[5]) : 128;
+  const std::string act_f = argc > 6 ? argv[6] : "both";
   ThreadPool pool(threads);
   const int64_t shapes[][2] = {{2048, 2048}, {6144, 2048}, {2048, 6144}, {32000, 2048}};
   std::printf("%s\nthreads %d\n", packed_kernels_description().c_str(), threads);
-  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW8}) {
-    const int32_t g = 128;
-    if (kind_f != "all" && kind_f != (kind == PackedKind::kW8 ? "w8" : "w4s")) continue;
+  auto kname = [](PackedKind k) {
+    return k == PackedKind::kW8 ? "w8" : k == PackedKind::kW4Asym ? "w4a" : "w4s";
+  };
+  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8}) {
+    if (kind_f != (kind_f == "all" && kind != PackedKind::kW4Asym ? "all" : kname(kind))) continue;
     for (auto& sh : shapes) {
       const int64_t N = sh[0], K = sh[1];
       if (n_f != 0 && n_f != N) continue;
@@ -54,6 +60,7 @@ int main(int argc, char** argv) {
         if (std::strcmp(v->name, "ref") == 0) continue;
         if (var_f != "all" && var_f != v->name) continue;
         for (bool a8 : {true, false}) {
+          if (act_f != "both" && act_f != (a8 ? "a8" : "a16")) continue;
           auto call = [&](int64_t c, int64_t n) {
             PackedMatrixView w{PackedFormat{kind, g}, all.data() + c * one.size(), N, K};
             if (a8)
@@ -78,9 +85,9 @@ int main(int argc, char** argv) {
           const double gbs = static_cast<double>(one.size()) / best_of(1, true) / 1e9;
           const double gf = 2.0 * 64 * N * K / best_of(64, false) / 1e9;
           std::printf(
-              "%-4s %-12s %-4s N=%-6lld K=%-5lld decode %6.1f GB/s (%7.1f us)  prefill64 %7.1f "
-              "GFLOP/s\n",
-              kind == PackedKind::kW8 ? "w8" : "w4s", v->name, a8 ? "a8" : "a16", (long long)N,
+              "%-4s g%-3d %-12s %-4s N=%-6lld K=%-5lld decode %6.1f GB/s (%7.1f us)  prefill64 "
+              "%7.1f GFLOP/s\n",
+              kname(kind), g, v->name, a8 ? "a8" : "a16", (long long)N,
               (long long)K, gbs, 1e6 * one.size() / (gbs * 1e9), gf);
           std::fflush(stdout);
         }

@@ -7,7 +7,9 @@ computed within this one run, and a pre-flight that labels passes taken under lo
       --arm llama:q4_0:MODEL.gguf --arm edge:q4_0:MODEL.gguf --arm edge:w4a8:PACKED.gguf \
       -p 512 -n 128 -t 2 --passes 3 --out bench/results/NAME.json
 
-Each arm is runner:label:model. Ratios are reported for every edge arm against every
+Each arm is runner:label:model; runner is llama, edge (the --edge binary) or edge@PATH
+(another edge-infer binary, e.g. a build of the previous commit for a before/after
+comparison in the same interleaved run). Ratios are reported for every edge arm against every
 llama arm. llama.cpp itself is never part of this repository: build it elsewhere."""
 import argparse, json, os, statistics, subprocess, sys, time
 
@@ -31,7 +33,8 @@ def run_arm(arm, a):
     if runner == "llama":
         cmd = [a.llama_bench, "-m", model, "-p", str(a.p), "-n", str(a.n), "-r", str(a.r), "-t", str(a.t), "-o", "json"]
     else:
-        cmd = [a.edge, "bench", "-m", model, "-p", str(a.p), "-n", str(a.n), "-r", str(a.r), "-t", str(a.t), "-o", "json"]
+        binary = runner[len("edge@"):] if runner.startswith("edge@") else a.edge
+        cmd = [binary, "bench", "-m", model, "-p", str(a.p), "-n", str(a.n), "-r", str(a.r), "-t", str(a.t), "-o", "json"]
     busy = cpu_busy()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     recs = json.loads(out[out.index("["):])
@@ -39,7 +42,7 @@ def run_arm(arm, a):
     for r in recs:
         key = "pp" if r["n_prompt"] > 0 else "tg"
         res[key] = r["avg_ts"]
-        if runner == "edge":
+        if runner.startswith("edge"):
             res["provenance"] = r.get("provenance")
     return res
 
@@ -78,7 +81,7 @@ def main():
         summary.append(s)
     ratios = []
     for e in summary:
-        if e["runner"] != "edge":
+        if not e["runner"].startswith("edge"):
             continue
         for l in summary:
             if l["runner"] != "llama":

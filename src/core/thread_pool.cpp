@@ -48,13 +48,15 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   task_.store(&fn, std::memory_order_relaxed);
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  {
-    // Publishing under the mutex pairs with a worker's check-then-sleep, so no wake-up is
-    // lost; the lock is uncontended when every worker is spinning.
+  // No mutex on the hot path: the seq_cst increment of generation_ and load of sleepers_
+  // pair with a worker's seq_cst increment of sleepers_ and re-check of generation_ (both
+  // under mu_), so either we see the sleeper and notify under mu_, or it sees the new
+  // generation before it waits; no wake-up is lost.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lk(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+    cv_start_.notify_all();
   }
-  if (sleepers_.load(std::memory_order_acquire) > 0) cv_start_.notify_all();
   fn(0, n_threads_);
   int spins = 0;
   while (pending_.load(std::memory_order_acquire) != 0) {
@@ -75,15 +77,15 @@ void ThreadPool::worker_loop(int tid) {
     }
     if (gen == seen) {
       std::unique_lock<std::mutex> lk(mu_);
-      sleepers_.fetch_add(1, std::memory_order_acq_rel);
-      cv_start_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-      sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      cv_start_.wait(lk, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       gen = generation_.load(std::memory_order_acquire);
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = gen;
     (*task_.load(std::memory_order_acquire))(tid, n_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    pending_.fetch_sub(1, std::memory_order_release);
   }
 }
 

@@ -37,23 +37,28 @@ class ThreadPool {
   static int default_threads();
 
  private:
+  static constexpr size_t kLine = 64;
   void worker_loop(int tid);
 
   int n_threads_;
   std::vector<std::thread> workers_;
+  // Each group of atomics sits on its own cache line: workers spin reading generation_
+  // while they finish by writing pending_, and a write to a line another core is polling
+  // costs a transfer per poll (false sharing).
+  //
   // A region starts when generation_ changes. Workers spin on it briefly (a decode step
   // runs hundreds of regions back to back, and a futex wake per region costs more than
   // the region), then sleep on the condition variable.
-  std::atomic<const std::function<void(int, int)>*> task_{nullptr};
+  alignas(kLine) std::atomic<const std::function<void(int, int)>*> task_{nullptr};
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
-  std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
+  alignas(kLine) std::atomic<int> pending_{0};
+  alignas(kLine) std::atomic<int> sleepers_{0};
   std::mutex mu_;
   std::condition_variable cv_start_;
   // Barrier state: count of arrivals and a phase flip (sense-reversing barrier).
-  std::atomic<int> barrier_count_{0};
-  std::atomic<uint32_t> barrier_phase_{0};
+  alignas(kLine) std::atomic<int> barrier_count_{0};
+  alignas(kLine) std::atomic<uint32_t> barrier_phase_{0};
 };
 
 }  // namespace edge

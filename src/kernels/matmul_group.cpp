@@ -5,6 +5,7 @@
 // x is quantised once per distinct group size, before a barrier.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <vector>
 
 #include "core/check.h"
@@ -17,6 +18,13 @@ namespace {
 
 constexpr int64_t kUnitRows = 16;  // = kPanelRows: a dense unit matches a packed panel
 constexpr int kMaxGroup = 8;       // weights per matmul_group call (q/k/v, gate/up)
+// Work split (see matmul_group): share of the bytes assigned statically, chunk sizes of
+// the dynamic rest. A decode chunk streams in a few us; a prefill chunk is about one
+// cache block of the GEMM (its token tiles re-read activations once per chunk).
+constexpr int64_t kStaticPercent = 70;
+constexpr int64_t kDecodeChunkBytes = 48 << 10;
+constexpr int64_t kPrefillChunkBytes = 256 << 10;
+constexpr int64_t kPrivateActTokens = 4;
 
 // Per-thread scratch reused across calls: the pool's threads live as long as the pool,
 // so decode does not allocate per matmul.
@@ -57,6 +65,21 @@ int64_t first_unit_at(const Job& j, int64_t c) {
   return std::min(u, j.units);
 }
 
+struct Plan {
+  std::array<Job, kMaxGroup> jobs;
+  std::array<int64_t, kMaxGroup + 1> first{};  // global index of each job's first unit
+  size_t n_jobs = 0;
+  int64_t total_cost = 0;
+
+  // Global index of the first unit whose start cost is >= c.
+  int64_t unit_at(int64_t c) const {
+    for (size_t i = 0; i < n_jobs; ++i)
+      if (c <= jobs[i].cost0 + jobs[i].units * jobs[i].unit_cost)
+        return first[i] + first_unit_at(jobs[i], c);
+    return first[n_jobs];
+  }
+};
+
 void run_units(const KernelTable& k, const PackedKernels& pk, const Job& j,
                const QuantizedActivations* acts, const float* x, int64_t n, int64_t u0,
                int64_t u1) {
@@ -74,23 +97,27 @@ void run_units(const KernelTable& k, const PackedKernels& pk, const Job& j,
           thread_scratch(static_cast<size_t>(kMatmulRowTile * in)));
 }
 
-}  // namespace
+// Global units [g0, g1), possibly spanning several jobs.
+void run_global(const KernelTable& k, const PackedKernels& pk, const Plan& plan,
+                const QuantizedActivations* acts, const float* x, int64_t n, int64_t g0,
+                int64_t g1) {
+  for (size_t i = 0; i < plan.n_jobs && g0 < g1; ++i) {
+    const int64_t f = plan.first[i], e = plan.first[i + 1];
+    if (g0 >= e || g1 <= f) continue;
+    run_units(k, pk, plan.jobs[i], acts, x, n, std::max(g0, f) - f, std::min(g1, e) - f);
+  }
+}
 
-void matmul_group(const KernelTable& k, const float* x, int64_t n,
-                  std::span<const TensorView* const> ws, std::span<float* const> ys,
-                  ThreadPool& pool) {
-  CHECK(ws.size() == ys.size() && ws.size() <= static_cast<size_t>(kMaxGroup));
-  if (ws.empty() || n <= 0) return;
-  const PackedKernels& pk = packed_kernels();
-  std::array<Job, kMaxGroup> jobs;
-  std::array<int32_t, kMaxGroup> groups{};  // distinct activation group sizes (A8)
+// Fills plan's jobs; returns the distinct activation group sizes (int8 activations).
+int resolve(const KernelTable& k, std::span<const TensorView* const> ws,
+            std::span<float* const> ys, Plan* plan, std::array<int32_t, 3>* groups) {
   int n_groups = 0;
-  int64_t total = 0;
   const int64_t in = ws[0]->shape.size() == 2 ? ws[0]->shape[1] : 0;
+  plan->n_jobs = ws.size();
   for (size_t i = 0; i < ws.size(); ++i) {
     const TensorView& w = *ws[i];
     CHECK(w.shape.size() == 2 && w.shape[1] == in);
-    Job& j = jobs[i];
+    Job& j = plan->jobs[i];
     j.w = &w;
     j.y = ys[i];
     j.packed = is_packed_dtype(w.dtype);
@@ -100,8 +127,11 @@ void matmul_group(const KernelTable& k, const float* x, int64_t n,
       j.unit_cost = (in / j.pv.fmt.group) * packed_cell_bytes(j.pv.fmt.kind, j.pv.fmt.group);
       if (k.packed_int8_activations) {
         int gi = 0;
-        while (gi < n_groups && groups[gi] != j.pv.fmt.group) ++gi;
-        if (gi == n_groups) groups[n_groups++] = j.pv.fmt.group;
+        while (gi < n_groups && (*groups)[gi] != j.pv.fmt.group) ++gi;
+        if (gi == n_groups) {
+          CHECK(n_groups < static_cast<int>(groups->size()));
+          (*groups)[n_groups++] = j.pv.fmt.group;
+        }
         j.act = gi;
       }
     } else {
@@ -111,26 +141,65 @@ void matmul_group(const KernelTable& k, const float* x, int64_t n,
       j.units = (w.shape[0] + kUnitRows - 1) / kUnitRows;
       j.unit_cost = static_cast<int64_t>(j.row_bytes) * kUnitRows;
     }
-    j.cost0 = total;
-    total += j.units * j.unit_cost;
+    j.cost0 = plan->total_cost;
+    plan->total_cost += j.units * j.unit_cost;
+    plan->first[i + 1] = plan->first[i] + j.units;
   }
-  // The caller's thread owns the activation buffers (one per distinct group size).
-  thread_local std::array<ActivationBuffer, 3> act_bufs;
-  CHECK(n_groups <= static_cast<int>(act_bufs.size()));
-  std::array<QuantizedActivations, 3> acts{};
-  for (int g = 0; g < n_groups; ++g) acts[g] = act_bufs[g].view(n, in, groups[g]);
-  const size_t nj = ws.size();
+  return n_groups;
+}
+
+// Activations for this thread: with few tokens every thread quantises all rows into its
+// own buffers (cheaper than a barrier); otherwise rows are split and the caller barriers.
+struct ActSet {
+  std::array<QuantizedActivations, 3> q{};
+};
+
+}  // namespace
+
+void matmul_group(const KernelTable& k, const float* x, int64_t n,
+                  std::span<const TensorView* const> ws, std::span<float* const> ys,
+                  ThreadPool& pool) {
+  CHECK(ws.size() == ys.size() && ws.size() <= static_cast<size_t>(kMaxGroup));
+  if (ws.empty() || n <= 0) return;
+  const PackedKernels& pk = packed_kernels();
+  Plan plan;
+  std::array<int32_t, 3> groups{};
+  const int n_groups = resolve(k, ws, ys, &plan, &groups);
+  const int64_t in = ws[0]->shape[1];
+  // Decode (few tokens): each thread quantises the rows itself, no barrier.
+  const bool private_acts = n <= kPrivateActTokens;
+  thread_local std::array<ActivationBuffer, 3> act_bufs;  // per thread (pool threads too)
+  ActSet shared;
+  if (!private_acts)
+    for (int g = 0; g < n_groups; ++g) shared.q[g] = act_bufs[g].view(n, in, groups[g]);
+  // Work split: the first kStaticShare of the cost in contiguous per-thread ranges, the
+  // rest in small chunks taken from a shared counter, so a thread slowed by preemption or
+  // a slower memory path does not leave the others waiting at the end of the region.
+  const int64_t static_cost = plan.total_cost * kStaticPercent / 100;
+  const int64_t dyn_first = plan.unit_at(static_cost), n_units = plan.first[plan.n_jobs];
+  const int64_t chunk_bytes = n <= kPrivateActTokens ? kDecodeChunkBytes : kPrefillChunkBytes;
+  const int64_t chunk = std::max<int64_t>(1, chunk_bytes / plan.jobs[0].unit_cost);
+  alignas(64) std::atomic<int64_t> next{dyn_first};
   pool.run([&](int tid, int nth) {
-    if (n_groups > 0) {
+    ActSet local;
+    const ActSet* acts = &shared;
+    if (n_groups > 0 && private_acts) {
+      for (int g = 0; g < n_groups; ++g) {
+        local.q[g] = act_bufs[g].view(n, in, groups[g]);
+        pk.quantize_act(x, local.q[g], 0, n);
+      }
+      acts = &local;
+    } else if (n_groups > 0) {
       auto [t0, t1] = ThreadPool::split(n, tid, nth);
-      for (int g = 0; g < n_groups && t0 < t1; ++g) pk.quantize_act(x, acts[g], t0, t1);
+      for (int g = 0; g < n_groups && t0 < t1; ++g) pk.quantize_act(x, shared.q[g], t0, t1);
       pool.barrier();
     }
-    const int64_t c0 = total * tid / nth, c1 = total * (tid + 1) / nth;
-    for (size_t i = 0; i < nj; ++i) {
-      const Job& j = jobs[i];
-      if (j.cost0 >= c1 || j.cost0 + j.units * j.unit_cost <= c0) continue;
-      run_units(k, pk, j, acts.data(), x, n, first_unit_at(j, c0), first_unit_at(j, c1));
+    run_global(k, pk, plan, acts->q.data(), x, n, plan.unit_at(static_cost * tid / nth),
+               plan.unit_at(static_cost * (tid + 1) / nth));
+    for (;;) {
+      const int64_t g0 = next.fetch_add(chunk, std::memory_order_relaxed);
+      if (g0 >= n_units) break;
+      run_global(k, pk, plan, acts->q.data(), x, n, g0, std::min(n_units, g0 + chunk));
     }
   });
 }

@@ -4,7 +4,10 @@
 // thread counts and token counts (panel splits land mid-weight and across weights).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <random>
 #include <string>
 #include <vector>
@@ -154,6 +157,18 @@ TEST(MatmulGroup, GateUpLikeLargeSplitsByBytes) {
   const Weight gate = packed_weight(PackedKind::kW4Sym, 128, 384, 512, 11);
   const Weight up = packed_weight(PackedKind::kW4Sym, 128, 384, 512, 12);
   check_group({&gate, &up}, "gate/up");
+}
+
+// The pool's workers spin, then sleep; a region after a long idle must wake them (no lost
+// wake-up), and back-to-back regions must each run every thread exactly once.
+TEST(ThreadPoolRegions, WakesSleepingWorkersAndCountsEveryRegion) {
+  ThreadPool pool(3);
+  std::atomic<int> calls{0};
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 2000; ++i) pool.run([&](int, int) { calls.fetch_add(1); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(round == 3 ? 300 : 30));
+  }
+  EXPECT_EQ(calls.load(), 4 * 2000 * 3);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "kernels/packed_api.h"
@@ -96,6 +97,173 @@ void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
   }
   const __mmask16 m = row_mask(w, p);
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.n + p * 16, m, acc[t]);
+}
+
+// ---- W4A8 GEMV (one token) ----------------------------------------------------------
+// Two panels per pass share each activation broadcast. The high nibbles are not shifted
+// down: (byte & 0xF0) = 16 * code, so the high-nibble dot is 16x the true one (exact in
+// int32: |sum| <= 64 * 15 * 16 * 127) and is shifted back once per group. G is a template
+// parameter so the block loop unrolls fully.
+template <int G, int P, bool kAsym>
+void w4a8_gemv_panels(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p,
+                      float* y) {
+  constexpr int64_t cb = kAsym ? G * 8 + 64 : G * 8 + 32;
+  const int64_t ng = w.k / G;
+  const uint8_t* panel[P];
+  for (int i = 0; i < P; ++i) panel[i] = w.data + (p + i) * ng * cb;
+  const __m512i lo_mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
+  __m512 acc[P];
+  for (int i = 0; i < P; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g) {
+    const int8_t* q = a.q + g * G;
+    __m512i dlo[P], dhi[P];
+    for (int i = 0; i < P; ++i) dlo[i] = dhi[i] = _mm512_setzero_si512();
+    for (int b = 0; b < G / 8; ++b) {
+      const __m512i qa = bcast32(q + 8 * b), qb = bcast32(q + 8 * b + 4);
+      for (int i = 0; i < P; ++i) {
+        const __m512i v = _mm512_loadu_si512(panel[i] + g * cb + b * 64);
+        dlo[i] = _mm512_dpbusd_epi32(dlo[i], _mm512_and_si512(v, lo_mask), qa);
+        dhi[i] = _mm512_dpbusd_epi32(dhi[i], _mm512_and_si512(v, hi_mask), qb);
+      }
+    }
+    const float sa = a.scales[g];
+    const int32_t qs = a.sums[g];
+    for (int i = 0; i < P; ++i) {
+      const uint8_t* c = panel[i] + g * cb;
+      __m512i d = _mm512_add_epi32(dlo[i], _mm512_srai_epi32(dhi[i], 4));
+      if constexpr (kAsym) {
+        acc[i] = _mm512_fmadd_ps(load_half16(c + G * 8 + 32),
+                                 _mm512_set1_ps(sa * static_cast<float>(qs)), acc[i]);
+      } else {
+        d = _mm512_sub_epi32(d, _mm512_set1_epi32(8 * qs));
+      }
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d),
+                               _mm512_mul_ps(load_half16(c + G * 8), _mm512_set1_ps(sa)), acc[i]);
+    }
+  }
+  for (int i = 0; i < P; ++i)
+    _mm512_mask_storeu_ps(y + (p + i) * 16, row_mask(w, p + i), acc[i]);
+}
+
+template <int G, bool kAsym>
+void w4a8_gemv(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+               float* y) {
+  int64_t p = p0;
+  for (; p + 2 <= p1; p += 2) w4a8_gemv_panels<G, 2, kAsym>(w, a, p, y);
+  if (p < p1) w4a8_gemv_panels<G, 1, kAsym>(w, a, p, y);
+}
+
+// The GEMV for w's group, or null (then the generic tile path runs).
+using A8Fn = void (*)(const PackedMatrixView&, const QuantizedActivations&, int64_t, int64_t,
+                      float*);
+A8Fn w4a8_gemv_for(const PackedMatrixView& w) {
+  const bool asym = w.fmt.kind == PackedKind::kW4Asym;
+  switch (w.fmt.group) {
+    case 32: return asym ? w4a8_gemv<32, true> : w4a8_gemv<32, false>;
+    case 64: return asym ? w4a8_gemv<64, true> : w4a8_gemv<64, false>;
+    case 128: return asym ? w4a8_gemv<128, true> : w4a8_gemv<128, false>;
+    default: return nullptr;
+  }
+}
+
+// ---- W4A8 GEMM (prefill) --------------------------------------------------------------
+// P panels x T tokens per pass: each nibble block is unpacked once for T tokens and each
+// activation broadcast feeds P panels (P = 2 halves the broadcasts per vpdpbusd). The
+// int32 dots live in registers for one group; the f32 accumulators are touched once per
+// group (the compiler may keep them on the stack).
+template <int G, int P, int T, bool kAsym>
+void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+                float* y) {
+  constexpr int64_t cb = kAsym ? G * 8 + 64 : G * 8 + 32;
+  const int64_t ng = w.k / G;
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  __m512 acc[P][T];
+  for (int i = 0; i < P; ++i)
+    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g) {
+    const int8_t* q = a.q + t0 * a.k + g * G;
+    __m512i dot[P][T];
+    for (int i = 0; i < P; ++i)
+      for (int t = 0; t < T; ++t) dot[i][t] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int b = 0; b < G / 8; ++b) {
+      __m512i lo[P], hi[P];
+      for (int i = 0; i < P; ++i) {
+        const __m512i v = _mm512_loadu_si512(w.data + ((p + i) * ng + g) * cb + b * 64);
+        lo[i] = _mm512_and_si512(v, nib);
+        hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m512i qa = bcast32(q + t * a.k + 8 * b), qb = bcast32(q + t * a.k + 8 * b + 4);
+        for (int i = 0; i < P; ++i) {
+          dot[i][t] = _mm512_dpbusd_epi32(dot[i][t], lo[i], qa);
+          dot[i][t] = _mm512_dpbusd_epi32(dot[i][t], hi[i], qb);
+        }
+      }
+    }
+    for (int i = 0; i < P; ++i) {
+      const uint8_t* c = w.data + ((p + i) * ng + g) * cb;
+      const __m512 s = load_half16(c + G * 8);
+      for (int t = 0; t < T; ++t) {
+        const int64_t ai = (t0 + t) * ng + g;
+        const float sa = a.scales[ai];
+        __m512i d = dot[i][t];
+        if constexpr (kAsym) {
+          acc[i][t] = _mm512_fmadd_ps(load_half16(c + G * 8 + 32),
+                                      _mm512_set1_ps(sa * static_cast<float>(a.sums[ai])), acc[i][t]);
+        } else {
+          d = _mm512_sub_epi32(d, _mm512_set1_epi32(8 * a.sums[ai]));
+        }
+        acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(s, _mm512_set1_ps(sa)),
+                                    acc[i][t]);
+      }
+    }
+  }
+  for (int i = 0; i < P; ++i)
+    for (int t = 0; t < T; ++t)
+      _mm512_mask_storeu_ps(y + (t0 + t) * w.n + (p + i) * 16, row_mask(w, p + i), acc[i][t]);
+}
+
+// Panel pairs over one token tile of T tokens.
+template <int G, int T, bool kAsym>
+void w4a8_tile_panels(const PackedMatrixView& w, const QuantizedActivations& a, int64_t pb,
+                      int64_t pe, int64_t t0, float* y) {
+  int64_t p = pb;
+  for (; p + 2 <= pe; p += 2) w4a8_block<G, 2, T, kAsym>(w, a, p, t0, y);
+  if (p < pe) w4a8_block<G, 1, T, kAsym>(w, a, p, t0, y);
+}
+
+// Cache blocking as in over_tiles: ~256 KB of panels stay in L2 across all token tiles.
+template <int G, bool kAsym>
+void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+               float* y) {
+  constexpr int64_t cb = kAsym ? G * 8 + 64 : G * 8 + 32;
+  const int64_t block = (256 << 10) / ((w.k / G) * cb) + 1;
+  for (int64_t pb = p0; pb < p1; pb += block) {
+    const int64_t pe = pb + block < p1 ? pb + block : p1;
+    int64_t t0 = 0;
+    for (; t0 + 8 <= a.n; t0 += 8) w4a8_tile_panels<G, 8, kAsym>(w, a, pb, pe, t0, y);
+    switch (a.n - t0) {
+      case 1: w4a8_tile_panels<G, 1, kAsym>(w, a, pb, pe, t0, y); break;
+      case 2: w4a8_tile_panels<G, 2, kAsym>(w, a, pb, pe, t0, y); break;
+      case 3: w4a8_tile_panels<G, 3, kAsym>(w, a, pb, pe, t0, y); break;
+      case 4: w4a8_tile_panels<G, 4, kAsym>(w, a, pb, pe, t0, y); break;
+      case 5: w4a8_tile_panels<G, 5, kAsym>(w, a, pb, pe, t0, y); break;
+      case 6: w4a8_tile_panels<G, 6, kAsym>(w, a, pb, pe, t0, y); break;
+      case 7: w4a8_tile_panels<G, 7, kAsym>(w, a, pb, pe, t0, y); break;
+      default: break;
+    }
+  }
+}
+
+A8Fn w4a8_gemm_for(const PackedMatrixView& w) {
+  const bool asym = w.fmt.kind == PackedKind::kW4Asym;
+  switch (w.fmt.group) {
+    case 32: return asym ? w4a8_gemm<32, true> : w4a8_gemm<32, false>;
+    case 64: return asym ? w4a8_gemm<64, true> : w4a8_gemm<64, false>;
+    case 128: return asym ? w4a8_gemm<128, true> : w4a8_gemm<128, false>;
+    default: return nullptr;
+  }
 }
 
 // ---- W8A8 -------------------------------------------------------------------------
@@ -321,6 +489,12 @@ struct W8A16 {
 
 void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                   float* y) {
+  static const bool old_gemv = std::getenv("EDGE_OLD_GEMV"), old_gemm = std::getenv("EDGE_OLD_GEMM");
+  if (a.n == 1 && !old_gemv) {
+    if (A8Fn gemv = w4a8_gemv_for(w)) return gemv(w, a, p0, p1, y);
+  } else if (a.n > 1 && !old_gemm) {
+    if (A8Fn gemm = w4a8_gemm_for(w)) return gemm(w, a, p0, p1, y);
+  }
   if (w.fmt.kind == PackedKind::kW4Asym)
     over_tiles<W4A8Asym>(a.n, p0, p1, w, a, y);
   else
