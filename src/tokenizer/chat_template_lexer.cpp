@@ -179,7 +179,11 @@ class Lexer {
     }
   }
 
+  bool text_allowed_ = false;  // after {% endraw %}: literal text may follow a text token
+
   void step();
+  bool lex_raw();
+  size_t raw_tag(size_t i, const char* name, bool& dash_before, bool& dash_after) const;
   bool lex_text();
   void lex_comment();
   bool lex_sign();
@@ -190,7 +194,8 @@ class Lexer {
 
 bool Lexer::lex_text() {
   const bool after_tag = tokens_.empty() || last_type() == Tok::kCloseStmt || last_type() == Tok::kCloseExpr ||
-                         last_type() == Tok::kComment;
+                         last_type() == Tok::kComment || text_allowed_;
+  text_allowed_ = false;
   if (!after_tag) return false;
   const size_t start = pos_;
   while (pos_ < s_->size() && !(ch() == '{' && (ch(1) == '%' || ch(1) == '{' || ch(1) == '#'))) ++pos_;
@@ -319,9 +324,48 @@ void Lexer::lex_number() {
   push(Tok::kNumber, s_->substr(start, pos_ - start), start);
 }
 
+// Length of a `{%[-] name [-]%}` tag at s[i] (0 if there is none), with its dash flags.
+size_t Lexer::raw_tag(size_t i, const char* name, bool& dash_before, bool& dash_after) const {
+  const std::string& s = *s_;
+  if (!at(s, i, "{%")) return 0;
+  size_t j = i + 2;
+  dash_before = j < s.size() && s[j] == '-';
+  if (dash_before) ++j;
+  while (j < s.size() && ascii_space(s[j])) ++j;
+  if (!at(s, j, name)) return 0;
+  j += std::strlen(name);
+  while (j < s.size() && ascii_space(s[j])) ++j;
+  dash_after = j < s.size() && s[j] == '-';
+  if (dash_after) ++j;
+  return at(s, j, "%}") ? j + 2 - i : 0;
+}
+
+// {% raw %}...{% endraw %}: the body is literal text, honouring the tags' dashes.
+bool Lexer::lex_raw() {
+  bool open_before = false, open_after = false, close_before = false, close_after = false;
+  const size_t open_len = raw_tag(pos_, "raw", open_before, open_after);
+  if (open_len == 0) return false;
+  size_t end = pos_ + open_len, close_len = 0;
+  for (; end < s_->size(); ++end) {
+    close_len = raw_tag(end, "endraw", close_before, close_after);
+    if (close_len) break;
+  }
+  if (close_len == 0) fail("unterminated {% raw %}: expected {% endraw %}", pos_);
+  std::string body = s_->substr(pos_ + open_len, end - pos_ - open_len);
+  if (open_after) body = utf8_trim(body, TrimSide::kLeft);
+  if (close_before) body = utf8_trim(body, TrimSide::kRight);
+  if (open_before) strip_trailing_whitespace();
+  if (!body.empty()) push(Tok::kText, body, pos_ + open_len);
+  text_allowed_ = true;
+  pos_ = end + close_len;
+  if (close_after) skip_whitespace();
+  return true;
+}
+
 void Lexer::step() {
   if (lex_text()) return;
   if (here("{#")) return lex_comment();
+  if (here("{%") && lex_raw()) return;
   if (here("{%-") || here("{{-")) {
     strip_trailing_whitespace();
     const bool stmt = ch(1) == '%';

@@ -126,8 +126,9 @@ class Parser {
 
   ExprPtr parse_sequence(bool primary_only);
   ExprPtr parse_expr();
-  ExprPtr parse_or();
-  ExprPtr parse_and();
+  ExprPtr parse_keyword_level(const char* keyword, ExprPtr (Parser::*next)());
+  ExprPtr parse_or() { return parse_keyword_level("or", &Parser::parse_and); }
+  ExprPtr parse_and() { return parse_keyword_level("and", &Parser::parse_not); }
   ExprPtr parse_not();
   ExprPtr parse_compare();
   ExprPtr parse_binary_level(Tok type, ExprPtr (Parser::*next)());
@@ -341,27 +342,15 @@ ExprPtr Parser::parse_expr() {
   return t;
 }
 
-ExprPtr Parser::parse_or() {
-  ExprPtr left = parse_and();
-  while (is_ident("or")) {
+// `and` / `or`: left-associative keyword operators.
+ExprPtr Parser::parse_keyword_level(const char* keyword, ExprPtr (Parser::*next)()) {
+  ExprPtr left = (this->*next)();
+  while (is_ident(keyword)) {
     auto b = make_expr(ExprKind::kBinary, peek());
     ++cur_;
-    b->name = "or";
+    b->name = keyword;
     b->kids.push_back(std::move(left));
-    b->kids.push_back(parse_and());
-    left = std::move(b);
-  }
-  return left;
-}
-
-ExprPtr Parser::parse_and() {
-  ExprPtr left = parse_not();
-  while (is_ident("and")) {
-    auto b = make_expr(ExprKind::kBinary, peek());
-    ++cur_;
-    b->name = "and";
-    b->kids.push_back(std::move(left));
-    b->kids.push_back(parse_not());
+    b->kids.push_back((this->*next)());
     left = std::move(b);
   }
   return left;

@@ -11,13 +11,14 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "tok_test_util.h"
+#include "chat_template_ref.h"
 #include "tokenizer/chat_template.h"
 
 namespace edge {
 namespace {
 
-using ojson = nlohmann::ordered_json;
+using testing::Case;
+using testing::ojson;
 
 struct NamedTemplate {
   std::string name, source, bos, eos;
@@ -99,46 +100,6 @@ std::vector<Conversation> conversations() {
   };
 }
 
-struct Case {
-  size_t template_index;
-  std::string label;
-  ojson vars;
-};
-
-bool have_node() { return std::system("node --version > /dev/null 2>&1") == 0; }
-
-std::vector<ojson> run_reference(const std::vector<NamedTemplate>& templates, const std::vector<Case>& cases) {
-  ojson input = {{"templates", ojson::array()}, {"cases", ojson::array()}};
-  for (const auto& t : templates) input["templates"].push_back(t.source);
-  for (const auto& c : cases) input["cases"].push_back({{"template", c.template_index}, {"vars", c.vars}});
-  char path[] = "/tmp/edge_chat_ref_XXXXXX";
-  const int fd = mkstemp(path);
-  EXPECT_GE(fd, 0);
-  const std::string body = input.dump();
-  EXPECT_EQ(write(fd, body.data(), body.size()), static_cast<ssize_t>(body.size()));
-  close(fd);
-  const std::string cmd = "node '" + std::string(EDGE_SOURCE_DIR) + "/tests/tokenizer/ref_chat_template.mjs' '" +
-                          testing::node_dir() + "' '" + path + "'";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  EXPECT_NE(p, nullptr);
-  char buf[65536];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  if (p) EXPECT_EQ(pclose(p), 0) << cmd;
-  std::remove(path);
-  std::vector<ojson> results;
-  size_t pos = 0;
-  while (pos < out.size()) {
-    size_t e = out.find('\n', pos);
-    if (e == std::string::npos) e = out.size();
-    ojson j = ojson::parse(out.substr(pos, e - pos), nullptr, false);
-    if (!j.is_discarded()) results.push_back(std::move(j));
-    pos = e + 1;
-  }
-  return results;
-}
-
 std::vector<Case> make_cases(const std::vector<NamedTemplate>& templates) {
   std::vector<Case> cases;
   const std::vector<std::pair<std::string, nlohmann::json>> extras = {
@@ -157,8 +118,13 @@ std::vector<Case> make_cases(const std::vector<NamedTemplate>& templates) {
           in.extra = extra;
           in.bos_token = templates[t].bos;
           in.eos_token = templates[t].eos;
-          cases.push_back({t, templates[t].name + "/" + conv.name + (agp ? " agp" : "") + label,
-                           ChatTemplate::variables(in)});
+          const std::string name = templates[t].name + "/" + conv.name + (agp ? " agp" : "") + label;
+          cases.push_back({t, name, ChatTemplate::variables(in)});
+          // The same with keys in source order (ordered_json): tojson must keep that order.
+          ojson ordered = ChatTemplate::variables(in);
+          ordered["messages"] = ojson::parse(conv.messages);
+          if (conv.with_tools) ordered["tools"] = ojson::parse(kTools);
+          cases.push_back({t, name + " (source key order)", std::move(ordered)});
         }
       }
     }
@@ -167,7 +133,7 @@ std::vector<Case> make_cases(const std::vector<NamedTemplate>& templates) {
 }
 
 TEST(ChatTemplateConformance, RealTemplatesMatchHuggingFaceJinja) {
-  if (!have_node() ||
+  if (!testing::have_node() ||
       !testing::file_exists(testing::node_dir() + "/node_modules/@huggingface/jinja/package.json")) {
     GTEST_SKIP() << "\n\n*** CHAT TEMPLATE CONFORMANCE SKIPPED: node or tests/node/node_modules is missing. "
                     "Run `cd tests/node && npm ci`. ***\n";
@@ -180,7 +146,9 @@ TEST(ChatTemplateConformance, RealTemplatesMatchHuggingFaceJinja) {
   }
   const std::vector<Case> cases = make_cases(templates);
   ASSERT_GE(cases.size(), templates.size() * 8);
-  const std::vector<ojson> ref = run_reference(templates, cases);
+  std::vector<std::string> sources;
+  for (const auto& t : templates) sources.push_back(t.source);
+  const std::vector<ojson> ref = testing::run_reference_renders(sources, cases);
   ASSERT_EQ(ref.size(), cases.size()) << "reference output incomplete";
 
   std::vector<Expected<ChatTemplate>> parsed;
@@ -191,6 +159,11 @@ TEST(ChatTemplateConformance, RealTemplatesMatchHuggingFaceJinja) {
   int mismatches = 0, ref_errors = 0, ref_ok = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto got = parsed[cases[i].template_index]->render_variables(cases[i].vars);
+    if (std::getenv("EDGE_CHAT_TEMPLATE_VERBOSE")) {  // to eyeball what is being compared
+      std::printf("=== %s: %s\n%s\n", cases[i].label.c_str(), ref[i]["ok"].get<bool>() ? "ok" : "REJECTED",
+                  ref[i]["ok"].get<bool>() ? ref[i]["out"].get<std::string>().c_str()
+                                           : ref[i]["error"].get<std::string>().c_str());
+    }
     if (ref[i]["ok"].get<bool>()) {
       ++ref_ok;
       const std::string want = ref[i]["out"].get<std::string>();

@@ -91,6 +91,12 @@ TEST(ChatTemplateEngine, Macros) {
   EXPECT_NE(recursive.find("nested too deeply"), std::string::npos);
 }
 
+TEST(ChatTemplateEngine, RawBlock) {
+  EXPECT_EQ(render("a{% raw %}{{ not parsed }}{% if %}{% endraw %}b"), "a{{ not parsed }}{% if %}b");
+  EXPECT_EQ(render("a {%- raw -%}  x  {%- endraw -%} b"), "axb");
+  EXPECT_TRUE(is_error(render("{% raw %}never closed")));
+}
+
 TEST(ChatTemplateEngine, FilterBlock) {
   EXPECT_EQ(render("{% filter upper %}abc{{ 'd' }}{% endfilter %}"), "ABCD");
   EXPECT_EQ(render("{% filter replace('a', 'o') %}banana{% endfilter %}"), "bonono");
