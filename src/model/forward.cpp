@@ -2,79 +2,108 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 
+#include "core/check.h"
+
 namespace edge {
 
-Expected<InferenceState> InferenceState::create(const Model& model, int64_t n_ctx) {
-  if (n_ctx <= 0) return Status::invalid_argument(fmt::format("context size {} must be positive", n_ctx));
+namespace {
+
+template <typename V>
+void fit(V& v, int64_t size) {
+  if (static_cast<int64_t>(v.size()) < size) v.resize(static_cast<size_t>(size));
+}
+
+int64_t logit_rows(std::span<const SeqStep> seqs) {
+  int64_t rows = 0;
+  for (const SeqStep& s : seqs)
+    rows += s.logits == SeqStep::Logits::kAll ? s.n_tokens : s.logits == SeqStep::Logits::kLast ? 1 : 0;
+  return rows;
+}
+
+}  // namespace
+
+ForwardPass::ForwardPass(const Model& model, int64_t max_tokens) : model_(&model), max_tokens_(max_tokens) {
   const ModelConfig& c = model.config();
-  const uint64_t per_pos = 2ull * static_cast<uint64_t>(c.n_layer) * static_cast<uint64_t>(c.kv_dim()) * sizeof(float);
-  if (static_cast<uint64_t>(n_ctx) > (uint64_t{1} << 46) / per_pos)
-    return Status::resource_exhausted(fmt::format("KV cache for context {} would need {} bytes per position",
-                                                  n_ctx, per_pos));
+  pos_.resize(static_cast<size_t>(max_tokens));
+  fit(x_, max_tokens * c.n_embd);
+  fit(xn_, max_tokens * c.n_embd);
+  fit(q_, max_tokens * c.q_dim());
+  fit(k_, max_tokens * c.kv_dim());
+  fit(v_, max_tokens * c.kv_dim());
+  fit(att_, max_tokens * c.q_dim());
+  fit(gate_, max_tokens * c.n_ff);
+  fit(up_, max_tokens * c.n_ff);
+}
+
+Expected<ForwardPass> ForwardPass::create(const Model& model, int64_t max_tokens) {
+  if (max_tokens <= 0)
+    return Status::invalid_argument(fmt::format("tokens per step {} must be positive", max_tokens));
   try {
-    return InferenceState(model, n_ctx);
+    return ForwardPass(model, max_tokens);
   } catch (const std::bad_alloc&) {
-    return Status::resource_exhausted(fmt::format("KV cache for context {}: cannot allocate {} bytes",
-                                                  n_ctx, per_pos * static_cast<uint64_t>(n_ctx)));
+    return Status::resource_exhausted(fmt::format("forward: cannot allocate scratch for {} tokens", max_tokens));
   }
 }
 
-InferenceState::InferenceState(const Model& model, int64_t n_ctx)
-    : model_(&model), n_ctx_(n_ctx), kv_dim_(model.config().kv_dim()) {
-  const size_t cache = static_cast<size_t>(model.config().n_layer * n_ctx * kv_dim_);
-  k_cache_.assign(cache, 0.0f);
-  v_cache_.assign(cache, 0.0f);
+uint64_t ForwardPass::scratch_bytes() const {
+  return (x_.capacity() + xn_.capacity() + q_.capacity() + k_.capacity() + v_.capacity() +
+          att_.capacity() + gate_.capacity() + up_.capacity() + logits_.capacity()) *
+         sizeof(float);
 }
 
-void InferenceState::truncate(int64_t n) {
-  if (n >= 0 && n < n_past_) n_past_ = n;
-}
-
-void InferenceState::resize_scratch(int64_t n) {
-  const ModelConfig& c = model_->config();
-  auto fit = [](std::vector<float>& v, int64_t size) {
-    if (static_cast<int64_t>(v.size()) < size) v.resize(static_cast<size_t>(size));
-  };
-  fit(x_, n * c.n_embd);
-  fit(xn_, n * c.n_embd);
-  fit(q_, n * c.q_dim());
-  fit(att_, n * c.q_dim());
-  fit(gate_, n * c.n_ff);
-  fit(up_, n * c.n_ff);
-}
-
-Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t> tokens,
-                                                         bool all_logits) {
+Status ForwardPass::check_step(std::span<const int32_t> tokens, std::span<const SeqStep> seqs,
+                               const KvStorage& kv) const {
   const ModelConfig& c = model_->config();
   const int64_t n = static_cast<int64_t>(tokens.size());
-  if (n == 0) return Status::invalid_argument("forward: no tokens");
+  if (n == 0 || seqs.empty()) return Status::invalid_argument("forward: no tokens");
+  if (n > max_tokens_)
+    return Status::invalid_argument(fmt::format("forward: {} tokens exceed the step size {}", n, max_tokens_));
+  int64_t sum = 0;
+  const KvLayout& l = kv.layout();
+  for (const SeqStep& s : seqs) {
+    if (s.n_tokens <= 0 || s.pos0 < 0) return Status::invalid_argument("forward: empty sequence slice");
+    sum += s.n_tokens;
+    const int64_t need = (s.pos0 + s.n_tokens + l.settings.block_tokens - 1) / l.settings.block_tokens;
+    for (int g = 0; g < 2; ++g)
+      if (l.has_group(g) && static_cast<int64_t>(s.blocks[g].size()) < need)
+        return Status::invalid_argument(fmt::format("forward: block table of {} entries, {} needed",
+                                                    s.blocks[g].size(), need));
+  }
+  if (sum != n)
+    return Status::invalid_argument(fmt::format("forward: slices cover {} tokens, step has {}", sum, n));
   for (int32_t t : tokens)
     if (t < 0 || t >= c.n_vocab)
-      return Status::out_of_range(
-          fmt::format("token id {} is out of range (vocabulary size {})", t, c.n_vocab));
-  if (n_past_ + n > n_ctx_)
-    return Status::out_of_range(fmt::format("{} tokens after {} cached exceed the context of {} ({} > {})",
-                                            n, n_past_, n_ctx_, n_past_ + n, n_ctx_));
-  try {
-    resize_scratch(n);
-    logits_.resize(static_cast<size_t>((all_logits ? n : 1) * c.n_vocab));
-  } catch (const std::bad_alloc&) {
-    return Status::resource_exhausted(fmt::format("forward: cannot allocate scratch for {} tokens", n));
-  }
-  embed(tokens);
-  for (int l = 0; l < c.n_layer; ++l) {
-    attention_block(l, n);
-    ffn_block(l, n);
-  }
-  compute_logits(n, all_logits);
-  n_past_ += n;
-  return std::span<const float>(logits_.data(), logits_.size());
+      return Status::out_of_range(fmt::format("token id {} is out of range (vocabulary size {})", t, c.n_vocab));
+  return Status::ok_status();
 }
 
-void InferenceState::embed(std::span<const int32_t> tokens) {
+Expected<std::span<const float>> ForwardPass::run(std::span<const int32_t> tokens,
+                                                  std::span<const SeqStep> seqs, KvStorage& kv) {
+  RETURN_IF_ERROR(check_step(tokens, seqs, kv));
+  const ModelConfig& c = model_->config();
+  n_ = static_cast<int64_t>(tokens.size());
+  try {
+    fit(logits_, logit_rows(seqs) * c.n_vocab);
+  } catch (const std::bad_alloc&) {
+    return Status::resource_exhausted("forward: cannot allocate the logits");
+  }
+  int64_t t = 0;
+  for (const SeqStep& s : seqs)
+    for (int64_t i = 0; i < s.n_tokens; ++i) pos_[static_cast<size_t>(t++)] = s.pos0 + i;
+  embed(tokens);
+  for (int l = 0; l < c.n_layer; ++l) {
+    attention_block(l, seqs, kv);
+    ffn_block(l);
+  }
+  compute_logits(seqs);
+  return std::span<const float>(logits_.data(), static_cast<size_t>(logit_rows(seqs) * c.n_vocab));
+}
+
+void ForwardPass::embed(std::span<const int32_t> tokens) {
   const ModelConfig& c = model_->config();
   const KernelTable& k = model_->kernels();
   const float scale = c.scale_embeddings ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
@@ -86,66 +115,107 @@ void InferenceState::embed(std::span<const int32_t> tokens) {
   }
 }
 
+// Writes the step's K/V rows [n, kv_dim] into each token's cache slot.
+void ForwardPass::store_kv(int layer, std::span<const SeqStep> seqs, KvStorage& kv) {
+  const ModelConfig& c = model_->config();
+  const KvLayout& l = kv.layout();
+  const int g = l.layer_group[static_cast<size_t>(layer)];
+  const int64_t bt = l.settings.block_tokens, kvd = c.kv_dim();
+  int64_t t = 0;
+  for (const SeqStep& s : seqs)
+    for (int64_t i = 0; i < s.n_tokens; ++i, ++t) {
+      const int64_t p = s.pos0 + i;
+      const int32_t b = s.blocks[g][static_cast<size_t>(p / bt)];
+      CHECK_MSG(b >= 0, "forward: a token's KV block was released");
+      const int64_t off = (p % bt) * l.row_bytes;
+      kv_store_row(l.settings.type, k_.data() + t * kvd, c.n_head_kv, c.head_dim, kv.k_block(layer, b) + off);
+      kv_store_row(l.settings.type, v_.data() + t * kvd, c.n_head_kv, c.head_dim, kv.v_block(layer, b) + off);
+    }
+}
+
 // x += [post_norm](Wo . attention(rope(norm(q)), rope(norm(k)), v)), with q/k/v from norm(x).
-void InferenceState::attention_block(int l, int64_t n) {
+void ForwardPass::attention_block(int l, std::span<const SeqStep> seqs, KvStorage& kv) {
   const ModelConfig& c = model_->config();
   const LayerConfig& lc = c.layers[l];
   const LayerWeights& w = model_->weights().layers[l];
   const KernelTable& k = model_->kernels();
   ThreadPool& pool = model_->pool();
-  const int64_t d = c.n_embd, qd = c.q_dim();
+  const int64_t n = n_, d = c.n_embd, qd = c.q_dim(), kvd = c.kv_dim();
   k.rmsnorm(x_.data(), w.attn_norm.data(), xn_.data(), n, d, c.norm_eps);
-  float* kc = k_rows(l, n_past_);  // [n, kv_dim]: this batch's rows of the cache
-  float* vc = v_rows(l, n_past_);
-  matmul(k, xn_.data(), n, w.wq, q_.data(), pool);
-  matmul(k, xn_.data(), n, w.wk, kc, pool);
-  matmul(k, xn_.data(), n, w.wv, vc, pool);
+  const TensorView* ws[3] = {&w.wq, &w.wk, &w.wv};
+  float* ys[3] = {q_.data(), k_.data(), v_.data()};
+  matmul_group(k, xn_.data(), n, ws, ys, pool);
   if (c.qkv_bias)
     for (int64_t t = 0; t < n; ++t) {
       k.add(q_.data() + t * qd, w.bq.data(), qd);
-      k.add(kc + t * kv_dim_, w.bk.data(), kv_dim_);
-      k.add(vc + t * kv_dim_, w.bv.data(), kv_dim_);
+      k.add(k_.data() + t * kvd, w.bk.data(), kvd);
+      k.add(v_.data() + t * kvd, w.bv.data(), kvd);
     }
   if (c.qk_norm) {  // per head: [n*n_head, head_dim] and [n*n_head_kv, head_dim]
     k.rmsnorm(q_.data(), w.q_norm.data(), q_.data(), n * c.n_head, c.head_dim, c.norm_eps);
-    k.rmsnorm(kc, w.k_norm.data(), kc, n * c.n_head_kv, c.head_dim, c.norm_eps);
+    k.rmsnorm(k_.data(), w.k_norm.data(), k_.data(), n * c.n_head_kv, c.head_dim, c.norm_eps);
   }
   if (lc.rotary_dim > 0) {
     RopeParams rp{c.rope_style, c.head_dim, lc.rotary_dim, lc.rope_theta, 1.0f / lc.rope_scale,
                   lc.sliding || c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data()};
     for (int64_t t = 0; t < n; ++t) {
-      k.rope(q_.data() + t * qd, c.n_head, n_past_ + t, rp);
-      k.rope(kc + t * kv_dim_, c.n_head_kv, n_past_ + t, rp);
+      k.rope(q_.data() + t * qd, c.n_head, pos_[static_cast<size_t>(t)], rp);
+      k.rope(k_.data() + t * kvd, c.n_head_kv, pos_[static_cast<size_t>(t)], rp);
     }
   }
-  AttentionArgs a;
-  a.q = q_.data();
-  a.k = k_rows(l, 0);
-  a.v = v_rows(l, 0);
-  a.out = att_.data();
-  a.n_q = n;
-  a.pos0 = n_past_;
-  a.n_head = c.n_head;
-  a.n_head_kv = c.n_head_kv;
-  a.head_dim = c.head_dim;
-  a.window = lc.sliding ? lc.window : 0;
-  a.scale = c.effective_attn_scale();
-  attention(k, a, pool);
+  store_kv(l, seqs, kv);
+  // Block pointer tables: for each sequence, K pointers then V pointers per logical block.
+  const KvLayout& kl = kv.layout();
+  const int g = kl.layer_group[static_cast<size_t>(l)];
+  size_t total = 0;
+  for (const SeqStep& s : seqs) total += 2 * s.blocks[g].size();
+  block_ptrs_.resize(total);
+  attn_.resize(seqs.size());
+  size_t off = 0;
+  int64_t t0 = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const SeqStep& s = seqs[i];
+    const size_t nb = s.blocks[g].size();
+    for (size_t b = 0; b < nb; ++b) {
+      const int32_t phys = s.blocks[g][b];
+      block_ptrs_[off + b] = phys < 0 ? nullptr : kv.k_block(l, phys);
+      block_ptrs_[off + nb + b] = phys < 0 ? nullptr : kv.v_block(l, phys);
+    }
+    AttentionArgs& a = attn_[i];
+    a.q = q_.data() + t0 * qd;
+    a.out = att_.data() + t0 * qd;
+    a.k_blocks = block_ptrs_.data() + off;
+    a.v_blocks = block_ptrs_.data() + off + nb;
+    a.block_tokens = kl.settings.block_tokens;
+    a.row_bytes = kl.row_bytes;
+    a.kv_type = kl.settings.type;
+    a.n_q = s.n_tokens;
+    a.pos0 = s.pos0;
+    a.n_head = c.n_head;
+    a.n_head_kv = c.n_head_kv;
+    a.head_dim = c.head_dim;
+    a.window = lc.sliding ? lc.window : 0;
+    a.scale = c.effective_attn_scale();
+    off += 2 * nb;
+    t0 += s.n_tokens;
+  }
+  attention_batch(k, attn_, pool);
   matmul(k, att_.data(), n, w.wo, xn_.data(), pool);  // [n, n_embd]
   if (c.post_norms) k.rmsnorm(xn_.data(), w.post_attn_norm.data(), xn_.data(), n, d, c.norm_eps);
   k.add(x_.data(), xn_.data(), n * d);
 }
 
 // x += [post_norm](W_down . (act(W_gate . norm(x)) * (W_up . norm(x)))).
-void InferenceState::ffn_block(int l, int64_t n) {
+void ForwardPass::ffn_block(int l) {
   const ModelConfig& c = model_->config();
   const LayerWeights& w = model_->weights().layers[l];
   const KernelTable& k = model_->kernels();
   ThreadPool& pool = model_->pool();
-  const int64_t d = c.n_embd, ff = c.n_ff;
+  const int64_t n = n_, d = c.n_embd, ff = c.n_ff;
   k.rmsnorm(x_.data(), w.ffn_norm.data(), xn_.data(), n, d, c.norm_eps);
-  matmul(k, xn_.data(), n, w.w_gate, gate_.data(), pool);
-  matmul(k, xn_.data(), n, w.w_up, up_.data(), pool);
+  const TensorView* ws[2] = {&w.w_gate, &w.w_up};
+  float* ys[2] = {gate_.data(), up_.data()};
+  matmul_group(k, xn_.data(), n, ws, ys, pool);
   if (c.act == Activation::kGeGlu)
     k.gelu(gate_.data(), n * ff);
   else
@@ -156,13 +226,105 @@ void InferenceState::ffn_block(int l, int64_t n) {
   k.add(x_.data(), xn_.data(), n * d);
 }
 
-void InferenceState::compute_logits(int64_t n, bool all_logits) {
+// Gathers the rows that want logits (in sequence order), norms them and runs the head.
+void ForwardPass::compute_logits(std::span<const SeqStep> seqs) {
   const ModelConfig& c = model_->config();
   const KernelTable& k = model_->kernels();
-  const int64_t rows = all_logits ? n : 1;
-  const float* src = x_.data() + (n - rows) * c.n_embd;
-  k.rmsnorm(src, model_->weights().output_norm.data(), xn_.data(), rows, c.n_embd, c.norm_eps);
-  matmul(k, xn_.data(), rows, model_->weights().output, logits_.data(), model_->pool());
+  int64_t rows = 0, t0 = 0;
+  for (const SeqStep& s : seqs) {
+    const int64_t first = s.logits == SeqStep::Logits::kAll ? t0 : t0 + s.n_tokens - 1;
+    const int64_t count = s.logits == SeqStep::Logits::kAll ? s.n_tokens : s.logits == SeqStep::Logits::kLast ? 1 : 0;
+    k.rmsnorm(x_.data() + first * c.n_embd, model_->weights().output_norm.data(),
+              xn_.data() + rows * c.n_embd, count, c.n_embd, c.norm_eps);
+    rows += count;
+    t0 += s.n_tokens;
+  }
+  if (rows > 0) matmul(k, xn_.data(), rows, model_->weights().output, logits_.data(), model_->pool());
+}
+
+// ---- InferenceState -------------------------------------------------------------------
+
+Expected<InferenceState> InferenceState::create(const Model& model, int64_t n_ctx,
+                                                const InferenceOptions& o) {
+  if (n_ctx <= 0) return Status::invalid_argument(fmt::format("context size {} must be positive", n_ctx));
+  const ModelConfig& c = model.config();
+  const KvLayout layout = KvLayout::make(c, KvSettings{o.kv_type, 16});
+  const int64_t step = std::max<int64_t>(1, std::min(o.max_step, n_ctx));
+  const int64_t per_pos = 2ll * c.n_layer * layout.row_bytes;
+  if (n_ctx > (int64_t{1} << 46) / std::max<int64_t>(per_pos, 1))
+    return Status::resource_exhausted(
+        fmt::format("KV cache for context {} would need {} bytes per position", n_ctx, per_pos));
+  std::array<int64_t, 2> n_blocks{layout.blocks_per_seq(kKvGlobal, n_ctx, step),
+                                  o.sliding_ring ? layout.blocks_per_seq(kKvSliding, n_ctx, step)
+                                                 : layout.blocks_per_seq(kKvGlobal, n_ctx, step)};
+  if (!layout.has_group(kKvSliding)) n_blocks[kKvSliding] = 0;
+  if (!layout.has_group(kKvGlobal)) n_blocks[kKvGlobal] = 0;
+  ASSIGN_OR_RETURN(KvStorage kv, KvStorage::create(layout, n_blocks));
+  ASSIGN_OR_RETURN(ForwardPass pass, ForwardPass::create(model, step));
+  return InferenceState(model, n_ctx, o, std::move(pass), std::move(kv));
+}
+
+InferenceState::InferenceState(const Model& model, int64_t n_ctx, const InferenceOptions& o,
+                               ForwardPass pass, KvStorage kv)
+    : model_(&model), n_ctx_(n_ctx), options_(o), pass_(std::move(pass)), kv_(std::move(kv)) {
+  const int64_t bt = kv_.layout().settings.block_tokens;
+  const int64_t logical = (n_ctx + bt - 1) / bt;
+  for (int g = 0; g < 2; ++g) {
+    const int64_t phys = kv_.n_blocks(g);
+    for (int64_t b = 0; b < logical && phys > 0; ++b) blocks_[g].push_back(static_cast<int32_t>(b % phys));
+  }
+}
+
+Status InferenceState::truncate(int64_t n) {
+  if (n < 0 || n > n_past_) return Status::invalid_argument(fmt::format("truncate to {} of {}", n, n_past_));
+  const KvLayout& l = kv_.layout();
+  if (l.has_group(kKvSliding) && n < n_past_) {
+    // The ring holds the last ring_positions positions before n_past_; the window at n
+    // needs [n - window + 1, n).
+    const int64_t bt = l.settings.block_tokens;
+    const int64_t oldest = std::max<int64_t>(0, ((n_past_ - 1) / bt - kv_.n_blocks(kKvSliding) + 1) * bt);
+    if (std::max<int64_t>(0, n - l.window + 1) < oldest)
+      return Status::out_of_range(fmt::format(
+          "cannot go back to position {}: the sliding-window ring kept positions from {} on", n, oldest));
+  }
+  n_past_ = n;
+  return Status::ok_status();
+}
+
+Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t> tokens, bool all_logits) {
+  const ModelConfig& c = model_->config();
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n == 0) return Status::invalid_argument("forward: no tokens");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= c.n_vocab)
+      return Status::out_of_range(fmt::format("token id {} is out of range (vocabulary size {})", t, c.n_vocab));
+  if (n_past_ + n > n_ctx_)
+    return Status::out_of_range(fmt::format("{} tokens after {} cached exceed the context of {} ({} > {})",
+                                            n, n_past_, n_ctx_, n_past_ + n, n_ctx_));
+  const int64_t step = pass_.max_tokens();
+  if (all_logits && n > step) {
+    try {
+      fit(logits_, n * c.n_vocab);
+    } catch (const std::bad_alloc&) {
+      return Status::resource_exhausted("forward: cannot allocate the logits");
+    }
+  }
+  std::span<const float> last;
+  for (int64_t done = 0; done < n; done += step) {
+    const int64_t m = std::min(step, n - done);
+    SeqStep s;
+    s.pos0 = n_past_;
+    s.n_tokens = m;
+    s.blocks[0] = blocks_[0];
+    s.blocks[1] = blocks_[1];
+    s.logits = all_logits ? SeqStep::Logits::kAll : done + m == n ? SeqStep::Logits::kLast : SeqStep::Logits::kNone;
+    ASSIGN_OR_RETURN(last, pass_.run(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(m)),
+                                     std::span<const SeqStep>(&s, 1), kv_));
+    n_past_ += m;
+    if (all_logits && n > step) std::copy(last.begin(), last.end(), logits_.begin() + done * c.n_vocab);
+  }
+  if (all_logits && n > step) return std::span<const float>(logits_.data(), static_cast<size_t>(n * c.n_vocab));
+  return last;
 }
 
 }  // namespace edge

@@ -1,22 +1,96 @@
-// One sequence's inference state: an F32 KV cache sized to the context asked for (never
-// the model's advertised context) and the scratch the forward pass needs. forward() takes a
-// batch of prompt tokens (batched matmuls, causal + sliding-window attention, GQA) or a
-// single decode token, continuing from the positions already cached.
+// The forward pass over a paged KV cache (model/kv_layout.h).
+//
+// ForwardPass runs one step: a batch of tokens from one or more sequences, each sequence
+// a consecutive slice of the step's tokens continuing from the positions it has cached
+// (prefill chunks and single decode tokens mix freely). Matmuls run once over all the
+// step's tokens; attention runs per sequence over its own blocks, all sequences in one
+// parallel region. Scratch is sized to `max_tokens` per step, never to the model's
+// advertised context.
+//
+// InferenceState is one sequence with its own cache: the simple API the CLI, benchmarks
+// and tests use. Sliding-window layers keep only a ring of blocks covering the window.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "core/memory_ledger.h"
 #include "core/status.h"
+#include "model/kv_layout.h"
 #include "model/model.h"
 
 namespace edge {
 
+using ScratchVector = std::vector<float, TaggedAllocator<float, MemCategory::kScratch>>;
+
+// One sequence's slice of a step.
+struct SeqStep {
+  enum class Logits : uint8_t { kNone, kLast, kAll };
+  int64_t pos0 = 0;      // positions already in the cache (the slice starts there)
+  int64_t n_tokens = 0;  // tokens of this sequence in the step (consecutive)
+  // Logical block -> physical block id, per layer group (kKvGlobal, kKvSliding), covering
+  // at least positions [0, pos0 + n_tokens); entries of blocks that no query of this step
+  // can see may be -1 (released by a sliding ring).
+  std::span<const int32_t> blocks[2];
+  Logits logits = Logits::kLast;
+};
+
+class ForwardPass {
+ public:
+  static Expected<ForwardPass> create(const Model& model, int64_t max_tokens);
+  ForwardPass(ForwardPass&&) noexcept = default;
+  ForwardPass& operator=(ForwardPass&&) noexcept = default;
+
+  // Writes the K/V of every token into `kv` and returns logits [rows, n_vocab]: for each
+  // sequence in order, 1 row (kLast), n_tokens rows (kAll) or none. The span is valid
+  // until the next run. Errors: empty step, more than max_tokens tokens, slices that do not
+  // add up to the tokens, a token id outside the vocabulary, a block table too short.
+  Expected<std::span<const float>> run(std::span<const int32_t> tokens, std::span<const SeqStep> seqs,
+                                       KvStorage& kv);
+  int64_t max_tokens() const { return max_tokens_; }
+  // Bytes of scratch held (ledger category "scratch").
+  uint64_t scratch_bytes() const;
+
+ private:
+  ForwardPass(const Model& model, int64_t max_tokens);
+  Status check_step(std::span<const int32_t> tokens, std::span<const SeqStep> seqs,
+                    const KvStorage& kv) const;
+  void embed(std::span<const int32_t> tokens);
+  void attention_block(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
+  void store_kv(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
+  void ffn_block(int layer);
+  void compute_logits(std::span<const SeqStep> seqs);
+
+  const Model* model_;
+  int64_t max_tokens_ = 0;
+  int64_t n_ = 0;               // tokens in the current step
+  std::vector<int64_t> pos_;    // [max_tokens] position of each token of the step
+  ScratchVector x_;             // [n, n_embd] residual stream
+  ScratchVector xn_;            // [n, n_embd] normed input / block output
+  ScratchVector q_;             // [n, q_dim]
+  ScratchVector k_;             // [n, kv_dim] this step's keys before they enter the cache
+  ScratchVector v_;             // [n, kv_dim]
+  ScratchVector att_;           // [n, q_dim]
+  ScratchVector gate_;          // [n, n_ff]
+  ScratchVector up_;            // [n, n_ff]
+  ScratchVector logits_;        // [rows, n_vocab]
+  std::vector<const uint8_t*> block_ptrs_;  // K then V block pointers of every sequence
+  std::vector<AttentionArgs> attn_;         // [n_seqs]
+};
+
+struct InferenceOptions {
+  KvType kv_type = KvType::kF32;
+  bool sliding_ring = true;  // false: sliding layers keep every position (masked)
+  int64_t max_step = 512;    // longer prompts run in chunks of this many tokens
+};
+
 class InferenceState {
  public:
   // n_ctx: positions this sequence may hold (prompt + generated), > 0.
-  static Expected<InferenceState> create(const Model& model, int64_t n_ctx);
+  static Expected<InferenceState> create(const Model& model, int64_t n_ctx,
+                                         const InferenceOptions& options = {});
 
   // Runs tokens at positions n_past() .. n_past()+n-1 and appends them to the cache.
   // Returns logits [n, n_vocab] (all_logits) or [1, n_vocab] for the last token; the span
@@ -26,36 +100,26 @@ class InferenceState {
 
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return n_ctx_; }
-  // Bytes held by the KV cache: 2 * n_layer * n_ctx * kv_dim * 4.
-  size_t kv_cache_bytes() const { return (k_cache_.size() + v_cache_.size()) * sizeof(float); }
+  // Bytes held by the KV cache (all blocks, both layer groups).
+  size_t kv_cache_bytes() const { return kv_.bytes(); }
+  const KvLayout& kv_layout() const { return kv_.layout(); }
   // Forget positions >= n (n <= n_past): the next forward continues from position n.
-  void truncate(int64_t n);
+  // Refused when a sliding ring has already overwritten positions the window would need.
+  Status truncate(int64_t n);
   void reset() { n_past_ = 0; }
 
  private:
-  explicit InferenceState(const Model& model, int64_t n_ctx);
-  void resize_scratch(int64_t n);
-  void embed(std::span<const int32_t> tokens);
-  void attention_block(int layer, int64_t n);
-  void ffn_block(int layer, int64_t n);
-  void compute_logits(int64_t n, bool all_logits);
-  float* k_rows(int layer, int64_t pos) { return k_cache_.data() + (layer * n_ctx_ + pos) * kv_dim_; }
-  float* v_rows(int layer, int64_t pos) { return v_cache_.data() + (layer * n_ctx_ + pos) * kv_dim_; }
+  InferenceState(const Model& model, int64_t n_ctx, const InferenceOptions& o, ForwardPass pass,
+                 KvStorage kv);
 
   const Model* model_;
   int64_t n_ctx_ = 0;
   int64_t n_past_ = 0;
-  int64_t kv_dim_ = 0;
-  std::vector<float> k_cache_;  // [n_layer, n_ctx, n_head_kv*head_dim]
-  std::vector<float> v_cache_;  // [n_layer, n_ctx, n_head_kv*head_dim]
-  // Scratch for a batch of n tokens.
-  std::vector<float> x_;        // [n, n_embd] residual stream
-  std::vector<float> xn_;       // [n, n_embd] normed input / block output
-  std::vector<float> q_;        // [n, n_head*head_dim]
-  std::vector<float> att_;      // [n, n_head*head_dim]
-  std::vector<float> gate_;     // [n, n_ff]
-  std::vector<float> up_;       // [n, n_ff]
-  std::vector<float> logits_;   // [n or 1, n_vocab]
+  InferenceOptions options_;
+  ForwardPass pass_;
+  KvStorage kv_;
+  std::vector<int32_t> blocks_[2];  // logical -> physical (sliding: modulo the ring)
+  ScratchVector logits_;            // [n, n_vocab] when a prompt runs in several chunks
 };
 
 }  // namespace edge

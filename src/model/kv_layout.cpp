@@ -1,0 +1,66 @@
+#include "model/kv_layout.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace edge {
+
+KvLayout KvLayout::make(const ModelConfig& c, const KvSettings& s) {
+  KvLayout l;
+  l.settings = s;
+  l.row_bytes = kv_row_bytes(s.type, c.n_head_kv, c.head_dim);
+  for (const LayerConfig& lc : c.layers) {
+    const int g = lc.sliding && lc.window > 0 ? kKvSliding : kKvGlobal;
+    l.layer_group.push_back(static_cast<int8_t>(g));
+    l.layer_slot.push_back(l.n_slots[g]++);
+    if (g == kKvSliding) l.window = std::max(l.window, lc.window);
+  }
+  for (int g = 0; g < 2; ++g) l.block_bytes[g] = int64_t{l.n_slots[g]} * 2 * s.block_tokens * l.row_bytes;
+  return l;
+}
+
+int64_t KvLayout::blocks_per_seq(int group, int64_t n_pos, int64_t max_step) const {
+  if (!has_group(group)) return 0;
+  const int64_t bt = settings.block_tokens;
+  const int64_t all = (n_pos + bt - 1) / bt;
+  if (group == kKvGlobal) return all;
+  const int64_t ring = (window + std::max<int64_t>(max_step, 1) - 1 + bt - 1) / bt + 1;
+  return std::min(all, ring);
+}
+
+uint64_t KvLayout::bytes_for(int64_t n_seqs, int64_t n_pos, int64_t max_step) const {
+  uint64_t total = 0;
+  for (int g = 0; g < 2; ++g)
+    total += static_cast<uint64_t>(n_seqs * blocks_per_seq(g, n_pos, max_step)) *
+             static_cast<uint64_t>(block_bytes[g]);
+  return total;
+}
+
+Expected<KvStorage> KvStorage::create(const KvLayout& layout, std::array<int64_t, 2> n_blocks) {
+  KvStorage s;
+  s.layout_ = layout;
+  s.n_blocks_ = n_blocks;
+  for (int g = 0; g < 2; ++g) {
+    const uint64_t bytes = static_cast<uint64_t>(n_blocks[g]) * static_cast<uint64_t>(layout.block_bytes[g]);
+    if (bytes == 0) continue;
+    if (!s.buffers_[g].allocate(MemCategory::kKv, bytes, TaggedBuffer::Kind::kAnonMmap, 4096))
+      return Status::resource_exhausted(
+          fmt::format("KV cache: cannot map {} bytes for {} blocks of {} bytes ({} layers)", bytes,
+                      n_blocks[g], layout.block_bytes[g], g == kKvGlobal ? "global" : "sliding"));
+  }
+  return s;
+}
+
+uint8_t* KvStorage::block_base(int layer, int64_t b, int kv) {
+  const int g = layout_.layer_group[static_cast<size_t>(layer)];
+  CHECK(b >= 0 && b < n_blocks_[g]);
+  const int64_t bt = layout_.settings.block_tokens;
+  const int64_t off = b * layout_.block_bytes[g] +
+                      (int64_t{layout_.layer_slot[static_cast<size_t>(layer)]} * 2 + kv) * bt * layout_.row_bytes;
+  return buffers_[g].data() + off;
+}
+
+}  // namespace edge

@@ -1,0 +1,215 @@
+// The engine's public calls: create, sessions, submit, reading streams, cancel, stats.
+#include <fmt/format.h>
+
+#include <atomic>
+
+#include "runtime/engine_impl.h"
+
+namespace edge {
+
+namespace {
+
+std::atomic<uint64_t> g_next_engine_id{1};
+
+// Waiting requests beyond this are refused (503-style) instead of queueing without bound.
+constexpr size_t kMaxWaiting = 256;
+
+}  // namespace
+
+namespace {
+
+Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_ptr<Model> owned,
+                                               const EngineOptions& o) {
+  if (o.max_model_len <= 0) return Status::invalid_argument("max_model_len must be positive");
+  if (o.max_seqs <= 0) return Status::invalid_argument("max_seqs must be positive");
+  if (o.max_batched_tokens <= 0) return Status::invalid_argument("max_batched_tokens must be positive");
+  if (o.stream_queue_limit <= 0) return Status::invalid_argument("stream_queue_limit must be positive");
+  KvCacheOptions ko;
+  if (!parse_kv_type(o.kv_type, &ko.settings.type))
+    return Status::invalid_argument("unknown KV cache type '" + o.kv_type + "' (f32, f16, bf16, q8)");
+  ko.budget_bytes = o.kv_budget_bytes;
+  ko.max_model_len = o.max_model_len;
+  ko.max_step = o.max_batched_tokens;
+  ko.max_seqs = o.max_seqs;
+  ko.prefix_cache = o.prefix_cache;
+  ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model.config(), ko));
+  ASSIGN_OR_RETURN(ForwardPass pass, ForwardPass::create(model, o.max_batched_tokens));
+  return std::unique_ptr<Engine>(new EngineImpl(model, std::move(owned), o, std::move(kv), std::move(pass)));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
+  KvType type;
+  if (!parse_kv_type(o.kv_type, &type))
+    return Status::invalid_argument("unknown KV cache type '" + o.kv_type + "' (f32, f16, bf16, q8)");
+  LoadOptions lo;
+  lo.n_threads = o.n_threads;
+  lo.activations = o.activations;
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model_path, lo));
+  const Model& ref = *model;
+  return build_engine(ref, std::move(model), o);
+}
+
+Expected<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineOptions& o) {
+  return build_engine(model, nullptr, o);
+}
+
+EngineImpl::EngineImpl(const Model& model, std::unique_ptr<Model> owned, const EngineOptions& options,
+                       KvCache kv, ForwardPass pass)
+    : model_(&model),
+      owned_model_(std::move(owned)),
+      options_(options),
+      engine_id_(g_next_engine_id.fetch_add(1)),
+      kv_(std::move(kv)),
+      pass_(std::move(pass)),
+      scheduler_(SchedulerConfig{options.max_seqs, options.max_batched_tokens}, &kv_) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+EngineImpl::~EngineImpl() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  stream_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Expected<SessionId> EngineImpl::open_session() {
+  std::lock_guard<std::mutex> lk(mu_);
+  const SessionId s = next_session_++;
+  sessions_.insert(s);
+  return s;
+}
+
+Status EngineImpl::close_session(SessionId session) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (sessions_.erase(session) == 0) return Status::not_found(fmt::format("unknown session {}", session));
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    EngineRequest& r = *it->second;
+    if (r.session != session) {
+      ++it;
+      continue;
+    }
+    if (r.in_flight) {  // the loop drops it after its step
+      r.cancel_requested = true;
+      r.session = 0;
+      ++it;
+      continue;
+    }
+    if (!r.terminal_pushed) ++stats_.requests_cancelled;
+    scheduler_.remove(&r.seq);
+    it = requests_.erase(it);
+  }
+  work_cv_.notify_all();
+  stream_cv_.notify_all();
+  return Status::ok_status();
+}
+
+Status EngineImpl::validate(const GenerateRequest& req) const {
+  const ModelConfig& c = model_->config();
+  const int64_t n = static_cast<int64_t>(req.prompt.size());
+  if (n == 0) return Status::invalid_argument("the prompt is empty");
+  for (int32_t t : req.prompt)
+    if (t < 0 || t >= c.n_vocab)
+      return Status::out_of_range(fmt::format("prompt token id {} is out of range (vocabulary size {})", t, c.n_vocab));
+  if (n >= options_.max_model_len)
+    return Status::out_of_range(fmt::format(
+        "the prompt has {} tokens; this server's context is {} tokens (prompt and completion together)", n,
+        options_.max_model_len));
+  if (req.params.max_tokens <= 0)
+    return Status::invalid_argument(fmt::format("max_tokens must be at least 1 (got {})", req.params.max_tokens));
+  if (n + req.params.max_tokens > options_.max_model_len)
+    return Status::out_of_range(fmt::format(
+        "the context is {} tokens, but {} were requested ({} in the prompt + {} max_tokens)",
+        options_.max_model_len, n + req.params.max_tokens, n, req.params.max_tokens));
+  if (req.params.logprobs > 20) return Status::invalid_argument("top logprobs must be at most 20");
+  return req.params.sampling.validate();
+}
+
+Expected<RequestHandle> EngineImpl::submit(SessionId session, GenerateRequest req) {
+  RETURN_IF_ERROR(validate(req));
+  std::lock_guard<std::mutex> lk(mu_);
+  if (stop_) return Status::unavailable("the engine is shutting down");
+  if (!sessions_.count(session)) return Status::not_found(fmt::format("unknown session {}", session));
+  if (scheduler_.n_waiting() >= kMaxWaiting)
+    return Status::unavailable(fmt::format("{} requests are already waiting for KV cache space; retry later",
+                                           scheduler_.n_waiting()));
+  auto r = std::make_unique<EngineRequest>(req.params, req.params.stop);
+  r->session = session;
+  r->id = next_request_++;
+  r->seq.id = r->id;
+  r->seq.n_prompt = static_cast<int64_t>(req.prompt.size());
+  r->seq.tokens = std::move(req.prompt);
+  if (model_->tokenizer() != nullptr) r->decoder.emplace(*model_->tokenizer());
+  scheduler_.add(&r->seq);
+  stats_.prompt_tokens += static_cast<uint64_t>(r->seq.n_prompt);
+  const RequestHandle h{engine_id_, session, r->id};
+  requests_.emplace(r->id, std::move(r));
+  work_cv_.notify_all();
+  return h;
+}
+
+Expected<EngineRequest*> EngineImpl::find(const RequestHandle& h) {
+  if (h.engine_id != engine_id_) return Status::invalid_argument("the request handle belongs to another engine");
+  auto it = requests_.find(h.request);
+  if (it == requests_.end() || it->second->session != h.session || !sessions_.count(h.session))
+    return Status::not_found(fmt::format("unknown, finished or closed request {} (session {})", h.request, h.session));
+  return it->second.get();
+}
+
+Expected<StreamChunk> EngineImpl::next(const RequestHandle& h, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lk(mu_);
+  ASSIGN_OR_RETURN(EngineRequest * r, find(h));
+  const uint64_t id = h.request;
+  const bool ready = stream_cv_.wait_for(lk, timeout, [&] {
+    auto it = requests_.find(id);
+    return stop_ || it == requests_.end() || !it->second->queue.empty();
+  });
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return Status::not_found(fmt::format("request {} was closed", id));
+  r = it->second.get();
+  if (r->queue.empty()) {
+    if (stop_) return Status::unavailable("the engine is shutting down");
+    (void)ready;
+    return Status::deadline_exceeded(fmt::format("no output from request {} within {} ms", id, timeout.count()));
+  }
+  StreamChunk c = std::move(r->queue.front());
+  r->queue.pop_front();
+  if (c.kind != ChunkKind::kTokens) {
+    requests_.erase(it);  // retired: the handle is no longer valid
+  } else if (r->seq.paused && static_cast<int32_t>(r->queue.size()) < options_.stream_queue_limit) {
+    r->seq.paused = false;
+    work_cv_.notify_all();
+  }
+  return c;
+}
+
+Status EngineImpl::cancel(const RequestHandle& h) {
+  std::lock_guard<std::mutex> lk(mu_);
+  ASSIGN_OR_RETURN(EngineRequest * r, find(h));
+  if (r->terminal_pushed) return Status::ok_status();
+  r->cancel_requested = true;
+  if (!r->in_flight) finish(*r, ChunkKind::kCancelled, "cancelled");
+  work_cv_.notify_all();
+  stream_cv_.notify_all();
+  return Status::ok_status();
+}
+
+EngineStats EngineImpl::stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  EngineStats s = stats_;
+  s.kv_blocks_total = kv_.blocks_total();
+  s.kv_blocks_used = kv_.blocks_used();
+  s.kv_bytes = kv_.bytes();
+  s.running = static_cast<int64_t>(scheduler_.n_running());
+  s.waiting = static_cast<int64_t>(scheduler_.n_waiting());
+  s.paused = 0;
+  for (const auto& [id, r] : requests_) s.paused += r->seq.paused ? 1 : 0;
+  s.preemptions = scheduler_.preemptions();
+  return s;
+}
+
+}  // namespace edge

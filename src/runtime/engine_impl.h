@@ -1,0 +1,90 @@
+// The engine's implementation (include/edge/engine.h): shared state guarded by one mutex,
+// a background loop that schedules and runs steps (engine_loop.cpp), and the public calls
+// (engine.cpp) that add requests, read streams and cancel.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "edge/engine.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "runtime/kv_cache.h"
+#include "runtime/sampler.h"
+#include "runtime/scheduler.h"
+#include "runtime/text_stream.h"
+
+namespace edge {
+
+struct EngineRequest {
+  SessionId session = 0;
+  uint64_t id = 0;
+  RequestParams params;
+  SchedSeq seq;
+  Sampler sampler;
+  std::optional<Tokenizer::StreamDecoder> decoder;
+  StopStringFilter stop_filter;
+  std::deque<StreamChunk> queue;   // chunks not yet read
+  int64_t n_generated = 0;
+  bool in_flight = false;          // part of the step running now (its KV is in use)
+  bool cancel_requested = false;
+  bool terminal_pushed = false;    // kDone / kCancelled / kError queued: nothing follows
+
+  EngineRequest(const RequestParams& p, std::vector<std::string> stops)
+      : params(p), sampler(p.sampling), stop_filter(std::move(stops)) {}
+};
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(const Model& model, std::unique_ptr<Model> owned, const EngineOptions& options,
+             KvCache kv, ForwardPass pass);
+  ~EngineImpl() override;
+
+  Expected<SessionId> open_session() override;
+  Status close_session(SessionId session) override;
+  Expected<RequestHandle> submit(SessionId session, GenerateRequest request) override;
+  Expected<StreamChunk> next(const RequestHandle& h, std::chrono::milliseconds timeout) override;
+  Status cancel(const RequestHandle& h) override;
+  EngineStats stats() const override;
+  const ModelConfig& config() const override { return model_->config(); }
+  const Tokenizer* tokenizer() const override { return model_->tokenizer(); }
+  const EngineOptions& options() const override { return options_; }
+
+ private:
+  // engine_loop.cpp
+  void loop();
+  bool run_step(std::unique_lock<std::mutex>& lk);
+  void emit_token(EngineRequest& r, std::span<const float> logits);
+  void finish(EngineRequest& r, ChunkKind kind, const std::string& reason, Status error = {});
+  void push_chunk(EngineRequest& r, StreamChunk c);
+
+  // engine.cpp
+  Expected<EngineRequest*> find(const RequestHandle& h);
+  Status validate(const GenerateRequest& req) const;
+
+  const Model* model_;
+  std::unique_ptr<Model> owned_model_;
+  EngineOptions options_;
+  uint64_t engine_id_;
+  KvCache kv_;
+  ForwardPass pass_;
+  Scheduler scheduler_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;    // the loop waits for work
+  std::condition_variable stream_cv_;  // readers wait for chunks
+  bool stop_ = false;
+  uint64_t next_session_ = 1, next_request_ = 1;
+  std::set<SessionId> sessions_;
+  std::map<uint64_t, std::unique_ptr<EngineRequest>> requests_;
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace edge

@@ -1,0 +1,129 @@
+// The engine's background loop: schedule a step, run it without holding the lock, then
+// sample, apply stop rules and push chunks to the requests' bounded streams.
+#include <fmt/format.h>
+
+#include "runtime/engine_impl.h"
+
+namespace edge {
+
+void EngineImpl::loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_) {
+    if (!run_step(lk)) work_cv_.wait(lk);  // nothing runnable: wait for submit/next/cancel
+  }
+  // Shutting down: every live request ends with an error chunk.
+  for (auto& [id, r] : requests_)
+    if (!r->terminal_pushed) finish(*r, ChunkKind::kError, "error", Status::unavailable("the engine stopped"));
+  stream_cv_.notify_all();
+}
+
+void EngineImpl::push_chunk(EngineRequest& r, StreamChunk c) {
+  r.queue.push_back(std::move(c));
+  stats_.stream_high_water = std::max<int32_t>(stats_.stream_high_water, static_cast<int32_t>(r.queue.size()));
+  if (static_cast<int32_t>(r.queue.size()) >= options_.stream_queue_limit) r.seq.paused = true;
+}
+
+// Ends a request: frees its KV at once and queues the terminal chunk (which may exceed
+// the queue bound: it is the last).
+void EngineImpl::finish(EngineRequest& r, ChunkKind kind, const std::string& reason, Status error) {
+  if (r.terminal_pushed) return;
+  StreamChunk c;
+  c.kind = kind;
+  if (kind == ChunkKind::kDone && r.decoder) {
+    bool stopped = false;
+    std::string tail = r.stop_filter.push(r.decoder->flush(), &stopped);
+    c.text = tail + r.stop_filter.flush();
+  }
+  c.finish_reason = reason;
+  c.error = std::move(error);
+  c.prompt_tokens = r.seq.n_prompt;
+  c.completion_tokens = r.n_generated;
+  c.cached_prompt_tokens = r.seq.cached_prompt;
+  scheduler_.remove(&r.seq);
+  r.terminal_pushed = true;
+  if (kind == ChunkKind::kDone) ++stats_.requests_finished;
+  if (kind == ChunkKind::kCancelled) ++stats_.requests_cancelled;
+  r.queue.push_back(std::move(c));
+}
+
+// Samples the next token of r from its logits row and queues it (or ends the request).
+void EngineImpl::emit_token(EngineRequest& r, std::span<const float> logits) {
+  const int32_t tok = r.sampler.sample(logits, r.seq.tokens);
+  ++r.n_generated;
+  ++stats_.generated_tokens;
+  const Tokenizer* t = model_->tokenizer();
+  const RequestParams& p = r.params;
+  const bool eog = !p.ignore_eos && t != nullptr && t->is_eog(tok);
+  const bool stop_id = std::find(p.stop_ids.begin(), p.stop_ids.end(), tok) != p.stop_ids.end();
+  if (eog || stop_id) {
+    finish(r, ChunkKind::kDone, "stop");
+    return;
+  }
+  StreamChunk c;
+  c.tokens.push_back(tok);
+  if (p.logprobs >= 0) {
+    TokenLogprob lp;
+    lp.id = tok;
+    lp.logprob = token_logprob(logits, tok, &lp.top, p.logprobs);
+    c.logprobs.push_back(std::move(lp));
+  }
+  bool stopped = false;
+  if (r.decoder) c.text = r.stop_filter.push(r.decoder->push(tok), &stopped);
+  r.seq.tokens.push_back(tok);
+  push_chunk(r, std::move(c));
+  if (stopped) {
+    finish(r, ChunkKind::kDone, "stop");
+  } else if (r.n_generated >= p.max_tokens ||
+             static_cast<int64_t>(r.seq.tokens.size()) >= options_.max_model_len) {
+    finish(r, ChunkKind::kDone, "length");
+  }
+}
+
+// One step. Returns false when nothing could be scheduled.
+bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
+  StepPlan plan = scheduler_.schedule();
+  if (plan.empty()) return false;
+  std::vector<int32_t> tokens;
+  std::vector<SeqStep> steps;
+  tokens.reserve(static_cast<size_t>(plan.n_tokens));
+  for (const PlannedSeq& ps : plan.seqs) {
+    SchedSeq& s = *ps.seq;
+    tokens.insert(tokens.end(), s.tokens.begin() + ps.pos0, s.tokens.begin() + ps.pos0 + ps.n_tokens);
+    SeqStep st;
+    st.pos0 = ps.pos0;
+    st.n_tokens = ps.n_tokens;
+    st.blocks[0] = s.kv.blocks[0];
+    st.blocks[1] = s.kv.blocks[1];
+    st.logits = ps.wants_logits ? SeqStep::Logits::kLast : SeqStep::Logits::kNone;
+    steps.push_back(st);
+    requests_.at(s.id)->in_flight = true;
+  }
+  // The step reads only the planned sequences' block tables and tokens, which nothing
+  // else changes while in_flight is set (cancel and close defer to us).
+  lk.unlock();
+  Expected<std::span<const float>> logits = pass_.run(tokens, steps, kv_.storage());
+  lk.lock();
+  scheduler_.complete(plan);
+  const int32_t n_vocab = model_->config().n_vocab;
+  size_t row = 0;
+  for (const PlannedSeq& ps : plan.seqs) {
+    auto it = requests_.find(ps.seq->id);
+    EngineRequest& r = *it->second;
+    r.in_flight = false;
+    const size_t my_row = ps.wants_logits ? row++ : SIZE_MAX;
+    if (r.terminal_pushed) {
+      // finished elsewhere
+    } else if (r.cancel_requested) {
+      finish(r, ChunkKind::kCancelled, "cancelled");
+    } else if (!logits.ok()) {
+      finish(r, ChunkKind::kError, "error", logits.status());
+    } else if (my_row != SIZE_MAX) {
+      emit_token(r, logits->subspan(my_row * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab)));
+    }
+    if (r.session == 0) requests_.erase(it);  // its session was closed during the step
+  }
+  stream_cv_.notify_all();
+  return true;
+}
+
+}  // namespace edge

@@ -1,0 +1,147 @@
+#include "runtime/kv_cache.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/memory_ledger.h"
+
+namespace edge {
+
+namespace {
+
+// Blocks per group for the budget (see the header): sliding layers first, bounded by
+// max_seqs windows; the rest of the bytes to global layers.
+Expected<std::array<int64_t, 2>> split_budget(const KvLayout& l, const KvCacheOptions& o) {
+  const std::array<int64_t, 2> per_seq = {l.blocks_per_seq(kKvGlobal, o.max_model_len, o.max_step),
+                                          l.blocks_per_seq(kKvSliding, o.max_model_len, o.max_step)};
+  const uint64_t one_seq = static_cast<uint64_t>(per_seq[0] * l.block_bytes[0] + per_seq[1] * l.block_bytes[1]);
+  if (o.budget_bytes == 0) return std::array<int64_t, 2>{per_seq[0] * o.max_seqs, per_seq[1] * o.max_seqs};
+  if (o.budget_bytes < one_seq)
+    return Status::resource_exhausted(fmt::format(
+        "KV budget of {} bytes cannot hold one sequence of {} positions: that needs {} bytes ({} {} "
+        "blocks of {} bytes{})",
+        o.budget_bytes, o.max_model_len, one_seq, per_seq[0], l.has_group(kKvSliding) ? "global" : "",
+        l.block_bytes[0],
+        l.has_group(kKvSliding) ? fmt::format(" + {} sliding blocks of {} bytes", per_seq[1], l.block_bytes[1]) : ""));
+  std::array<int64_t, 2> n{0, 0};
+  if (l.has_group(kKvSliding)) {
+    const uint64_t rest_for_global = static_cast<uint64_t>(per_seq[0] * l.block_bytes[0]);
+    const int64_t fit = static_cast<int64_t>((o.budget_bytes - rest_for_global) / static_cast<uint64_t>(l.block_bytes[1]));
+    n[1] = l.has_group(kKvGlobal) ? std::min<int64_t>(per_seq[1] * o.max_seqs, fit) : fit;
+  }
+  if (l.has_group(kKvGlobal))
+    n[0] = static_cast<int64_t>((o.budget_bytes - static_cast<uint64_t>(n[1] * l.block_bytes[1])) /
+                                static_cast<uint64_t>(l.block_bytes[0]));
+  return n;
+}
+
+}  // namespace
+
+Expected<uint64_t> parse_kv_budget(const std::string& s, bool* is_tokens) {
+  *is_tokens = false;
+  if (s.size() > 3 && s.compare(s.size() - 3, 3, "tok") == 0) {
+    *is_tokens = true;
+    ASSIGN_OR_RETURN(int64_t n, parse_byte_size(s.substr(0, s.size() - 3)));
+    return static_cast<uint64_t>(n);
+  }
+  ASSIGN_OR_RETURN(int64_t n, parse_byte_size(s));
+  if (n <= 0) return Status::invalid_argument("KV budget '" + s + "' must be positive");
+  return static_cast<uint64_t>(n);
+}
+
+KvCache::KvCache(KvCacheOptions o, KvStorage storage, bool prefix)
+    : options_(std::move(o)),
+      storage_(std::move(storage)),
+      pools_{BlockPool(static_cast<int32_t>(storage_.n_blocks(0))), BlockPool(static_cast<int32_t>(storage_.n_blocks(1)))},
+      prefix_(prefix) {}
+
+Expected<KvCache> KvCache::create(const ModelConfig& config, const KvCacheOptions& o) {
+  if (o.max_model_len <= 0 || o.max_seqs <= 0 || o.max_step <= 0)
+    return Status::invalid_argument("KV cache: context, sequences and step size must be positive");
+  const KvLayout layout = KvLayout::make(config, o.settings);
+  ASSIGN_OR_RETURN(auto n_blocks, split_budget(layout, o));
+  if (n_blocks[0] > INT32_MAX || n_blocks[1] > INT32_MAX)
+    return Status::invalid_argument("KV cache: too many blocks");
+  ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create(layout, n_blocks));
+  return KvCache(o, std::move(storage), o.prefix_cache && !layout.has_group(kKvSliding));
+}
+
+std::array<int64_t, 2> KvCache::blocks_per_full_seq() const {
+  return {layout().blocks_per_seq(kKvGlobal, options_.max_model_len, options_.max_step),
+          layout().blocks_per_seq(kKvSliding, options_.max_model_len, options_.max_step)};
+}
+
+int64_t KvCache::attach_prefix(SeqKv& s, std::span<const int32_t> prompt) {
+  if (!prefix_ || !s.blocks[0].empty() || prompt.empty()) return 0;
+  const int64_t bt = layout().settings.block_tokens;
+  const int64_t max_blocks = (static_cast<int64_t>(prompt.size()) - 1) / bt;
+  for (int64_t b = 0; b < max_blocks; ++b) {
+    const auto toks = prompt.subspan(static_cast<size_t>(b * bt), static_cast<size_t>(bt));
+    const uint64_t h = chain_block_hash(s.last_hash, toks);
+    const int32_t phys = pools_[0].lookup(h, s.last_hash, toks);
+    if (phys < 0) break;
+    s.blocks[0].push_back(phys);
+    s.last_hash = h;
+    ++s.n_hashed;
+  }
+  s.n_pos = s.n_hashed * bt;
+  return s.n_pos;
+}
+
+std::array<int64_t, 2> KvCache::blocks_needed(const SeqKv& s, int64_t n_pos) const {
+  const int64_t bt = layout().settings.block_tokens;
+  const int64_t logical = (n_pos + bt - 1) / bt;
+  std::array<int64_t, 2> need{0, 0};
+  for (int g = 0; g < 2; ++g)
+    if (layout().has_group(g)) need[g] = std::max<int64_t>(0, logical - static_cast<int64_t>(s.blocks[g].size()));
+  return need;
+}
+
+bool KvCache::reserve(SeqKv& s, int64_t n_pos) {
+  const auto need = blocks_needed(s, n_pos);
+  for (int g = 0; g < 2; ++g)
+    if (need[g] > pools_[g].n_free()) return false;
+  for (int g = 0; g < 2; ++g)
+    for (int64_t i = 0; i < need[g]; ++i) {
+      const int32_t b = pools_[g].allocate();
+      CHECK(b >= 0);
+      s.blocks[g].push_back(b);
+    }
+  s.n_pos = std::max(s.n_pos, n_pos);
+  return true;
+}
+
+void KvCache::commit(SeqKv& s, std::span<const int32_t> tokens, int64_t n_computed) {
+  const int64_t bt = layout().settings.block_tokens;
+  if (prefix_) {
+    const int64_t full = std::min<int64_t>(n_computed, static_cast<int64_t>(tokens.size())) / bt;
+    for (int64_t b = s.n_hashed; b < full && b < static_cast<int64_t>(s.blocks[0].size()); ++b) {
+      const auto toks = tokens.subspan(static_cast<size_t>(b * bt), static_cast<size_t>(bt));
+      const uint64_t h = chain_block_hash(s.last_hash, toks);
+      pools_[0].set_prefix(s.blocks[0][static_cast<size_t>(b)], h, s.last_hash, toks);
+      s.last_hash = h;
+      s.n_hashed = b + 1;
+    }
+  }
+  if (layout().has_group(kKvSliding)) {
+    // The next query (position n_computed) sees keys >= n_computed - window + 1.
+    const int64_t lo = n_computed - layout().window + 1;
+    for (int64_t b = 0; (b + 1) * bt <= lo && b < static_cast<int64_t>(s.blocks[1].size()); ++b) {
+      int32_t& phys = s.blocks[1][static_cast<size_t>(b)];
+      if (phys >= 0) pools_[1].unref(phys), phys = -1;
+    }
+  }
+}
+
+void KvCache::release(SeqKv& s) {
+  for (int g = 0; g < 2; ++g) {
+    for (int32_t b : s.blocks[g])
+      if (b >= 0) pools_[g].unref(b);
+    s.blocks[g].clear();
+  }
+  s = SeqKv{};
+}
+
+}  // namespace edge

@@ -1,0 +1,97 @@
+#include "runtime/scheduler.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace edge {
+
+void Scheduler::add(SchedSeq* s) {
+  s->state = SchedSeq::State::kWaiting;
+  waiting_.push_back(s);
+}
+
+void Scheduler::remove(SchedSeq* s) {
+  running_.erase(std::remove(running_.begin(), running_.end(), s), running_.end());
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), s), waiting_.end());
+  kv_->release(s->kv);
+  s->state = SchedSeq::State::kFinished;
+}
+
+void Scheduler::preempt(SchedSeq* victim) {
+  running_.erase(std::remove(running_.begin(), running_.end(), victim), running_.end());
+  kv_->release(victim->kv);
+  victim->n_computed = 0;
+  victim->state = SchedSeq::State::kWaiting;
+  waiting_.push_front(victim);
+  ++preemptions_;
+}
+
+// Reserves KV for s, preempting the latest admitted running sequences that are not part of
+// this step's plan yet. False if even that cannot free enough.
+bool Scheduler::reserve_or_preempt(SchedSeq* s, int64_t n_pos, const StepPlan& plan, StepPlan* out) {
+  while (!kv_->reserve(s->kv, n_pos)) {
+    SchedSeq* victim = nullptr;
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+      const bool planned = std::any_of(plan.seqs.begin(), plan.seqs.end(),
+                                       [&](const PlannedSeq& p) { return p.seq == *it; });
+      if (*it != s && !planned) {
+        victim = *it;
+        break;
+      }
+    }
+    if (victim == nullptr) return false;
+    preempt(victim);
+    out->preempted.push_back(victim);
+  }
+  return true;
+}
+
+StepPlan Scheduler::schedule() {
+  StepPlan plan;
+  int64_t budget = config_.max_batched_tokens;
+  // Running sequences first, oldest first (a copy: preemption edits running_).
+  const std::vector<SchedSeq*> running = running_;
+  for (SchedSeq* s : running) {
+    if (budget == 0) break;
+    if (s->state != SchedSeq::State::kRunning || s->paused || s->pending() <= 0) continue;
+    const int64_t n = std::min(s->pending(), budget);
+    if (!reserve_or_preempt(s, s->n_computed + n, plan, &plan)) {
+      preempt(s);  // nothing else to take from: wait until others finish
+      plan.preempted.push_back(s);
+      continue;
+    }
+    plan.seqs.push_back({s, s->n_computed, n, s->n_computed + n == static_cast<int64_t>(s->tokens.size())});
+    budget -= n;
+  }
+  // Then the queue, in order, while there is room.
+  while (budget > 0 && !waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs) {
+    SchedSeq* s = waiting_.front();
+    if (s->kv.blocks[0].empty() && s->kv.blocks[1].empty()) {
+      s->n_computed = kv_->attach_prefix(s->kv, s->tokens);
+      if (!s->admitted_once) s->cached_prompt = s->n_computed;
+    }
+    const int64_t n = std::min(s->pending(), budget);
+    if (n <= 0 || !kv_->reserve(s->kv, s->n_computed + n)) break;  // FIFO: nobody jumps the queue
+    waiting_.pop_front();
+    s->state = SchedSeq::State::kRunning;
+    s->admitted_once = true;
+    running_.push_back(s);
+    plan.seqs.push_back({s, s->n_computed, n, s->n_computed + n == static_cast<int64_t>(s->tokens.size())});
+    budget -= n;
+  }
+  for (const PlannedSeq& p : plan.seqs) plan.n_tokens += p.n_tokens;
+  return plan;
+}
+
+void Scheduler::complete(const StepPlan& plan) {
+  for (const PlannedSeq& p : plan.seqs) {
+    SchedSeq* s = p.seq;
+    if (s->state != SchedSeq::State::kRunning) continue;
+    CHECK(s->n_computed == p.pos0);
+    s->n_computed += p.n_tokens;
+    kv_->commit(s->kv, s->tokens, s->n_computed);
+  }
+}
+
+}  // namespace edge

@@ -1,0 +1,80 @@
+// The token-budget scheduler. There are no separate prefill and decode phases: every step
+// it gives each running sequence the tokens it still has to compute (a decode token, or
+// the next chunk of its prompt) within max_batched_tokens, then admits waiting sequences
+// in arrival order while the budget, max_seqs and free KV blocks allow. When KV blocks run
+// out for a running sequence, the most recently arrived running sequence is preempted:
+// its blocks are freed and it goes back to the front of the queue, to be recomputed.
+//
+// The scheduler's only contract with the executor is the StepPlan: which sequences run
+// how many tokens from which position this step.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "runtime/kv_cache.h"
+
+namespace edge {
+
+struct SchedSeq {
+  enum class State : uint8_t { kWaiting, kRunning, kFinished };
+  uint64_t id = 0;
+  std::vector<int32_t> tokens;  // prompt + generated so far
+  int64_t n_prompt = 0;
+  int64_t n_computed = 0;       // positions whose K/V are in the cache
+  int64_t cached_prompt = 0;    // positions taken from the prefix cache at admission
+  SeqKv kv;
+  State state = State::kWaiting;
+  bool paused = false;          // its consumer is behind: keep the KV, do not schedule
+  bool admitted_once = false;
+
+  int64_t pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
+};
+
+struct PlannedSeq {
+  SchedSeq* seq = nullptr;
+  int64_t pos0 = 0;
+  int64_t n_tokens = 0;
+  bool wants_logits = false;  // the step reaches the sequence's last token
+};
+
+struct StepPlan {
+  std::vector<PlannedSeq> seqs;
+  int64_t n_tokens = 0;
+  std::vector<SchedSeq*> preempted;  // sent back to the queue this step
+  bool empty() const { return seqs.empty(); }
+};
+
+struct SchedulerConfig {
+  int32_t max_seqs = 8;
+  int64_t max_batched_tokens = 512;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, KvCache* kv) : config_(config), kv_(kv) {}
+
+  void add(SchedSeq* s);       // joins the back of the queue
+  void remove(SchedSeq* s);    // finished or cancelled: frees its KV at once
+  StepPlan schedule();
+  // After the executor ran the plan: advances n_computed, commits the KV (prefix hashes,
+  // sliding ring).
+  void complete(const StepPlan& plan);
+
+  size_t n_running() const { return running_.size(); }
+  size_t n_waiting() const { return waiting_.size(); }
+  uint64_t preemptions() const { return preemptions_; }
+
+ private:
+  bool reserve_or_preempt(SchedSeq* s, int64_t n_pos, const StepPlan& plan, StepPlan* out);
+  void preempt(SchedSeq* victim);
+
+  SchedulerConfig config_;
+  KvCache* kv_;
+  std::vector<SchedSeq*> running_;  // admission order
+  std::deque<SchedSeq*> waiting_;
+  uint64_t preemptions_ = 0;
+};
+
+}  // namespace edge
