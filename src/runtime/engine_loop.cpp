@@ -41,6 +41,8 @@ void EngineImpl::finish(EngineRequest& r, ChunkKind kind, const std::string& rea
   c.cached_prompt_tokens = r.seq.cached_prompt;
   scheduler_.remove(&r.seq);
   r.terminal_pushed = true;
+  ++stats_.prefix_cache_queries;
+  stats_.prefix_cache_hit_tokens += static_cast<uint64_t>(r.seq.cached_prompt);
   if (kind == ChunkKind::kDone) ++stats_.requests_finished;
   if (kind == ChunkKind::kCancelled) ++stats_.requests_cancelled;
   r.queue.push_back(std::move(c));
