@@ -270,7 +270,7 @@ Status quantize_gguf(const std::string& in, const std::string& out, const Quanti
     inputs.push_back(QuantizeInput{t.name, t, {}, 0.0f, &src.mapped()});
   RETURN_IF_ERROR(add_quantized_tensors(w, std::move(inputs), o, std::move(progress)).with_context(in));
   // 64: every packed cell starts on a cache line, so SIMD kernels may use aligned loads.
-  return w.write(out, std::max<uint64_t>(kPackedFileAlignment, src.alignment())).with_context(out);
+  return w.write(out, std::max<uint64_t>(kPackedFileAlignment, src.alignment()));  // names `out`
 }
 
 Status add_quantized_tensors(GgufWriter& w, std::vector<QuantizeInput> inputs,
