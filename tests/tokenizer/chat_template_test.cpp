@@ -137,6 +137,28 @@ TEST(ChatTemplateEngine, ToJson) {
   EXPECT_EQ(render("{{ {'a': [1, 2]}|tojson(separators=(',', ':')) }} {{ 1000000000000000000000.0 }}"), "{\"a\":[1,2]} 1e+21");
 }
 
+// ordered_json keeps the caller's key order (what Python/JS renderers print); plain
+// nlohmann::json sorts keys.
+TEST(ChatTemplateEngine, KeyOrderFollowsInputJsonType) {
+  auto t = ChatTemplate::parse("{{ tool|tojson }}");
+  ASSERT_TRUE(t.ok());
+  const std::string text = R"({"tool": {"type": "function", "name": "f", "args": {"z": 1, "a": 2}}})";
+  EXPECT_EQ(*t->render_variables(nlohmann::ordered_json::parse(text)),
+            "{\"type\": \"function\", \"name\": \"f\", \"args\": {\"z\": 1, \"a\": 2}}");
+  EXPECT_EQ(*t->render_variables(nlohmann::json::parse(text)),
+            "{\"args\": {\"a\": 2, \"z\": 1}, \"name\": \"f\", \"type\": \"function\"}");
+}
+
+// Where @huggingface/jinja differs from Python Jinja we follow Python for these (the
+// conformance tests avoid them): strip(chars) honours chars, % follows the divisor's sign,
+// iterating undefined is empty, == compares lists by value.
+TEST(ChatTemplateEngine, PythonSemanticsWhereTheReferenceDiffers) {
+  EXPECT_EQ(render("[{{ ' \n x \n '.strip('\n') }}]"), "[ \n x \n ]");
+  EXPECT_EQ(render("{{ -7 % 3 }} {{ 7 % -3 }}"), "2 -2");
+  EXPECT_EQ(render("{% for x in nope %}x{% else %}none{% endfor %}"), "none");
+  EXPECT_EQ(render("{{ [1, 2] == [1, 2] }}"), "true");
+}
+
 TEST(ChatTemplateEngine, Tests) {
   const std::string vars = R"({"s": "x", "n": 3, "f": 1.5, "l": [1], "d": {"k": 1}, "b": true, "z": null})";
   EXPECT_EQ(render("{{ s is string }}{{ n is number }}{{ f is number }}{{ l is iterable }}{{ d is mapping }}", vars),
