@@ -15,11 +15,16 @@ struct BenchArgs {
   BenchOptions o;
   int threads = 0;
   std::string output = "md";
+  std::string kv_type = "f16";
 };
 
 int run_bench_cmd(const BenchArgs& a) {
   if (a.output != "md" && a.output != "json")
     return report_error(Status::invalid_argument("-o must be md or json (got " + a.output + ")"));
+  BenchOptions o = a.o;
+  if (!parse_kv_type(a.kv_type, &o.kv_type))
+    return report_error(Status::invalid_argument("unknown KV cache type '" + a.kv_type + "' (f32, f16, bf16, q8)"));
+  if (o.n_ubatch <= 0) return report_error(Status::invalid_argument("--ubatch-size must be positive"));
   std::string path = a.model;
   if (path.empty()) {
     auto demo = demo_model_path();
@@ -30,7 +35,7 @@ int run_bench_cmd(const BenchArgs& a) {
   lo.n_threads = a.threads;
   auto model = Model::load(path, lo);
   if (!model) return report_error(model.status());
-  auto records = run_bench(**model, a.o);
+  auto records = run_bench(**model, o);
   if (!records) return report_error(records.status());
   if (a.output == "json")
     std::printf("%s\n", records->dump(2).c_str());
@@ -50,6 +55,8 @@ void register_bench(CLI::App& app, Context& ctx) {
   sub->add_option("-r,--repetitions", a->o.reps)->capture_default_str();
   sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
   sub->add_option("-o,--output", a->output, "md | json")->capture_default_str();
+  sub->add_option("--cache-type-k,--kv-type", a->kv_type, "KV cache type: f32 | f16 | bf16 | q8")->capture_default_str();
+  sub->add_option("--ubatch-size", a->o.n_ubatch, "prompt tokens per forward step")->capture_default_str();
   sub->callback([a, &ctx] { ctx.exit_code = run_bench_cmd(*a); });
 }
 

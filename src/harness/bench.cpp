@@ -44,10 +44,14 @@ Sizes weight_sizes(const Model& m) {
 }
 
 // One timed run in nanoseconds: pp (n_prompt > 0) or tg (n_gen > 0).
-Expected<int64_t> time_one(const Model& model, int n_prompt, int n_gen, std::mt19937_64& rng) {
+Expected<int64_t> time_one(const Model& model, const BenchOptions& o, int n_prompt, int n_gen,
+                           std::mt19937_64& rng) {
   const int32_t n_vocab = model.config().n_vocab;
   std::uniform_int_distribution<int32_t> tok(0, n_vocab - 1);
-  ASSIGN_OR_RETURN(InferenceState st, InferenceState::create(model, std::max(n_prompt, n_gen) + 1));
+  InferenceOptions io;
+  io.kv_type = o.kv_type;
+  io.max_step = o.n_ubatch;
+  ASSIGN_OR_RETURN(InferenceState st, InferenceState::create(model, std::max(n_prompt, n_gen) + 1, io));
   std::vector<int32_t> tokens(std::max(n_prompt, 1));
   for (auto& t : tokens) t = tok(rng);
   auto t0 = Clock::now();
@@ -65,7 +69,7 @@ Expected<int64_t> time_one(const Model& model, int n_prompt, int n_gen, std::mt1
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }
 
-nlohmann::json make_record(const Model& model, const Sizes& sz, int n_prompt, int n_gen,
+nlohmann::json make_record(const Model& model, const BenchOptions& o, const Sizes& sz, int n_prompt, int n_gen,
                            const std::vector<int64_t>& ns) {
   const int n_tok = n_prompt > 0 ? n_prompt : n_gen;
   double mean_ns = 0, mean_ts = 0;
@@ -89,8 +93,9 @@ nlohmann::json make_record(const Model& model, const Sizes& sz, int n_prompt, in
       {"gpu_info", ""}, {"backends", "CPU"}, {"model_filename", model.path()},
       {"model_type", fmt::format("{} {}", model.config().arch, "edge")},
       {"model_size", sz.bytes}, {"model_n_params", sz.params},
-      {"n_batch", n_prompt > 0 ? n_prompt : 1}, {"n_ubatch", n_prompt > 0 ? n_prompt : 1},
-      {"n_threads", model.pool().size()}, {"type_k", "f32"}, {"type_v", "f32"},
+      {"n_batch", n_prompt > 0 ? n_prompt : 1},
+      {"n_ubatch", n_prompt > 0 ? std::min<int64_t>(n_prompt, o.n_ubatch) : 1},
+      {"n_threads", model.pool().size()}, {"type_k", kv_type_name(o.kv_type)}, {"type_v", kv_type_name(o.kv_type)},
       {"n_gpu_layers", 0}, {"use_mmap", true}, {"n_prompt", n_prompt}, {"n_gen", n_gen},
       {"test_time", prov["time"]}, {"avg_ns", static_cast<int64_t>(mean_ns)},
       {"stddev_ns", static_cast<int64_t>(std::sqrt(var_ns / denom))}, {"avg_ts", mean_ts},
@@ -108,14 +113,14 @@ Expected<nlohmann::json> run_bench(Model& model, const BenchOptions& o) {
   std::mt19937_64 rng(o.seed);
   nlohmann::json out = nlohmann::json::array();
   auto run_test = [&](int n_prompt, int n_gen) -> Status {
-    ASSIGN_OR_RETURN(int64_t warm, time_one(model, n_prompt, n_gen, rng));
+    ASSIGN_OR_RETURN(int64_t warm, time_one(model, o, n_prompt, n_gen, rng));
     (void)warm;
     std::vector<int64_t> ns;
     for (int r = 0; r < o.reps; ++r) {
-      ASSIGN_OR_RETURN(int64_t t, time_one(model, n_prompt, n_gen, rng));
+      ASSIGN_OR_RETURN(int64_t t, time_one(model, o, n_prompt, n_gen, rng));
       ns.push_back(t);
     }
-    out.push_back(make_record(model, sz, n_prompt, n_gen, ns));
+    out.push_back(make_record(model, o, sz, n_prompt, n_gen, ns));
     return {};
   };
   for (int p : o.n_prompt)

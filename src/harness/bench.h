@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "kernels/api.h"
 
 namespace edge {
 
@@ -20,6 +21,8 @@ struct BenchOptions {
   std::vector<int> n_gen = {128};
   int reps = 5;
   uint64_t seed = 1234;  // for the random prompt tokens
+  KvType kv_type = KvType::kF16;  // llama-bench's default cache type
+  int64_t n_ubatch = 512;         // prompt tokens per forward step
 };
 
 // Runs every pp and tg test (n = 0 entries skipped) and returns one JSON record each.
