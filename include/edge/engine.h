@@ -40,6 +40,7 @@ struct EngineOptions {
   bool prefix_cache = true;
   int32_t stream_queue_limit = 64;  // chunks buffered per request before it is paused
   std::string activations = "auto"; // LoadOptions::activations
+  uint64_t memory_limit_bytes = 0;  // 0: MemAvailable / cgroup limit only (memory plan)
 };
 
 // Sampling plus stopping rules for one request.

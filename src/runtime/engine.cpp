@@ -3,7 +3,9 @@
 
 #include <atomic>
 
+#include "model/model_footprint.h"
 #include "runtime/engine_impl.h"
+#include "runtime/memory_plan.h"
 
 namespace edge {
 
@@ -43,6 +45,19 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   KvType type;
   if (!parse_kv_type(o.kv_type, &type))
     return Status::invalid_argument("unknown KV cache type '" + o.kv_type + "' (f32, f16, bf16, q8)");
+  // The memory plan runs first: a configuration that cannot fit is refused before any
+  // weight is read, instead of being killed by the OOM killer half way through loading.
+  ASSIGN_OR_RETURN(ModelFootprint footprint, read_model_footprint(o.model_path));
+  PlanOptions po;
+  po.ctx = o.max_model_len;
+  po.kv_budget_bytes = static_cast<int64_t>(o.kv_budget_bytes);
+  po.kv_type = type;
+  po.max_seqs = o.max_seqs;
+  po.max_batched_tokens = o.max_batched_tokens;
+  po.memory_limit = static_cast<int64_t>(o.memory_limit_bytes);
+  po.n_threads = o.n_threads;
+  ASSIGN_OR_RETURN(MemoryPlan plan, make_memory_plan(footprint, po, read_memory_limit(po.memory_limit)));
+  RETURN_IF_ERROR(admission_status(plan));
   LoadOptions lo;
   lo.n_threads = o.n_threads;
   lo.activations = o.activations;

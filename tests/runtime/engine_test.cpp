@@ -259,5 +259,25 @@ TEST(Engine, StopStringCutsTheText) {
   EXPECT_EQ(cut.text, full.text.substr(0, full.text.find(stop)));
 }
 
+TEST(Engine, CreateFromPathRunsTheMemoryPlanFirst) {
+  EngineOptions o;
+  o.model_path = model_path();
+  o.max_model_len = 128;
+  o.n_threads = 2;
+  auto ok = Engine::create(o);
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  auto s = (*ok)->open_session();
+  auto h = (*ok)->submit(*s, request(prompt_of(5, 1), 4));
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(drain(**ok, *h).tokens.size(), 4u);
+  o.memory_limit_bytes = 64 * 1024;  // far below the weights alone
+  auto refused = Engine::create(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().to_string();
+  o.memory_limit_bytes = 0;
+  o.kv_type = "f12";
+  EXPECT_FALSE(Engine::create(o).ok());
+}
+
 }  // namespace
 }  // namespace edge
