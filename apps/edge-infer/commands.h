@@ -25,6 +25,7 @@ void register_quantize(CLI::App& app, Context& ctx);
 void register_devices(CLI::App& app, Context& ctx);
 void register_bandwidth(CLI::App& app, Context& ctx);
 void register_fidelity(CLI::App& app, Context& ctx);
+void register_serve(CLI::App& app, Context& ctx);
 
 // Prints "edge-infer: error: ..." and returns the exit code for a failed Status.
 int report_error(const Status& s);

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   edge::cli::register_devices(app, ctx);
   edge::cli::register_bandwidth(app, ctx);
   edge::cli::register_fidelity(app, ctx);
+  edge::cli::register_serve(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
