@@ -10,6 +10,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "model_source.h"
+#include "plan_options.h"
 #include "runtime/sampler.h"
 
 namespace edge::cli {
@@ -27,6 +28,7 @@ struct GenerateArgs {
   int n_predict = 32;
   int64_t ctx = 0;
   int threads = 0;
+  std::string memory_limit;  // the memory plan refuses before loading what cannot fit
   bool json = false;
   bool ignore_eos = false;
   SamplingParams sampling;
@@ -37,6 +39,8 @@ void add_common_options(CLI::App* sub, GenerateArgs& a) {
   sub->add_option("--prompt-ids", a.prompt_ids, "prompt as comma-separated token ids");
   sub->add_option("-c,--ctx", a.ctx, "context length served (default: min(model's, 4096))");
   sub->add_option("-t,--threads", a.threads, "threads (default: all allowed cores)");
+  sub->add_option("--memory-limit", a.memory_limit, "memory this process may use (e.g. 2GiB; default: "
+                                                    "MemAvailable and the cgroup limit)");
 }
 
 struct Loaded {
@@ -53,6 +57,7 @@ Expected<Loaded> load_and_prepare(const GenerateArgs& a) {
     ASSIGN_OR_RETURN(path, demo_model_path());
   }
   auto t0 = Clock::now();
+  RETURN_IF_ERROR(check_plan_before_load(path, a.ctx, a.memory_limit, a.threads));
   LoadOptions opts;
   opts.n_threads = a.threads;
   ASSIGN_OR_RETURN(l.model, Model::load(path, opts));

@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
   edge::cli::register_bandwidth(app, ctx);
   edge::cli::register_fidelity(app, ctx);
   edge::cli::register_serve(app, ctx);
+  edge::cli::register_plan(app, ctx);
+  edge::cli::register_memory(app, ctx);
+  edge::cli::register_bench_init(app, ctx);
+  edge::cli::register_measure_rss(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

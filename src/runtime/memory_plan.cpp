@@ -40,6 +40,15 @@ int64_t read_cgroup_value(const std::string& path) {
   }
 }
 
+// cgroup v1 (memory controller mounted at /sys/fs/cgroup/memory, as seen from inside a
+// container): limit_in_bytes - usage_in_bytes; "unlimited" is a huge page-rounded number.
+int64_t read_cgroup_v1_room() {
+  const int64_t limit = read_cgroup_value("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  const int64_t usage = read_cgroup_value("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+  if (limit < 0 || usage < 0 || limit >= (int64_t{1} << 60)) return -1;
+  return std::max<int64_t>(0, limit - usage);
+}
+
 // cgroup v2: the smallest memory.max - memory.current over this process's cgroup and its
 // ancestors (a parent's limit binds its children too). -1 when no limit is set.
 int64_t read_cgroup_room() {
@@ -48,7 +57,7 @@ int64_t read_cgroup_room() {
   while (std::getline(f, line)) {
     if (line.rfind("0::", 0) == 0) rel = line.substr(3);
   }
-  if (rel.empty()) return -1;
+  if (rel.empty()) return read_cgroup_v1_room();
   int64_t room = -1;
   std::string dir = "/sys/fs/cgroup" + (rel == "/" ? std::string() : rel);
   while (dir.size() >= std::string("/sys/fs/cgroup").size()) {
@@ -62,7 +71,7 @@ int64_t read_cgroup_room() {
     if (slash == std::string::npos || dir == "/sys/fs/cgroup") break;
     dir = dir.substr(0, slash);
   }
-  return room;
+  return room >= 0 ? room : read_cgroup_v1_room();
 }
 
 int64_t kv_row_bytes_for(const ModelConfig& c, KvType t) {
@@ -79,14 +88,17 @@ std::string fmt_pct(int64_t part, int64_t whole) {
 std::string refusal_text(const MemoryPlan& p) {
   const MemCategory big = p.largest();
   const int64_t over = p.total() - p.limit.bytes;
-  const int64_t room_for_big = p.limit.bytes - (p.total() - p.of(big));
   std::ostringstream s;
   s << "memory plan refused: needs " << format_bytes(p.total()) << " (ctx " << p.ctx << ", "
     << p.max_seqs << " sequence" << (p.max_seqs > 1 ? "s" : "") << ") but this process may use "
     << format_bytes(p.limit.bytes) << " (" << p.limit.source << "); over by " << format_bytes(over)
-    << ". Largest category: " << mem_category_name(big) << " " << format_bytes(p.of(big))
-    << ", over the " << format_bytes(std::max<int64_t>(room_for_big, 0))
-    << " left for it by " << format_bytes(over) << ".";
+    << ". Largest category: " << mem_category_name(big) << " " << format_bytes(p.of(big));
+  if (over < p.of(big)) {
+    s << ", which would have to shrink to " << format_bytes(p.of(big) - over) << " (by " << format_bytes(over) << ").";
+  } else {
+    s << "; the plan is over by more than all of it (the other categories alone need "
+      << format_bytes(p.total() - p.of(big)) << ").";
+  }
   if (big == MemCategory::kKv) s << " Try a smaller --ctx, --ctx auto, --kv-type q8 or fewer --max-seqs.";
   return s.str();
 }

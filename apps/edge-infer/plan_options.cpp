@@ -1,0 +1,85 @@
+#include "plan_options.h"
+
+#include "model/model_footprint.h"
+
+namespace edge::cli {
+
+void add_plan_options(CLI::App* sub, PlanArgs& a, bool with_ctx) {
+  if (with_ctx) sub->add_option("-c,--ctx", a.ctx, "context per sequence: N or auto (largest that fits)");
+  sub->add_option("--kv-budget", a.kv_budget, "exact KV cache budget: bytes (192MiB, 2GiB) or tokens (4096tok)");
+  sub->add_option("--kv-type", a.kv_type, "KV element type: f32, f16, bf16, q8")->capture_default_str();
+  sub->add_option("--max-seqs", a.max_seqs, "sequences served at once")->capture_default_str();
+  sub->add_option("--max-batched-tokens", a.max_batched_tokens, "tokens per forward step (sizes activations)")
+      ->capture_default_str();
+  sub->add_option("--memory-limit", a.memory_limit, "memory this process may use (e.g. 2GiB); "
+                                                     "default: MemAvailable and the cgroup limit");
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Status parse_budget(const std::string& text, PlanOptions& o) {
+  for (const char* suffix : {"tokens", "tok"}) {
+    if (!ends_with(text, suffix)) continue;
+    const std::string num = text.substr(0, text.size() - std::string(suffix).size());
+    auto n = parse_byte_size(num);  // plain integer parse; units make no sense here
+    if (!n || *n <= 0 || num.find_first_not_of("0123456789 ") != std::string::npos)
+      return Status::invalid_argument("bad --kv-budget '" + text + "'");
+    o.kv_budget_tokens = *n;
+    return Status();
+  }
+  ASSIGN_OR_RETURN(o.kv_budget_bytes, parse_byte_size(text));
+  if (o.kv_budget_bytes <= 0) return Status::invalid_argument("--kv-budget must be positive");
+  return Status();
+}
+
+}  // namespace
+
+Expected<PlanOptions> plan_options_from(const PlanArgs& a, int64_t default_ctx, int threads) {
+  PlanOptions o;
+  o.n_threads = threads;
+  if (a.ctx == "auto") {
+    o.ctx_auto = true;
+  } else if (!a.ctx.empty()) {
+    char* end = nullptr;
+    const long long v = std::strtoll(a.ctx.c_str(), &end, 10);
+    if (*end != '\0' || v < 1) return Status::invalid_argument("--ctx must be a positive integer or auto (got " + a.ctx + ")");
+    o.ctx = v;
+  } else {
+    o.ctx = default_ctx;
+  }
+  if (!parse_kv_type(a.kv_type, &o.kv_type))
+    return Status::invalid_argument("--kv-type must be f32, f16, bf16 or q8 (got " + a.kv_type + ")");
+  if (!a.kv_budget.empty()) RETURN_IF_ERROR(parse_budget(a.kv_budget, o));
+  if (a.max_seqs < 1) return Status::invalid_argument("--max-seqs must be at least 1");
+  if (a.max_batched_tokens < 1) return Status::invalid_argument("--max-batched-tokens must be at least 1");
+  o.max_seqs = a.max_seqs;
+  o.max_batched_tokens = a.max_batched_tokens;
+  if (!a.memory_limit.empty()) {
+    ASSIGN_OR_RETURN(o.memory_limit, parse_byte_size(a.memory_limit));
+    if (o.memory_limit <= 0) return Status::invalid_argument("--memory-limit must be positive");
+  }
+  return o;
+}
+
+Expected<MemoryPlan> plan_for_model(const std::string& model_path, const PlanOptions& o) {
+  ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(model_path));
+  return plan_memory(fp, o, read_memory_limit(o.memory_limit));
+}
+
+Status check_plan_before_load(const std::string& model_path, int64_t ctx, const std::string& memory_limit,
+                              int threads) {
+  ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(model_path));
+  PlanArgs args;
+  args.memory_limit = memory_limit;
+  args.kv_type = "f32";  // what InferenceState holds by default
+  const int64_t model_ctx = fp.config.max_ctx > 0 ? fp.config.max_ctx : 4096;
+  ASSIGN_OR_RETURN(PlanOptions o, plan_options_from(args, ctx > 0 ? ctx : std::min<int64_t>(model_ctx, 4096), threads));
+  ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(fp, o, read_memory_limit(o.memory_limit)));
+  return admission_status(plan);
+}
+
+}  // namespace edge::cli
