@@ -39,10 +39,12 @@ class ProgressBar {
       const int s = static_cast<int>(elapsed * (1.0 - frac) / frac);
       std::snprintf(eta, sizeof(eta), "%d:%02d", s / 60, s % 60);
     }
-    std::fprintf(stderr, "\r[%.*s%*s] %3d%%  %lld/%lld tensors  %.2f/%.2f GB  ETA %s ", filled,
+    const bool gb = p.bytes_total >= 1000000000u;
+    const double unit = gb ? 1e9 : 1e6;
+    std::fprintf(stderr, "\r[%.*s%*s] %3d%%  %lld/%lld tensors  %.*f/%.*f %s  ETA %s ", filled,
                  "##############################", width - filled, "", static_cast<int>(frac * 100),
                  static_cast<long long>(p.tensors_done), static_cast<long long>(p.tensors_total),
-                 p.bytes_done / 1e9, p.bytes_total / 1e9, eta);
+                 gb ? 2 : 1, p.bytes_done / unit, gb ? 2 : 1, p.bytes_total / unit, gb ? "GB" : "MB", eta);
     if (last) std::fprintf(stderr, "\n");
     std::fflush(stderr);
   }
