@@ -27,6 +27,8 @@ Expected<ChatTemplate> ChatTemplate::parse(const std::string& source) {
     return Status::invalid_format(std::string("chat template: ") + e.what());
   } catch (const std::bad_alloc&) {
     return Status::resource_exhausted("chat template: out of memory while parsing");
+  } catch (const std::exception& e) {
+    return Status::internal(std::string("chat template: ") + e.what());
   }
   return ChatTemplate(std::move(impl));
 }

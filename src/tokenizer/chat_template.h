@@ -8,6 +8,13 @@
 //
 // render() must produce byte-identical output to @huggingface/jinja for the templates
 // shipped with Qwen3, Llama-3 and Gemma-3 (tests/tokenizer/chat_template_*_test.cpp).
+// Like @huggingface/jinja's Template (and transformers' Python environment), trim_blocks and
+// lstrip_blocks are ON. Deliberate differences, where we follow Python Jinja instead:
+// strip/lstrip/rstrip(chars) honour chars, % takes the divisor's sign, iterating undefined
+// or a string works, == compares lists/dicts by value; a few extra filters/tests exist
+// (count, select/reject, map('filter'), divisibleby(n), ...).
+// Key order: tojson prints objects in input order; nlohmann::json sorts keys, so pass
+// nlohmann::ordered_json to render_variables() to keep a request's tool-schema order.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -10,8 +10,10 @@ namespace {
 
 constexpr int kMaxCallDepth = 100;
 
+// Integer results past +-2^63 (or NaN) stay floats: the cast would be undefined behaviour.
 Value numeric_result(double r, bool is_float) {
-  return is_float ? Value::number(r) : Value::integer(static_cast<int64_t>(r));
+  if (is_float || !(r > -9.2e18 && r < 9.2e18)) return Value::number(r);
+  return Value::integer(static_cast<int64_t>(r));
 }
 
 bool numeric(const Value& v) { return v.is_number() || v.kind == Kind::kBool; }

@@ -210,19 +210,24 @@ Value to_number(const Value& v, const Args& a, bool to_int) {
   const Value* dflt = a.get(0, "default");
   const Value fallback = dflt ? *dflt : to_int ? Value::integer(0) : Value::number(0);
   if (v.kind == Kind::kBool) return to_int ? Value::integer(v.b) : Value::number(v.b);
-  if (v.is_number()) return to_int ? Value::integer(static_cast<int64_t>(std::floor(v.as_double()))) : Value::number(v.as_double());
+  if (v.kind == Kind::kInt) return to_int ? v : Value::number(v.as_double());
+  if (v.kind == Kind::kFloat) {
+    const double fl = std::floor(v.f);
+    if (!to_int) return v;
+    return fl > -9.2e18 && fl < 9.2e18 ? Value::integer(static_cast<int64_t>(fl)) : fallback;
+  }
   if (!v.is_string()) bad_operand(to_int ? "int" : "float", v);
   const char* p = v.s.c_str();
   char* end = nullptr;
   const double d = to_int ? static_cast<double>(std::strtoll(p, &end, 10)) : std::strtod(p, &end);
-  if (end == p) return fallback;
+  if (end == p || (to_int && !(d > -9.2e18 && d < 9.2e18))) return fallback;
   return to_int ? Value::integer(static_cast<int64_t>(d)) : Value::number(d);
 }
 Value f_int(const Value& v, const Args& a) { return to_number(v, a, true); }
 Value f_float(const Value& v, const Args& a) { return to_number(v, a, false); }
 
 Value f_abs(const Value& v, const Args&) {
-  if (v.kind == Kind::kInt) return Value::integer(v.i < 0 ? -v.i : v.i);
+  if (v.kind == Kind::kInt) return v.i < 0 && v.i > INT64_MIN ? Value::integer(-v.i) : v;
   if (v.kind == Kind::kFloat) return Value::number(std::fabs(v.f));
   bad_operand("abs", v);
 }

@@ -44,7 +44,9 @@ inline std::vector<ojson> run_reference_renders(const std::vector<std::string>& 
   char buf[65536];
   size_t n;
   while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  if (p) EXPECT_EQ(pclose(p), 0) << cmd;
+  if (p) {
+    EXPECT_EQ(pclose(p), 0) << cmd;
+  }
   std::remove(path);
   std::vector<ojson> results;
   size_t pos = 0;
