@@ -12,7 +12,7 @@
 // lstrip_blocks are ON. Deliberate differences, where we follow Python Jinja instead:
 // strip/lstrip/rstrip(chars) honour chars, % takes the divisor's sign, iterating undefined
 // or a string works, == compares lists/dicts by value; a few extra filters/tests exist
-// (count, select/reject, map('filter'), divisibleby(n), ...).
+// (count, select/reject, map('filter'), divisibleby(n), list.append, ...).
 // Key order: tojson prints objects in input order; nlohmann::json sorts keys, so pass
 // nlohmann::ordered_json to render_variables() to keep a request's tool-schema order.
 #pragma once

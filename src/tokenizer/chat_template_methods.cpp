@@ -208,6 +208,13 @@ Value get_attribute(const Value& object, const std::string& name) {
     return Value::undefined();
   }
   if (object.is_array() && name == "length") return Value::integer(static_cast<int64_t>(object.arr->size()));
+  if (object.is_array() && name == "append") {  // Python list.append: lists are shared, as in Python
+    return Value::function([arr = object.arr](const Args& a) {
+      if (a.pos.size() != 1) throw Error("append() takes exactly one argument");
+      arr->push_back(a.pos[0]);
+      return Value::null();
+    });
+  }
   return Value::undefined();
 }
 

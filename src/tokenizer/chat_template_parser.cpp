@@ -413,7 +413,11 @@ ExprPtr Parser::parse_test() {
     }
     t->name = expect(Tok::kIdent, "a test name after 'is'").value;
     t->kids.push_back(std::move(operand));
-    if (is(Tok::kLParen)) parse_call_args(*t);
+    if (is(Tok::kLParen)) {
+      parse_call_args(*t);
+    } else if (is(Tok::kNumber) || is(Tok::kString) || is_ident("none") || is_ident("true") || is_ident("false")) {
+      t->kids.push_back(parse_primary());  // Jinja's one-argument form: `x is divisibleby 3`
+    }
     operand = std::move(t);
   }
   return operand;

@@ -74,6 +74,7 @@ TEST(ChatTemplateEngine, SetForms) {
   EXPECT_EQ(render("{% set a, b = 1, 2 %}{{ b }}{{ a }}"), "21");
   EXPECT_EQ(render("{% set block %}x{{ 1 + 1 }}y{% endset %}[{{ block }}]"), "[x2y]");
   EXPECT_EQ(render("{% if true %}{% set v = 'in-if' %}{% endif %}{{ v }}"), "in-if");
+  EXPECT_EQ(render("{% set xs = [1] %}{% set _ = xs.append(2) %}{{ xs }}{{ _ }}"), "[1, 2]");
 }
 
 TEST(ChatTemplateEngine, Macros) {
@@ -171,6 +172,8 @@ TEST(ChatTemplateEngine, Tests) {
             "truetruetruefalse");
   EXPECT_EQ(render("{{ 'x' in s }}{{ 'k' in d }}{{ 1 in l }}{{ 2 not in l }}{{ 'a' in undefined_v }}", vars),
             "truetruetruetruefalse");
+  EXPECT_EQ(render("{{ n is divisibleby 3 }}{{ s is equalto 'x' }}{{ z is sameas none }}{{ b is sameas false }}", vars),
+            "truetruetruefalse");
   EXPECT_TRUE(is_error(render("{{ s is nosuchtest }}", vars)));
 }
 
