@@ -15,7 +15,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
 #include "kernels/packed_api.h"
@@ -45,58 +44,6 @@ inline __m512i bcast32(const int8_t* p) {
 inline __mmask16 row_mask(const PackedMatrixView& w, int64_t p) {
   int64_t valid = w.n - p * 16;
   return valid >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << valid) - 1);
-}
-
-// ---- W4A8 -------------------------------------------------------------------------
-// T tokens (t0..t0+T-1) x one panel. For T <= 2 the group dot is split over several int32
-// accumulators so the vpdpbusd latency chain does not bound a GEMV.
-template <int T, bool kAsym>
-void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
-               float* y) {
-  constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
-  const int32_t G = w.fmt.group;
-  const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
-  const uint8_t* panel = w.data + p * ng * cb;
-  const __m512i nib = _mm512_set1_epi8(0x0F);
-  __m512 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t g = 0; g < ng; ++g) {
-    const uint8_t* c = panel + g * cb;
-    const int8_t* q = a.q + t0 * a.k + g * G;
-    __m512i dot[T][A];
-    for (int t = 0; t < T; ++t)
-      for (int i = 0; i < A; ++i) dot[t][i] = _mm512_setzero_si512();
-    for (int b = 0; b < G / 8; b += 2) {  // two 64-byte blocks (16 k) per step
-      __m512i v0 = _mm512_loadu_si512(c + b * 64);
-      __m512i v1 = _mm512_loadu_si512(c + b * 64 + 64);
-      __m512i w0 = _mm512_and_si512(v0, nib), w1 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), nib);
-      __m512i w2 = _mm512_and_si512(v1, nib), w3 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), nib);
-      for (int t = 0; t < T; ++t) {
-        const int8_t* qt = q + t * a.k + b * 8;
-        dot[t][0] = _mm512_dpbusd_epi32(dot[t][0], w0, bcast32(qt));
-        dot[t][1 % A] = _mm512_dpbusd_epi32(dot[t][1 % A], w1, bcast32(qt + 4));
-        dot[t][2 % A] = _mm512_dpbusd_epi32(dot[t][2 % A], w2, bcast32(qt + 8));
-        dot[t][3 % A] = _mm512_dpbusd_epi32(dot[t][3 % A], w3, bcast32(qt + 12));
-      }
-    }
-    const __m512 s = load_half16(c + G * 8);
-    for (int t = 0; t < T; ++t) {
-      __m512i d = dot[t][0];
-      for (int i = 1; i < A; ++i) d = _mm512_add_epi32(d, dot[t][i]);
-      const int64_t ai = (t0 + t) * ng + g;
-      const float sa = a.scales[ai];
-      const int32_t qs = a.sums[ai];
-      if constexpr (kAsym) {
-        const __m512 mins = load_half16(c + G * 8 + 32);
-        acc[t] = _mm512_fmadd_ps(mins, _mm512_set1_ps(sa * static_cast<float>(qs)), acc[t]);
-      } else {
-        d = _mm512_sub_epi32(d, _mm512_set1_epi32(8 * qs));
-      }
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(s, _mm512_set1_ps(sa)), acc[t]);
-    }
-  }
-  const __mmask16 m = row_mask(w, p);
-  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.n + p * 16, m, acc[t]);
 }
 
 // ---- W4A8 GEMV (one token) ----------------------------------------------------------
@@ -448,20 +395,6 @@ void over_tiles(int64_t n, int64_t p0, int64_t p1, const PackedMatrixView& w, Ar
 }
 
 template <int T>
-struct W4A8Sym {
-  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a,
-                  float* y) {
-    w4a8_tile<T, false>(w, a, p, t0, y);
-  }
-};
-template <int T>
-struct W4A8Asym {
-  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a,
-                  float* y) {
-    w4a8_tile<T, true>(w, a, p, t0, y);
-  }
-};
-template <int T>
 struct W8A8 {
   static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a,
                   float* y) {
@@ -489,16 +422,8 @@ struct W8A16 {
 
 void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                   float* y) {
-  static const bool old_gemv = std::getenv("EDGE_OLD_GEMV"), old_gemm = std::getenv("EDGE_OLD_GEMM");
-  if (a.n == 1 && !old_gemv) {
-    if (A8Fn gemv = w4a8_gemv_for(w)) return gemv(w, a, p0, p1, y);
-  } else if (a.n > 1 && !old_gemm) {
-    if (A8Fn gemm = w4a8_gemm_for(w)) return gemm(w, a, p0, p1, y);
-  }
-  if (w.fmt.kind == PackedKind::kW4Asym)
-    over_tiles<W4A8Asym>(a.n, p0, p1, w, a, y);
-  else
-    over_tiles<W4A8Sym>(a.n, p0, p1, w, a, y);
+  if (A8Fn fn = a.n == 1 ? w4a8_gemv_for(w) : w4a8_gemm_for(w)) return fn(w, a, p0, p1, y);
+  reference_packed_kernels().matmul_w4_a8(w, a, p0, p1, y);  // a group the layout lacks
 }
 
 void matmul_w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
