@@ -75,7 +75,10 @@ int run_bench_init(const BenchInitArgs& a, RssSampler& sampler) {
   auto model = Model::load(a.model, lo);
   if (!model) return report_error(model.status());
   sampler.mark("loaded");
-  auto state = InferenceState::create(**model, plan->ctx);
+  InferenceOptions io;
+  io.kv_type = plan->kv_type;
+  io.max_step = plan->max_batched_tokens;
+  auto state = InferenceState::create(**model, plan->ctx, io);
   if (!state) return report_error(state.status());
   sampler.mark("state_created");
   const nlohmann::json load_peaks = peaks_json(sampler);

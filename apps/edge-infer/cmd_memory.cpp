@@ -88,6 +88,9 @@ nlohmann::json to_json(const Measured& m, const MemoryPlan& plan, const Untagged
 
 int run_memory(const MemoryArgs& a) {
   if (a.model.empty()) return report_error(Status::invalid_argument("memory needs -m MODEL"));
+  // What the process holds before any model (libraries, CLI, heap): runtime, measured.
+  auto at_start = read_rss(getpid());
+  LedgerCharge baseline(MemCategory::kRuntime, at_start ? at_start->anon : 0);
   auto o = plan_options_from(a.plan, 4096, a.threads);
   if (!o) return report_error(o.status());
   auto plan = plan_for_model(a.model, *o);
@@ -99,7 +102,10 @@ int run_memory(const MemoryArgs& a) {
   if (!model) return report_error(model.status());
   const int64_t kv_before = ledger_current(MemCategory::kKv);
   const int64_t scratch_before = ledger_current(MemCategory::kScratch);
-  auto state = InferenceState::create(**model, plan->ctx);
+  InferenceOptions io;
+  io.kv_type = plan->kv_type;
+  io.max_step = plan->max_batched_tokens;
+  auto state = InferenceState::create(**model, plan->ctx, io);
   if (!state) return report_error(state.status());
   UntaggedStateCharges charges;
   int64_t n_filled = 0;

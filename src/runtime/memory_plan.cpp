@@ -8,12 +8,12 @@
 #include <sstream>
 #include <thread>
 
+#include "model/kv_layout.h"
+
 namespace edge {
 namespace {
 
 constexpr int64_t kKvBlockTokens = 16;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // "MemAvailable:  123456 kB" from /proc/meminfo, in bytes; -1 if absent.
 int64_t read_mem_available() {
@@ -74,10 +74,6 @@ int64_t read_cgroup_room() {
   return room >= 0 ? room : read_cgroup_v1_room();
 }
 
-int64_t kv_row_bytes_for(const ModelConfig& c, KvType t) {
-  return kv_row_bytes(t, c.n_head_kv, c.head_dim);
-}
-
 std::string fmt_pct(int64_t part, int64_t whole) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%5.1f%%", whole > 0 ? 100.0 * part / whole : 0.0);
@@ -129,17 +125,9 @@ MemoryLimit read_memory_limit(int64_t flag_limit) {
 
 int64_t plan_kv_bytes(const ModelConfig& c, KvType t, int64_t ctx, int64_t max_seqs,
                       int64_t max_batched_tokens) {
-  const int64_t block_layer_bytes = 2 * kKvBlockTokens * kv_row_bytes_for(c, t);
-  const int64_t global_blocks = ceil_div(ctx, kKvBlockTokens);
-  int64_t blocks = 0;  // per sequence, summed over layers
-  for (const LayerConfig& l : c.layers) {
-    if (l.sliding && l.window > 0) {
-      blocks += std::min(global_blocks, ceil_div(l.window + max_batched_tokens, kKvBlockTokens) + 1);
-    } else {
-      blocks += global_blocks;
-    }
-  }
-  return blocks * block_layer_bytes * max_seqs;
+  // The KV cache's own layout (model/kv_layout.h), so the plan and the cache agree.
+  const KvLayout layout = KvLayout::make(c, KvSettings{t, static_cast<int32_t>(kKvBlockTokens)});
+  return static_cast<int64_t>(layout.bytes_for(max_seqs, ctx, max_batched_tokens));
 }
 
 int64_t plan_scratch_bytes(const ModelConfig& c, int64_t max_batched_tokens, int64_t max_seqs) {
@@ -149,10 +137,10 @@ int64_t plan_scratch_bytes(const ModelConfig& c, int64_t max_batched_tokens, int
 
 int64_t plan_runtime_bytes(int n_threads) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // Measured on this build (edge-infer memory on small models, where everything else is
-  // tiny): about 6 MiB of anonymous memory before any model (libstdc++, relocations,
-  // CLI state, heap slack) plus the touched part of each worker's stack and its arena.
-  return (8LL << 20) + n_threads * (256LL << 10);
+  // `edge-infer memory` measures about 1 MiB of RssAnon before any model (libstdc++,
+  // relocations, CLI state); the rest is margin for heap slack plus the touched part of
+  // each worker's stack and its malloc arena.
+  return (4LL << 20) + n_threads * (256LL << 10);
 }
 
 int64_t MemoryPlan::total() const {

@@ -44,7 +44,8 @@ MemoryLimit read_memory_limit(int64_t flag_limit);
 
 // KV bytes for the plan: paged in blocks of 16 tokens; per block per layer 2 (K, V) *
 // 16 * row_bytes; global layers need ceil(ctx / 16) blocks per sequence, sliding layers
-// min(that, ceil((window + max_batched_tokens) / 16) + 1); times max_seqs.
+// min(that, ceil((window + max_batched_tokens - 1) / 16) + 1); times max_seqs. Computed
+// by model/kv_layout.h's KvLayout, the layout the cache itself uses.
 int64_t plan_kv_bytes(const ModelConfig& c, KvType t, int64_t ctx, int64_t max_seqs,
                       int64_t max_batched_tokens);
 // Activations for max_batched_tokens tokens per step plus logits for max_seqs rows:
