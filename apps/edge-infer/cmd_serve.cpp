@@ -60,6 +60,15 @@ Expected<EngineOptions> engine_options(const ServeArgs& a, const Model& model) {
 }
 
 int run_serve(ServeArgs a) {
+  // A client that hangs up must not kill the process with SIGPIPE; SIGINT/SIGTERM go to
+  // the waiting thread. Blocked first, before the model's and the engine's threads start,
+  // so that every thread inherits the mask.
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::string path = a.model;
   if (path.empty()) {
     auto demo = demo_model_path();
@@ -84,16 +93,8 @@ int run_serve(ServeArgs a) {
   if (!srv) return report_error(srv.status());
   RETURN_CODE_IF_ERROR((*srv)->bind());
 
-  // A client that hangs up must not kill the process with SIGPIPE; SIGINT/SIGTERM go to
-  // the waiting thread (blocked here, before any other thread starts, so all inherit it).
-  signal(SIGPIPE, SIG_IGN);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
   g_server = srv->get();
-  std::thread waiter(stop_on_signals, set);
+  std::thread waiter(stop_on_signals, set);  // NOLINT: detached, lives until exit
   waiter.detach();
 
   std::printf("edge-infer: serving %s (context %lld, up to %d sequences)\n", a.server.model_name.c_str(),

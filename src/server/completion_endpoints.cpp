@@ -108,6 +108,16 @@ void start_stream(httplib::Response& res, std::shared_ptr<StreamState> st) {
       [st](bool) { st->gen.reset(); });  // closes the session whatever happened
 }
 
+// Answers a started generation: as a stream, or (non-streaming) once every choice is done,
+// with the body `build` makes from the results.
+template <typename Build>
+void respond(httplib::Response& res, const std::shared_ptr<StreamState>& st, bool stream, Build&& build) {
+  if (stream) return start_stream(res, st);
+  std::vector<ChoiceResult> results;
+  if (auto e = collect_all(*st->gen, results)) return send_error(res, *e);
+  send_json(res, 200, build(results));
+}
+
 }  // namespace
 
 void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -128,15 +138,12 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
     return send_error(res, *e);
   st->meta = {random_id("chatcmpl-"), unix_seconds(), ctx.limits.model_name};
   st->tok = ctx.engine.tokenizer();
-  if (cr.common.stream) {
-    st->chat = true;
-    st->include_usage = cr.common.include_usage;
-    st->logprobs = cr.logprobs;
-    return start_stream(res, st);
-  }
-  std::vector<ChoiceResult> results;
-  if (auto e = collect_all(*st->gen, results)) return send_error(res, *e);
-  send_json(res, 200, chat_completion_json(st->meta, results, st->gen->usage(), cr.logprobs, st->tok));
+  st->chat = true;
+  st->include_usage = cr.common.include_usage;
+  st->logprobs = cr.logprobs;
+  respond(res, st, cr.common.stream, [&](const std::vector<ChoiceResult>& results) {
+    return chat_completion_json(st->meta, results, st->gen->usage(), cr.logprobs, st->tok);
+  });
 }
 
 void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -167,15 +174,11 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
     return send_error(res, *e);
   st->meta = {random_id("cmpl-"), unix_seconds(), ctx.limits.model_name};
   st->tok = tok;
-  const bool logprobs = cr.common.params.logprobs >= 0;
-  if (cr.common.stream) {
-    st->include_usage = cr.common.include_usage;
-    st->logprobs = logprobs;
-    return start_stream(res, st);
-  }
-  std::vector<ChoiceResult> results;
-  if (auto e = collect_all(*st->gen, results)) return send_error(res, *e);
-  send_json(res, 200, text_completion_json(st->meta, results, st->gen->usage(), logprobs, tok));
+  st->include_usage = cr.common.include_usage;
+  st->logprobs = cr.common.params.logprobs >= 0;
+  respond(res, st, cr.common.stream, [&](const std::vector<ChoiceResult>& results) {
+    return text_completion_json(st->meta, results, st->gen->usage(), st->logprobs, tok);
+  });
 }
 
 }  // namespace edge::server

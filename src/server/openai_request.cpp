@@ -131,7 +131,8 @@ std::optional<ApiError> normalize_messages(const json& in, json& out) {
                                    param + ".role", "invalid_value");
     if (auto e = normalize_content(m, i)) return e;
     if (auto e = normalize_tool_calls(m, i)) return e;
-    if (!m.contains("content")) m["content"] = role == "assistant" ? json(nullptr) : json("");
+    // Templates test and split content as a string ('</think>' in message.content).
+    if (!m.contains("content") || m["content"].is_null()) m["content"] = "";
   }
   return std::nullopt;
 }

@@ -34,7 +34,7 @@ struct CommonRequest {
 
 struct ChatRequest {
   CommonRequest common;
-  nlohmann::json messages;     // normalized: content is a string or null, tool-call
+  nlohmann::json messages;     // normalized: content is a string ("" for null), tool-call
                                // arguments are objects (what chat templates expect)
   nlohmann::json tools;        // null when none (or tool_choice "none")
   nlohmann::json template_kwargs = nlohmann::json::object();

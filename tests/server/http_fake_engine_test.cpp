@@ -213,6 +213,29 @@ TEST_F(HttpFakeEngine, ChatToolCallStreaming) {
   EXPECT_EQ(finish, "tool_calls");
 }
 
+TEST_F(HttpFakeEngine, ChatReasoningStreaming) {
+  engine_->script = {"<thi", "nk>\nhmm", ", let me", " think</th", "ink>\n", "\nHi", " there"};
+  start();
+  auto r = post("/v1/chat/completions", chat_body({{"stream", true}, {"logprobs", true}}).dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  std::string reasoning, content, finish;
+  size_t logprobs = 0;
+  for (const auto& e : sse_payloads(r->body)) {
+    if (e == "[DONE]") continue;
+    const json j = json::parse(e);
+    const json& c = j["choices"][0];
+    if (c["delta"].contains("reasoning_content")) reasoning += c["delta"]["reasoning_content"].get<std::string>();
+    if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
+    if (c["logprobs"].is_object()) logprobs += c["logprobs"]["content"].size();
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  EXPECT_EQ(reasoning, "\nhmm, let me think");
+  EXPECT_EQ(content, "Hi there");
+  EXPECT_EQ(finish, "stop");
+  EXPECT_EQ(logprobs, 7u);  // one per token, even while the text is held back
+}
+
 TEST_F(HttpFakeEngine, CompletionsWithLogprobsAndN) {
   engine_->script = {"a", "b"};
   start();
