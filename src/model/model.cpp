@@ -73,8 +73,10 @@ class HeapDelta {
  public:
   HeapDelta() : before_(heap_in_use_bytes()) {}
   int64_t bytes() const {
+    // No growth across building a tokenizer means the allocator does not report (a
+    // sanitizer's allocator, whose mallinfo is empty): unknown, not zero.
     const int64_t now = heap_in_use_bytes();
-    return before_ < 0 || now < 0 ? -1 : std::max<int64_t>(0, now - before_);
+    return before_ < 0 || now < 0 || now <= before_ ? -1 : now - before_;
   }
 
  private:

@@ -129,7 +129,13 @@ TEST(MemoryCli, GenerateRefusedBeforeAnyWeightIsRead) {
   EXPECT_EQ(j["exit_code"].get<int>(), 3) << r.err;
   EXPECT_NE(r.err.find("memory plan refused"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("Largest category: weights_mapped"), std::string::npos) << r.err;
-  EXPECT_LT(j["peak"]["rss_file"].get<int64_t>(), model_bytes / 4) << j.dump();
+  // About what reading the metadata alone costs (plan), far below the weights' bytes.
+  RunResult p = run("measure-rss --interval-ms 2 -- " + std::string(EDGE_BINARY) + " plan -m " + model +
+                    " --memory-limit 16MiB");
+  nlohmann::json jp = parse(p.out);
+  const int64_t gen_file = j["peak"]["rss_file"].get<int64_t>();
+  EXPECT_LT(gen_file, model_bytes / 2) << j.dump();
+  EXPECT_LT(gen_file, jp["peak"]["rss_file"].get<int64_t>() + (16LL << 20)) << j.dump() << jp.dump();
   // The same command with room loads and runs (the refusal was the limit's doing).
   RunResult ok = run("generate -m " + model + " -p hello -n 2 --ctx 64");
   EXPECT_EQ(ok.code, 0) << ok.err;
@@ -149,7 +155,10 @@ TEST(MemoryCli, MemoryLedgerAccountsForRssAnon) {
   for (auto& [k, v] : j["ledger"].items())
     if (k != "weights_mapped") anon += v.get<int64_t>();
   EXPECT_EQ(anon, j["ledger_anon_total"].get<int64_t>());
+#if !defined(__SANITIZE_ADDRESS__)
+  // (Under ASan, shadow memory and the quarantine are RssAnon that no ledger can own.)
   EXPECT_LT(std::abs(j["unattributed_pct_of_rss_anon"].get<double>()), 5.0) << j.dump(2);
+#endif
 }
 
 TEST(MemoryCli, BenchInitReportsReadyAndPeaks) {
