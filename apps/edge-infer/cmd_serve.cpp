@@ -15,7 +15,9 @@
 #include "core/memory_ledger.h"
 #include "edge/engine.h"
 #include "model/model.h"
+#include "model/model_footprint.h"
 #include "model_source.h"
+#include "plan_options.h"
 #include "server/http_server.h"
 
 namespace edge::cli {
@@ -27,6 +29,7 @@ struct ServeArgs {
   std::string chat_template_file;
   std::string kv_budget;
   std::string kv_type = "f16";
+  std::string memory_limit;  // the memory plan refuses before loading what cannot fit
   int64_t ctx = 0;
   int threads = 0;
   int32_t max_seqs = 8;
@@ -59,6 +62,22 @@ Expected<EngineOptions> engine_options(const ServeArgs& a, const Model& model) {
   return o;
 }
 
+// The memory plan of the served configuration, from the model's metadata: refuses before
+// any weight is read (instead of the OOM killer refusing half way through loading).
+Status plan_before_load(const ServeArgs& a, const std::string& path) {
+  ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(path));
+  PlanArgs pa;
+  pa.kv_budget = a.kv_budget;
+  pa.kv_type = a.kv_type;
+  pa.max_seqs = a.max_seqs;
+  pa.max_batched_tokens = a.max_batched_tokens;
+  pa.memory_limit = a.memory_limit;
+  const int64_t model_ctx = fp.config.max_ctx > 0 ? fp.config.max_ctx : 4096;
+  ASSIGN_OR_RETURN(PlanOptions o, plan_options_from(pa, a.ctx > 0 ? a.ctx : std::min<int64_t>(model_ctx, 4096), a.threads));
+  ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(fp, o, read_memory_limit(o.memory_limit)));
+  return admission_status(plan);
+}
+
 int run_serve(ServeArgs a) {
   // A client that hangs up must not kill the process with SIGPIPE; SIGINT/SIGTERM go to
   // the waiting thread. Blocked first, before the model's and the engine's threads start,
@@ -80,6 +99,7 @@ int run_serve(ServeArgs a) {
     if (!text) return report_error(text.status());
     a.server.chat_template = std::move(*text);
   }
+  RETURN_CODE_IF_ERROR(plan_before_load(a, path));
   LoadOptions lo;
   lo.n_threads = a.threads;
   auto model = Model::load(path, lo);
@@ -123,6 +143,8 @@ void register_serve(CLI::App& app, Context& ctx) {
   sub->add_option("--max-batched-tokens", a->max_batched_tokens, "tokens per forward step")->capture_default_str();
   sub->add_option("--kv-budget", a->kv_budget, "KV cache bytes, e.g. 512M (default: max-seqs full contexts)");
   sub->add_option("--kv-type", a->kv_type, "f32 | f16 | bf16 | q8")->capture_default_str();
+  sub->add_option("--memory-limit", a->memory_limit,
+                  "memory this process may use (e.g. 2GiB; default: MemAvailable and the cgroup limit)");
   sub->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template overriding the model's");
   sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
   sub->callback([a, &ctx] { ctx.exit_code = run_serve(*a); });

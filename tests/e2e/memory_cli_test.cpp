@@ -141,6 +141,16 @@ TEST(MemoryCli, GenerateRefusedBeforeAnyWeightIsRead) {
   EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
+// serve plans the served configuration (sequences, KV type, budget) before loading and
+// refuses, naming the largest category, instead of being killed while loading.
+TEST(MemoryCli, ServeRefusedBeforeLoading) {
+  RunResult r = run("serve -m " + mid_model() + " --port 0 --max-seqs 64 --ctx 4096 --memory-limit 64MiB");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("memory plan refused"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Largest category: kv"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
+}
+
 TEST(MemoryCli, MemoryLedgerAccountsForRssAnon) {
   RunResult r = run("memory -m " + mid_model() + " --ctx 2048 --kv-type f32 --fill --json");
   ASSERT_EQ(r.code, 0) << r.err;
