@@ -1,5 +1,7 @@
 #include "harness/provenance.h"
 
+#include "quant/packed.h"
+
 #include <edge_build_info.h>
 #include <unistd.h>
 
@@ -62,7 +64,13 @@ nlohmann::json model_provenance(const Model& model) {
   std::map<std::string, std::pair<int64_t, uint64_t>> by_type;  // type -> (count, bytes)
   auto count = [&](const TensorView& t) {
     if (!t.data) return;
-    auto& e = by_type[dtype_name(t.dtype)];
+    // Packed types have no GGUF name: report the layout (e.g. "w4s_g128") and the
+    // activation mode actually in use, read back from the engine.
+    PackedFormat pf;
+    const std::string name = packed_format_of(t.dtype, &pf)
+                                 ? pf.name() + (model.kernels().packed_int8_activations ? "+a8" : "+a16")
+                                 : std::string(dtype_name(t.dtype));
+    auto& e = by_type[name];
     e.first++;
     e.second += t.nbytes;
   };
