@@ -46,6 +46,8 @@ def model_id(port):
 
 
 MODEL = {}
+UNIQUE = [False]
+LEVEL = [0]
 
 
 def one_request(port, prompt, max_tokens, seed, out):
@@ -85,7 +87,10 @@ def run_level(port, conc, n_requests, prompt, max_tokens):
 
     def worker(i):
         with sem:
-            one_request(port, prompt, max_tokens, 1000 + i, results)
+            # --unique-prompts: a different first word per request, so no prefix cache
+            # (ours or llama-server's slot cache) can serve the prompt: TTFT includes prefill.
+            p = ("request %d " % (i + 1000 * LEVEL[0]) + prompt) if UNIQUE[0] else prompt
+            one_request(port, p, max_tokens, 1000 + i, results)
 
     t0 = time.perf_counter()
     for i in range(n_requests):
@@ -119,6 +124,7 @@ def run_arm(label, cmd_tpl, levels, a, prompt):
         one_request(port, prompt, 4, 1, [])  # warm-up
         out = {"ready_s": ready, "cmd": " ".join(cmd)}
         for conc in levels:
+            LEVEL[0] += 1
             out["c%d" % conc] = run_level(port, conc, max(a.requests, conc), prompt, a.max_tokens)
         return out
     finally:
@@ -137,8 +143,10 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--prompt-words", type=int, default=100)
     ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--unique-prompts", action="store_true")
     ap.add_argument("--out")
     a = ap.parse_args()
+    UNIQUE[0] = a.unique_prompts
     levels = [int(x) for x in a.concurrency.split(",")]
     arms = [x.split(":", 1) for x in a.arm]
     words = "the quick brown fox jumps over a lazy dog while seven wizards quietly judge".split()
