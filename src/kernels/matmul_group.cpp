@@ -156,6 +156,13 @@ struct ActSet {
 
 }  // namespace
 
+// Activation buffers per thread, pool threads included. At namespace scope so that every
+// thread that touches it constructs (and at exit destroys) its own copy: a block-scope
+// thread_local used from a lambda on another thread is never constructed there.
+namespace {
+thread_local std::array<ActivationBuffer, 3> t_act_bufs;
+}  // namespace
+
 void matmul_group(const KernelTable& k, const float* x, int64_t n,
                   std::span<const TensorView* const> ws, std::span<float* const> ys,
                   ThreadPool& pool) {
@@ -168,7 +175,7 @@ void matmul_group(const KernelTable& k, const float* x, int64_t n,
   const int64_t in = ws[0]->shape[1];
   // Decode (few tokens): each thread quantises the rows itself, no barrier.
   const bool private_acts = n <= kPrivateActTokens;
-  thread_local std::array<ActivationBuffer, 3> act_bufs;  // per thread (pool threads too)
+  std::array<ActivationBuffer, 3>& act_bufs = t_act_bufs;  // this (the calling) thread's
   ActSet shared;
   if (!private_acts)
     for (int g = 0; g < n_groups; ++g) shared.q[g] = act_bufs[g].view(n, in, groups[g]);
@@ -185,7 +192,7 @@ void matmul_group(const KernelTable& k, const float* x, int64_t n,
     const ActSet* acts = &shared;
     if (n_groups > 0 && private_acts) {
       for (int g = 0; g < n_groups; ++g) {
-        local.q[g] = act_bufs[g].view(n, in, groups[g]);
+        local.q[g] = t_act_bufs[g].view(n, in, groups[g]);
         pk.quantize_act(x, local.q[g], 0, n);
       }
       acts = &local;
