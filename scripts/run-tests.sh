@@ -1,19 +1,53 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds the release preset and runs every test with CTest.
-# EDGE_ASAN=1 also builds and runs the whole suite under AddressSanitizer+UBSan.
+# Installs dependencies, builds the release preset and runs every test with CTest, then the
+# kernel and model suites again as an AVX2-only CPU (EDGE_MAX_ISA=avx2: what a Zen 2/3 or
+# Haswell runs). EDGE_ASAN=1 (CI) adds the sanitizer passes: ASan+UBSan over the unit tests
+# of every layer up to the server, ThreadSanitizer over the runtime and server tests, and
+# each libFuzzer target for a bounded time (scripts/run-fuzz.sh).
+#
+# Everything the tests need is installed here, so a test that finds node, an npm package
+# or a tool missing fails instead of skipping (EDGE_REQUIRE_ALL_TESTS=1). Kernel variants
+# this CPU cannot run are reported as skipped tests named after the variant.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --tests
 JOBS=$(nproc)
+export EDGE_REQUIRE_ALL_TESTS=1
+T0=$(date +%s)
 
-run_preset() {
+stamp() { echo "== [$(($(date +%s) - T0)) s] $*"; }
+
+build() {
   local preset=$1
+  shift
   cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset" -j "$JOBS"
-  ctest --preset "$preset" -j "$JOBS" --timeout 900
+  cmake --build --preset "$preset" -j "$JOBS" "$@"
 }
 
-run_preset release
+stamp "release: build"
+build release
+stamp "release: every test"
+ctest --preset release -j "$JOBS" --timeout 900
+stamp "release: kernels and model as an AVX2-only CPU (EDGE_MAX_ISA=avx2)"
+EDGE_MAX_ISA=avx2 ctest --preset release -j "$JOBS" --timeout 900 -L '^(kernels|model)$'
+
 if [ "${EDGE_ASAN:-0}" = 1 ]; then
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 run_preset asan
+  ASAN_LAYERS=(core formats quant kernels tokenizer model runtime server)
+  stamp "asan+ubsan: build ${ASAN_LAYERS[*]}"
+  targets=()
+  for l in "${ASAN_LAYERS[@]}"; do targets+=("edge_${l}_tests"); done
+  build asan --target "${targets[@]}"
+  stamp "asan+ubsan: tests"
+  (IFS='|'; ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --preset asan -j "$JOBS" --timeout 900 -L "^(${ASAN_LAYERS[*]})\$")
+
+  stamp "tsan: build runtime, server"
+  build tsan --target edge_runtime_tests edge_server_tests
+  stamp "tsan: tests"
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --preset tsan -j "$JOBS" --timeout 900 -L '^(runtime|server)$'
+
+  stamp "fuzz"
+  bash scripts/run-fuzz.sh
 fi
+stamp "all passes done"

@@ -1,5 +1,7 @@
 // edge-infer: one binary, one subcommand per cmd_*.cpp file.
 #include <cstdio>
+#include <new>
+#include <string>
 
 #include "commands.h"
 
@@ -55,10 +57,31 @@ int main(int argc, char** argv) {
   edge::cli::register_memory(app, ctx);
   edge::cli::register_bench_init(app, ctx);
   edge::cli::register_measure_rss(app, ctx);
+  // `edge-infer nosuch --help` must not print the main help and exit 0 (CLI11 handles
+  // --help before it notices the unknown command): the first word names a command or is
+  // an option.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known |= sub->check_name(argv[1]);
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "edge-infer: error: unknown command '%s' (commands: %s)\n", argv[1],
+                   names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const std::bad_alloc&) {
+    // A size read from an input (model, corpus, request) beyond what this machine can
+    // allocate: an error that names the cause, not an abort with a core dump.
+    return edge::cli::report_error(
+        edge::Status::resource_exhausted("out of memory (an input asked for more than this machine can allocate)"));
   }
   return ctx.exit_code;
 }

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct EngineOptions {
   int32_t stream_queue_limit = 64;  // chunks buffered per request before it is paused
   std::string activations = "auto"; // LoadOptions::activations
   uint64_t memory_limit_bytes = 0;  // 0: MemAvailable / cgroup limit only (memory plan)
+  // Fault injection for tests of the failure paths: called before each forward step; a
+  // non-OK status fails that step as a failing forward pass would. Unset in production.
+  std::function<Status()> step_fault;
 };
 
 // Sampling plus stopping rules for one request.
@@ -116,6 +120,11 @@ class Engine {
   virtual Status cancel(const RequestHandle& h) = 0;
 
   virtual EngineStats stats() const = 0;
+  // Blocks until `done(stats())` holds (true) or `timeout` passes (false): waits on the
+  // engine's own state changes (a step, a cancel, a close), never on a guessed sleep. The
+  // default polls stats(); the engine overrides it with its condition variable.
+  virtual bool wait_for_stats(const std::function<bool(const EngineStats&)>& done,
+                              std::chrono::milliseconds timeout);
   virtual const ModelConfig& config() const = 0;
   virtual const Tokenizer* tokenizer() const = 0;  // null if the model has none
   virtual const EngineOptions& options() const = 0;

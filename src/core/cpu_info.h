@@ -12,10 +12,17 @@ struct CpuInfo {
   std::string model_name;
   std::vector<std::string> features;  // e.g. "avx2", "avx512_vnni", present ones only
   std::vector<int> allowed_cpus;      // sched_getaffinity
+  std::string capped_by;              // "EDGE_MAX_ISA=avx2" when features were hidden
   bool has(const std::string& feature) const;
   std::string features_string() const;  // "avx2 fma f16c ..."
 };
 
+// Read once. EDGE_MAX_ISA=scalar|avx2|avxvnni|avx512|avx512vnni hides the features above that
+// class (Haswell/Zen 2-3, Alder Lake, Skylake-X, Cascade Lake), so every dispatch decision
+// and test can be run as that CPU would run it; an unknown value is reported and ignored.
 const CpuInfo& cpu_info();
+
+// `features` with those above class `max_isa` removed; false if the class is unknown.
+bool cap_cpu_features(const std::string& max_isa, std::vector<std::string>* features);
 
 }  // namespace edge

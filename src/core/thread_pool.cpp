@@ -1,5 +1,7 @@
 #include "core/thread_pool.h"
 
+#include "core/check.h"
+
 #include <sched.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -42,6 +44,15 @@ int ThreadPool::default_threads() {
 }
 
 void ThreadPool::run(const std::function<void(int, int)>& fn) {
+  // One region at a time: a second caller would overwrite task_ and pending_ under the
+  // first one's workers. Two engines over one model get separate pools (runtime/engine.cpp);
+  // anything else that gets here concurrently is a programming error, caught, not raced.
+  CHECK_MSG(!in_run_.exchange(true, std::memory_order_acquire),
+            "ThreadPool::run entered from two threads at once (one pool per concurrent user)");
+  struct Leave {
+    std::atomic<bool>& flag;
+    ~Leave() { flag.store(false, std::memory_order_release); }
+  } leave{in_run_};
   if (n_threads_ == 1) {
     fn(0, 1);
     return;

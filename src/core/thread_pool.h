@@ -54,6 +54,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   alignas(kLine) std::atomic<int> pending_{0};
   alignas(kLine) std::atomic<int> sleepers_{0};
+  std::atomic<bool> in_run_{false};  // a region is running (run() is not reentrant)
   std::mutex mu_;
   std::condition_variable cv_start_;
   // Barrier state: count of arrivals and a phase flip (sense-reversing barrier).

@@ -55,6 +55,7 @@ nlohmann::json machine_provenance() {
           {"build_flags", EDGE_BUILD_FLAGS},
           {"cpu", cpu.model_name},
           {"cpu_features", cpu.features_string()},
+          {"cpu_features_capped_by", cpu.capped_by},
           {"allowed_cpus", cpu.allowed_cpus},
           {"host", host},
           {"time", iso_time_now()}};

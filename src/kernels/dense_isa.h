@@ -4,13 +4,19 @@
 // only when the CPU (and OS) supports the ISA: dispatch.cpp's select_kernels() does.
 #pragma once
 
+#include <vector>
+
 #include "kernels/api.h"
 
 namespace edge {
 
-// Needs AVX-512 F/BW/VL/DQ + FMA + F16C.
+// Needs Isa::kAvx512 (AVX-512 F/BW/VL/DQ + AVX2 + FMA + F16C).
 void install_dense_avx512(KernelTable* t);
-// Needs AVX2 + FMA + F16C.
+// Needs Isa::kAvx2 (AVX2 + FMA + F16C).
 void install_dense_avx2(KernelTable* t);
+
+// Every SIMD dense table this CPU runs (narrowest first; the reference not included):
+// what the tests compare against the reference.
+std::vector<KernelTable> simd_dense_kernels();
 
 }  // namespace edge

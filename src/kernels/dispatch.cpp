@@ -5,6 +5,7 @@
 #include "core/thread_pool.h"
 #include "kernels/api.h"
 #include "kernels/dense_isa.h"
+#include "kernels/isa.h"
 #include "kernels/packed_api.h"
 #include "kernels/ref/ref_kernels.h"
 
@@ -40,23 +41,31 @@ const KernelTable& reference_kernels() {
   return table;
 }
 
+namespace {
+
+KernelTable dense_table(const std::string& name) {
+  KernelTable t = reference_kernels();
+  if (name == "avx512") install_dense_avx512(&t);
+  if (name == "avx2") install_dense_avx2(&t);
+  if (name != "ref") t.name = name == "avx512" ? "avx512" : "avx2";
+  return t;
+}
+
+}  // namespace
+
 // The widest dense variant this CPU (and OS: cpu_info's flags come from
-// __builtin_cpu_supports, which checks the saved register state) can run.
+// __builtin_cpu_supports, which checks the saved register state) can run (kernels/isa.h).
 const KernelTable& select_kernels() {
-  static const KernelTable table = [] {
-    KernelTable t = reference_kernels();
-    const CpuInfo& c = cpu_info();
-    const bool avx2 = c.has("avx2") && c.has("fma") && c.has("f16c");
-    if (avx2 && c.has("avx512f") && c.has("avx512bw") && c.has("avx512vl") && c.has("avx512dq")) {
-      install_dense_avx512(&t);
-      t.name = "avx512";
-    } else if (avx2) {
-      install_dense_avx2(&t);
-      t.name = "avx2";
-    }
-    return t;
-  }();
+  static const KernelTable table = dense_table(dense_variant_for(cpu_info()));
   return table;
+}
+
+std::vector<KernelTable> simd_dense_kernels() {
+  std::vector<KernelTable> out;
+  for (const KernelVariant& v : kernel_variants())
+    if (std::string(v.family) == "dense" && isa_runnable(v.isa, cpu_info()))
+      out.push_back(dense_table(v.name));
+  return out;
 }
 
 bool kernel_supports_dtype(DType t) {

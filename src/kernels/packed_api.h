@@ -107,8 +107,10 @@ void packed_matmul_a8(const PackedKernels& kern, const PackedMatrixView& w, cons
                       int64_t n, float* y, ActivationBuffer& buf, ThreadPool& pool);
 
 // ISA variants, defined in their own files: each overwrites entries of *t (a copy of the
-// reference table). Only call them after checking the CPU (available_packed_kernels() does).
-void install_packed_avx512(PackedKernels* t);
-void install_packed_avx2(PackedKernels* t, bool avx_vnni);
+// reference table). Only call them after checking the CPU (available_packed_kernels() does,
+// through kernels/isa.h).
+void install_packed_avx512vnni(PackedKernels* t);  // x86_avx512/packed_avx512vnni.cpp
+void install_packed_avxvnni(PackedKernels* t);     // x86_avx2/packed_avxvnni.cpp
+void install_packed_avx2(PackedKernels* t);        // x86_avx2/packed_avx2.cpp
 
 }  // namespace edge

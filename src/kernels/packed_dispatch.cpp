@@ -1,94 +1,47 @@
-// Chooses the packed-kernel variant once: the CPU's features (cpuid + xgetbv, so an ISA the
-// CPU or OS lacks is never run), then a few ms of timing per matmul op between the
+// Chooses the packed-kernel variant once: the variants the CPU's features allow (cpu_info +
+// kernels/isa.h, so an ISA the CPU or OS lacks is never run), then a few ms of timing per matmul op between the
 // candidates on a 2048x2048 GEMV (on some AMD parts 512-bit ops are split in two and AVX2
 // can match AVX-512). EDGE_PACKED_KERNELS=<name> forces one variant (ref, avx2, avx2_vnni,
 // avx512_vnni) when this CPU can run it.
-#include <cpuid.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/cpu_info.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "kernels/isa.h"
 #include "kernels/packed_api.h"
 
 namespace edge {
 namespace {
 
-struct CpuFeatures {
-  std::string brand;
-  bool avx2 = false, fma = false, f16c = false, avx_vnni = false;
-  bool avx512 = false;  // F + BW + VL + DQ + VNNI, with OS-enabled zmm state
-  bool avx512_bf16 = false;
-};
-
-CpuFeatures detect_cpu() {
-  CpuFeatures f;
-  unsigned a, b, c, d;
-  char brand[49] = {};
-  if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000004u) {
-    for (unsigned i = 0; i < 3; ++i) {
-      __get_cpuid(0x80000002u + i, &a, &b, &c, &d);
-      std::memcpy(brand + 16 * i, &a, 4), std::memcpy(brand + 16 * i + 4, &b, 4);
-      std::memcpy(brand + 16 * i + 8, &c, 4), std::memcpy(brand + 16 * i + 12, &d, 4);
-    }
-  }
-  f.brand = brand;
-  while (!f.brand.empty() && f.brand.back() == ' ') f.brand.pop_back();
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
-  const bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
-  f.fma = (c >> 12) & 1;
-  f.f16c = (c >> 29) & 1;
-  if (!osxsave || !avx) return f;
-  uint32_t xcr0_lo, xcr0_hi;
-  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-  const bool os_ymm = (xcr0_lo & 0x6) == 0x6;
-  const bool os_zmm = os_ymm && (xcr0_lo & 0xE0) == 0xE0;
-  if (!os_ymm || __get_cpuid_max(0, nullptr) < 7) return f;
-  __cpuid_count(7, 0, a, b, c, d);
-  f.avx2 = (b >> 5) & 1;
-  const bool f512 = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
-  const bool vnni512 = (c >> 11) & 1;
-  f.avx512 = os_zmm && f512 && dq && bw && vl && vnni512;
-  __cpuid_count(7, 1, a, b, c, d);
-  f.avx_vnni = (a >> 4) & 1;
-  f.avx512_bf16 = os_zmm && ((a >> 5) & 1);
-  return f;
-}
-
-const CpuFeatures& cpu() {
-  static const CpuFeatures f = detect_cpu();
-  return f;
-}
-
 struct Variants {
-  PackedKernels avx512, avx2_vnni, avx2;
-  std::vector<const PackedKernels*> list;  // runnable here, reference first
+  PackedKernels avx512_vnni, avx2_vnni, avx2;
+  std::vector<const PackedKernels*> list;  // runnable here, reference first, narrow to wide
 };
 
 const Variants& variants() {
   static const Variants v = [] {
     Variants out;
     out.list.push_back(&reference_packed_kernels());
-    out.avx512 = out.avx2_vnni = out.avx2 = reference_packed_kernels();
-    const CpuFeatures& f = cpu();
-    const bool base = f.avx2 && f.fma && f.f16c;
-    if (base) {
-      install_packed_avx2(&out.avx2, false);
-      out.list.push_back(&out.avx2);
-    }
-    if (base && f.avx_vnni) {
-      install_packed_avx2(&out.avx2_vnni, true);
-      out.list.push_back(&out.avx2_vnni);
-    }
-    if (base && f.avx512) {
-      install_packed_avx512(&out.avx512);
-      out.list.push_back(&out.avx512);
+    out.avx512_vnni = out.avx2_vnni = out.avx2 = reference_packed_kernels();
+    for (const std::string& name : packed_variants_for(cpu_info())) {
+      if (name == "avx2") {
+        install_packed_avx2(&out.avx2);
+        out.list.push_back(&out.avx2);
+      } else if (name == "avx2_vnni") {
+        install_packed_avxvnni(&out.avx2_vnni);
+        out.list.push_back(&out.avx2_vnni);
+      } else if (name == "avx512_vnni") {
+        install_packed_avx512vnni(&out.avx512_vnni);
+        out.list.push_back(&out.avx512_vnni);
+      }
     }
     return out;
   }();
@@ -151,17 +104,65 @@ struct Choice {
   std::string why;
 };
 
+constexpr const char* kOps[] = {"w4_a8", "w4_a16", "w8_a8", "w8_a16"};
+
+// Installs op `op` of `from` into `to`; the table is named after its W4A8 (main) path.
+void install_op(PackedKernels* to, const PackedKernels& from, const std::string& op) {
+  if (op == "w8_a8") {
+    to->matmul_w8_a8 = from.matmul_w8_a8;
+  } else if (op == "w8_a16") {
+    to->matmul_w8_a16 = from.matmul_w8_a16;
+  } else if (op == "w4_a8") {
+    to->matmul_w4_a8 = from.matmul_w4_a8;
+    to->quantize_act = from.quantize_act;
+    to->name = from.name;
+  } else {
+    to->matmul_w4_a16 = from.matmul_w4_a16;
+  }
+}
+
+// Times every candidate on each op and keeps the fastest (see pick()).
+void calibrate(const std::vector<const PackedKernels*>& cands, Choice* out) {
+  constexpr int64_t kN = 2048, kK = 2048;
+  std::vector<float> x(kK), y(kN);
+  for (int64_t i = 0; i < kK; ++i) x[i] = static_cast<float>((i * 37) % 201 - 100) / 100.0f;
+  ActivationBuffer buf;
+  QuantizedActivations qa = buf.view(1, kK, 128);
+  reference_packed_kernels().quantize_act(x.data(), qa, 0, 1);
+  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW8}) {
+    std::vector<uint8_t> m = random_matrix(kind, kN, kK);
+    PackedMatrixView w{PackedFormat{kind, 128}, m.data(), kN, kK};
+    for (bool a8 : {true, false}) {
+      const std::vector<double> us = time_gemv(cands, kind, a8, w, x.data(), qa, y.data());
+      const PackedKernels* best = cands[pick(us)];
+      std::string line;
+      for (size_t i = 0; i < cands.size(); ++i)
+        line += fmt::format(" {} {:.1f} us", cands[i]->name, us[i]);
+      const char* op =
+          kind == PackedKind::kW8 ? (a8 ? "w8_a8" : "w8_a16") : (a8 ? "w4_a8" : "w4_a16");
+      install_op(&out->table, *best, op);
+      out->why += fmt::format(
+          "  {:7} -> {:12} (best of 2048x2048 GEMV, 1 thread:{}; widest "
+          "kept unless another is >10% faster)\n",
+          op, best->name, line);
+    }
+  }
+}
+
+// Every op from one variant, with the reason printed per op.
+void choose_all(const PackedKernels& v, const std::string& reason, Choice* out) {
+  out->table = v;
+  for (const char* op : kOps) out->why += fmt::format("  {:7} -> {:12} ({})\n", op, v.name, reason);
+}
+
 const Choice& choice() {
   static const Choice ch = [] {
     const Variants& vs = variants();
     Choice out;
-    out.table = *vs.list.back();  // the widest variant by default
-    out.why = fmt::format("  default: {} (widest ISA this CPU runs)\n", out.table.name);
     if (const char* env = std::getenv("EDGE_PACKED_KERNELS")) {
       for (const PackedKernels* v : vs.list) {
         if (std::strcmp(v->name, env) == 0) {
-          out.table = *v;
-          out.why = fmt::format("  all ops: {} (forced by EDGE_PACKED_KERNELS)\n", v->name);
+          choose_all(*v, "forced by EDGE_PACKED_KERNELS", &out);
           return out;
         }
       }
@@ -169,41 +170,13 @@ const Choice& choice() {
     }
     // Candidates: the SIMD variants (the reference never wins).
     std::vector<const PackedKernels*> cands(vs.list.begin() + 1, vs.list.end());
-    if (cands.size() < 2) return out;
-    constexpr int64_t kN = 2048, kK = 2048;
-    std::vector<float> x(kK), y(kN);
-    for (int64_t i = 0; i < kK; ++i) x[i] = static_cast<float>((i * 37) % 201 - 100) / 100.0f;
-    ActivationBuffer buf;
-    QuantizedActivations qa = buf.view(1, kK, 128);
-    reference_packed_kernels().quantize_act(x.data(), qa, 0, 1);
-    out.why.clear();
-    for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW8}) {
-      std::vector<uint8_t> m = random_matrix(kind, kN, kK);
-      PackedMatrixView w{PackedFormat{kind, 128}, m.data(), kN, kK};
-      for (bool a8 : {true, false}) {
-        const std::vector<double> us = time_gemv(cands, kind, a8, w, x.data(), qa, y.data());
-        const PackedKernels* best = cands[pick(us)];
-        std::string line;
-        for (size_t i = 0; i < cands.size(); ++i)
-          line += fmt::format(" {} {:.1f} us", cands[i]->name, us[i]);
-        const char* op =
-            kind == PackedKind::kW8 ? (a8 ? "w8_a8" : "w8_a16") : (a8 ? "w4_a8" : "w4_a16");
-        if (kind == PackedKind::kW8 && a8) {
-          out.table.matmul_w8_a8 = best->matmul_w8_a8;
-        } else if (kind == PackedKind::kW8) {
-          out.table.matmul_w8_a16 = best->matmul_w8_a16;
-        } else if (a8) {
-          out.table.matmul_w4_a8 = best->matmul_w4_a8;
-          out.table.quantize_act = best->quantize_act;
-          out.table.name = best->name;  // the table is named after its W4A8 (main) path
-        } else {
-          out.table.matmul_w4_a16 = best->matmul_w4_a16;
-        }
-        out.why += fmt::format(
-            "  {:7} -> {:12} (best of 2048x2048 GEMV, 1 thread:{}; widest "
-            "kept unless another is >10% faster)\n",
-            op, best->name, line);
-      }
+    if (cands.empty()) {
+      choose_all(*vs.list.back(), "no SIMD variant runs on this CPU", &out);
+    } else if (cands.size() == 1) {
+      choose_all(*cands.back(), "the only SIMD variant this CPU runs; nothing to calibrate", &out);
+    } else {
+      out.table = *cands.back();  // the widest variant, then the faster per op
+      calibrate(cands, &out);
     }
     return out;
   }();
@@ -236,23 +209,20 @@ std::vector<const PackedKernels*> available_packed_kernels() { return variants()
 const PackedKernels& packed_kernels() { return choice().table; }
 
 std::string packed_kernels_description() {
-  const CpuFeatures& f = cpu();
-  std::string feats;
-  auto add = [&](bool on, const char* name) {
-    if (on) feats += feats.empty() ? name : fmt::format(" {}", name);
-  };
-  add(f.avx2, "avx2");
-  add(f.fma, "fma");
-  add(f.f16c, "f16c");
-  add(f.avx_vnni, "avx-vnni");
-  add(f.avx512, "avx512f/bw/vl/dq/vnni");
-  add(f.avx512_bf16, "avx512-bf16");
-  std::string runnable;
+  const CpuInfo& cpu = cpu_info();
+  std::string runnable, missing;
   for (const PackedKernels* v : variants().list)
     runnable += runnable.empty() ? v->name : fmt::format(", {}", v->name);
-  return fmt::format("CPU: {}\nfeatures: {}\npacked kernel variants: {}\nchosen per op:\n{}",
-                     f.brand.empty() ? "unknown" : f.brand, feats.empty() ? "none" : feats,
-                     runnable, choice().why);
+  for (const KernelVariant& v : kernel_variants()) {
+    if (std::string(v.family) != "packed" || isa_runnable(v.isa, cpu)) continue;
+    missing += fmt::format("{}{} (lacks {})", missing.empty() ? "" : ", ", v.name,
+                           isa_missing_features(v.isa, cpu));
+  }
+  return fmt::format(
+      "CPU: {}\nfeatures: {}\npacked kernel variants: {}\nnot runnable here: {}\nchosen per "
+      "op:\n{}",
+      cpu.model_name, cpu.features.empty() ? "none" : cpu.features_string(), runnable,
+      missing.empty() ? "none" : missing, choice().why);
 }
 
 void packed_matmul_a16(const PackedKernels& kern, const PackedMatrixView& w, const float* x,

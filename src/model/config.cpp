@@ -20,6 +20,45 @@ int32_t ModelConfig::n_sliding_layers() const {
   return n;
 }
 
+// Products the loader and the forward pass size buffers and loops with, in 64 bits and
+// against each other: a crafted file must not wrap n_head * head_dim (q_dim(), an int32) to
+// a small or zero width and get a scratch buffer smaller than the loops that write it. The
+// bounds are far above any real model and low enough that every product used later
+// (tokens x width, vocab x embedding, context x layers x kv_dim) stays inside int64.
+Status validate_config_products(const ModelConfig& c) {
+  auto bad = [&](const std::string& what) {
+    return Status::invalid_format(fmt::format("model config ({}): {}", c.arch, what));
+  };
+  constexpr int64_t kMaxWidth = int64_t{1} << 20;     // n_embd, n_ff, q_dim, kv_dim
+  constexpr int64_t kMaxVocab = int64_t{1} << 24;
+  constexpr int64_t kMaxLayers = 4096;
+  constexpr int64_t kMaxHeadDim = 4096;
+  constexpr int64_t kMaxContext = int64_t{1} << 26;    // advertised context
+  constexpr int64_t kMaxMatrix = int64_t{1} << 36;     // elements of one weight matrix
+  const int64_t q = int64_t{c.n_head} * c.head_dim, kv = int64_t{c.n_head_kv} * c.head_dim;
+  struct Bound {
+    const char* what;
+    int64_t value, max;
+  };
+  const Bound bounds[] = {
+      {"n_embd", c.n_embd, kMaxWidth},
+      {"n_ff", c.n_ff, kMaxWidth},
+      {"head_dim", c.head_dim, kMaxHeadDim},
+      {"n_head * head_dim (q_dim)", q, kMaxWidth},
+      {"n_head_kv * head_dim (kv_dim)", kv, kMaxWidth},
+      {"n_vocab", c.n_vocab, kMaxVocab},
+      {"n_layer", c.n_layer, kMaxLayers},
+      {"context_length", c.max_ctx, kMaxContext},
+      {"n_vocab * n_embd (embedding)", int64_t{c.n_vocab} * c.n_embd, kMaxMatrix},
+      {"n_ff * n_embd (feed-forward matrix)", int64_t{c.n_ff} * c.n_embd, kMaxMatrix},
+      {"q_dim * n_embd (attention matrix)", q * c.n_embd, kMaxMatrix},
+  };
+  for (const Bound& b : bounds)
+    if (b.value > b.max) return bad(fmt::format("{} = {} exceeds {}", b.what, b.value, b.max));
+  if (c.max_ctx < 0) return bad(fmt::format("context_length {} is negative", c.max_ctx));
+  return Status();
+}
+
 Status validate_config(const ModelConfig& c) {
   auto bad = [&](const std::string& what) {
     return Status::invalid_format(fmt::format("model config ({}): {}", c.arch, what));
@@ -35,6 +74,7 @@ Status validate_config(const ModelConfig& c) {
     return bad(fmt::format("head_dim {} must be positive and even", c.head_dim));
   if (c.n_ff <= 0) return bad(fmt::format("n_ff {} must be positive", c.n_ff));
   if (!(c.norm_eps > 0.0f)) return bad(fmt::format("norm_eps {} must be positive", c.norm_eps));
+  RETURN_IF_ERROR(validate_config_products(c));
   if (static_cast<int32_t>(c.layers.size()) != c.n_layer)
     return bad(fmt::format("{} layer configs for {} layers", c.layers.size(), c.n_layer));
   for (int32_t i = 0; i < c.n_layer; ++i) {

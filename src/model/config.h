@@ -59,6 +59,8 @@ struct ModelConfig {
 // Checks internal consistency (positive sizes, heads divisible, rotary dims even and within
 // head_dim, one LayerConfig per layer). Names the offending field.
 Status validate_config(const ModelConfig& c);
+// The 64-bit size checks of validate_config alone (widths, vocab x embedding, context).
+Status validate_config_products(const ModelConfig& c);
 // One-line human summary, e.g. for `inspect` and logs.
 std::string describe_config(const ModelConfig& c);
 

@@ -26,7 +26,8 @@ int64_t logit_rows(std::span<const SeqStep> seqs) {
 
 }  // namespace
 
-ForwardPass::ForwardPass(const Model& model, int64_t max_tokens) : model_(&model), max_tokens_(max_tokens) {
+ForwardPass::ForwardPass(const Model& model, int64_t max_tokens, ThreadPool* pool)
+    : model_(&model), pool_(pool), max_tokens_(max_tokens) {
   const ModelConfig& c = model.config();
   pos_.resize(static_cast<size_t>(max_tokens));
   fit(x_, max_tokens * c.n_embd);
@@ -39,11 +40,12 @@ ForwardPass::ForwardPass(const Model& model, int64_t max_tokens) : model_(&model
   fit(up_, max_tokens * c.n_ff);
 }
 
-Expected<ForwardPass> ForwardPass::create(const Model& model, int64_t max_tokens) {
+Expected<ForwardPass> ForwardPass::create(const Model& model, int64_t max_tokens,
+                                          ThreadPool* pool) {
   if (max_tokens <= 0)
     return Status::invalid_argument(fmt::format("tokens per step {} must be positive", max_tokens));
   try {
-    return ForwardPass(model, max_tokens);
+    return ForwardPass(model, max_tokens, pool ? pool : &model.pool());
   } catch (const std::bad_alloc&) {
     return Status::resource_exhausted(fmt::format("forward: cannot allocate scratch for {} tokens", max_tokens));
   }
@@ -139,7 +141,7 @@ void ForwardPass::attention_block(int l, std::span<const SeqStep> seqs, KvStorag
   const LayerConfig& lc = c.layers[l];
   const LayerWeights& w = model_->weights().layers[l];
   const KernelTable& k = model_->kernels();
-  ThreadPool& pool = model_->pool();
+  ThreadPool& pool = *pool_;
   const int64_t n = n_, d = c.n_embd, qd = c.q_dim(), kvd = c.kv_dim();
   k.rmsnorm(x_.data(), w.attn_norm.data(), xn_.data(), n, d, c.norm_eps);
   const TensorView* ws[3] = {&w.wq, &w.wk, &w.wv};
@@ -210,7 +212,7 @@ void ForwardPass::ffn_block(int l) {
   const ModelConfig& c = model_->config();
   const LayerWeights& w = model_->weights().layers[l];
   const KernelTable& k = model_->kernels();
-  ThreadPool& pool = model_->pool();
+  ThreadPool& pool = *pool_;
   const int64_t n = n_, d = c.n_embd, ff = c.n_ff;
   k.rmsnorm(x_.data(), w.ffn_norm.data(), xn_.data(), n, d, c.norm_eps);
   const TensorView* ws[2] = {&w.w_gate, &w.w_up};
@@ -239,7 +241,7 @@ void ForwardPass::compute_logits(std::span<const SeqStep> seqs) {
     rows += count;
     t0 += s.n_tokens;
   }
-  if (rows > 0) matmul(k, xn_.data(), rows, model_->weights().output, logits_.data(), model_->pool());
+  if (rows > 0) matmul(k, xn_.data(), rows, model_->weights().output, logits_.data(), *pool_);
 }
 
 // ---- InferenceState -------------------------------------------------------------------

@@ -39,7 +39,10 @@ struct SeqStep {
 
 class ForwardPass {
  public:
-  static Expected<ForwardPass> create(const Model& model, int64_t max_tokens);
+  // pool: the threads the step's regions run on (nullptr: the model's). A pool runs one
+  // region at a time, so two passes that may run at once need two pools.
+  static Expected<ForwardPass> create(const Model& model, int64_t max_tokens,
+                                      ThreadPool* pool = nullptr);
   ForwardPass(ForwardPass&&) noexcept = default;
   ForwardPass& operator=(ForwardPass&&) noexcept = default;
 
@@ -54,7 +57,7 @@ class ForwardPass {
   uint64_t scratch_bytes() const;
 
  private:
-  ForwardPass(const Model& model, int64_t max_tokens);
+  ForwardPass(const Model& model, int64_t max_tokens, ThreadPool* pool);
   Status check_step(std::span<const int32_t> tokens, std::span<const SeqStep> seqs,
                     const KvStorage& kv) const;
   void embed(std::span<const int32_t> tokens);
@@ -64,6 +67,7 @@ class ForwardPass {
   void compute_logits(std::span<const SeqStep> seqs);
 
   const Model* model_;
+  ThreadPool* pool_;
   int64_t max_tokens_ = 0;
   int64_t n_ = 0;               // tokens in the current step
   std::vector<int64_t> pos_;    // [max_tokens] position of each token of the step

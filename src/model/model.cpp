@@ -4,6 +4,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <new>
+#include <stdexcept>
 
 #include "core/log.h"
 #include "core/memory_ledger.h"
@@ -109,6 +111,22 @@ void Model::charge_ledger(const TensorSet& in_use) {
 }
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOptions& o) {
+  // Sizes come from the file: an allocation the machine cannot satisfy is this file's
+  // error, not a crash (the checks above each allocation bound it; this is the backstop).
+  try {
+    return load_unguarded(path, o);
+  } catch (const std::bad_alloc&) {
+    return Status::resource_exhausted("loading " + path +
+                                      ": out of memory (a size in the file is larger than this "
+                                      "machine can allocate)");
+  } catch (const std::length_error& e) {
+    return Status::invalid_format("loading " + path + ": a size in the file is too large (" +
+                                  e.what() + ")");
+  }
+}
+
+Expected<std::unique_ptr<Model>> Model::load_unguarded(const std::string& path,
+                                                       const LoadOptions& o) {
   std::unique_ptr<Model> m(new Model());
   m->path_ = path;
   std::error_code ec;
@@ -154,6 +172,7 @@ Status Model::load_gguf(const LoadOptions& o) {
     return Status::unsupported("unsupported architecture '" + arch + "' (known: " +
                                known_architectures() + ")");
   ASSIGN_OR_RETURN(config_, fam->from_gguf(g, arch));
+  RETURN_IF_ERROR(validate_config(config_));  // before any tensor is repacked by its sizes
   const int threads = o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads();
   ASSIGN_OR_RETURN(source_->prepared, prepare_gguf_tensors(g, threads));
   ASSIGN_OR_RETURN(weights_, check_and_bind(*fam, config_, source_->prepared.tensors, false));

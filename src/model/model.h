@@ -7,6 +7,7 @@
 // forward() of the states of one model from one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -57,6 +58,10 @@ class Model {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const KernelTable& kernels() const { return *kernels_; }
   ThreadPool& pool() const { return *pool_; }
+  // The first engine over this model runs on its pool; a second one gets false here and
+  // brings its own (a pool runs one region at a time). release_pool() when done.
+  bool claim_pool() const { return !pool_claimed_.exchange(true); }
+  void release_pool() const { pool_claimed_.store(false); }
   ModelFormat format() const { return format_; }
   const std::string& path() const { return path_; }
   const ModelMemory& memory() const { return memory_; }
@@ -65,6 +70,8 @@ class Model {
   struct Source;  // the open file(s) the weight views point into
   void charge_ledger(const TensorSet& in_use);
   Model();
+  static Expected<std::unique_ptr<Model>> load_unguarded(const std::string& path,
+                                                         const LoadOptions& o);
   Status load_gguf(const LoadOptions& o);
   Status load_hf(const LoadOptions& o);
   Status load_llama2c();
@@ -77,6 +84,7 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> owned_pool_;
   ThreadPool* pool_ = nullptr;
+  mutable std::atomic<bool> pool_claimed_{false};
   const KernelTable* kernels_ = nullptr;
   KernelTable kernel_table_;  // the selected table plus this model's activation mode
   bool int8_activations_ = false;

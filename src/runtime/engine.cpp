@@ -4,6 +4,8 @@
 #include <atomic>
 
 #include "model/model_footprint.h"
+#include <thread>
+
 #include "runtime/engine_impl.h"
 #include "runtime/memory_plan.h"
 
@@ -34,9 +36,22 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
   ko.max_step = o.max_batched_tokens;
   ko.max_seqs = o.max_seqs;
   ko.prefix_cache = o.prefix_cache;
+  if (o.max_model_len > (int64_t{1} << 26))
+    return Status::invalid_argument(
+        fmt::format("max_model_len {} exceeds {}", o.max_model_len, int64_t{1} << 26));
   ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model.config(), ko));
-  ASSIGN_OR_RETURN(ForwardPass pass, ForwardPass::create(model, o.max_batched_tokens));
-  return std::unique_ptr<Engine>(new EngineImpl(model, std::move(owned), o, std::move(kv), std::move(pass)));
+  // Two engines over one model must not run regions on one pool at once: the first takes
+  // the model's pool, a later one gets threads of its own.
+  EnginePool pool;
+  if (model.claim_pool()) {
+    pool.claimed = &model;
+  } else {
+    pool.owned = std::make_unique<ThreadPool>(model.pool().size());
+  }
+  ThreadPool* threads = pool.owned ? pool.owned.get() : &model.pool();
+  ASSIGN_OR_RETURN(ForwardPass pass, ForwardPass::create(model, o.max_batched_tokens, threads));
+  return std::unique_ptr<Engine>(
+      new EngineImpl(model, std::move(owned), o, std::move(kv), std::move(pool), std::move(pass)));
 }
 
 }  // namespace
@@ -71,11 +86,12 @@ Expected<std::unique_ptr<Engine>> Engine::create(const Model& model, const Engin
 }
 
 EngineImpl::EngineImpl(const Model& model, std::unique_ptr<Model> owned, const EngineOptions& options,
-                       KvCache kv, ForwardPass pass)
+                       KvCache kv, EnginePool pool, ForwardPass pass)
     : model_(&model),
       owned_model_(std::move(owned)),
       options_(options),
       engine_id_(g_next_engine_id.fetch_add(1)),
+      pool_(std::move(pool)),
       kv_(std::move(kv)),
       pass_(std::move(pass)),
       scheduler_(SchedulerConfig{options.max_seqs, options.max_batched_tokens}, &kv_) {
@@ -213,8 +229,28 @@ Status EngineImpl::cancel(const RequestHandle& h) {
   return Status::ok_status();
 }
 
+bool Engine::wait_for_stats(const std::function<bool(const EngineStats&)>& done,
+                            std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (done(stats())) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+bool EngineImpl::wait_for_stats(const std::function<bool(const EngineStats&)>& done,
+                                std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lk(mu_);
+  return stream_cv_.wait_for(lk, timeout, [&] { return done(stats_locked()); });
+}
+
 EngineStats EngineImpl::stats() const {
   std::lock_guard<std::mutex> lk(mu_);
+  return stats_locked();
+}
+
+EngineStats EngineImpl::stats_locked() const {
   EngineStats s = stats_;
   s.kv_blocks_total = kv_.blocks_total();
   s.kv_blocks_used = kv_.blocks_used();

@@ -40,10 +40,24 @@ struct EngineRequest {
       : params(p), sampler(p.sampling), stop_filter(std::move(stops)) {}
 };
 
+// The threads an engine's steps run on: the model's pool (claimed, released at the end)
+// or, when another engine holds that, a pool of its own.
+struct EnginePool {
+  EnginePool() = default;
+  EnginePool(EnginePool&& o) noexcept : claimed(o.claimed), owned(std::move(o.owned)) {
+    o.claimed = nullptr;
+  }
+  ~EnginePool() {
+    if (claimed) claimed->release_pool();
+  }
+  const Model* claimed = nullptr;
+  std::unique_ptr<ThreadPool> owned;
+};
+
 class EngineImpl final : public Engine {
  public:
   EngineImpl(const Model& model, std::unique_ptr<Model> owned, const EngineOptions& options,
-             KvCache kv, ForwardPass pass);
+             KvCache kv, EnginePool pool, ForwardPass pass);
   ~EngineImpl() override;
 
   Expected<SessionId> open_session() override;
@@ -52,6 +66,8 @@ class EngineImpl final : public Engine {
   Expected<StreamChunk> next(const RequestHandle& h, std::chrono::milliseconds timeout) override;
   Status cancel(const RequestHandle& h) override;
   EngineStats stats() const override;
+  bool wait_for_stats(const std::function<bool(const EngineStats&)>& done,
+                      std::chrono::milliseconds timeout) override;
   const ModelConfig& config() const override { return model_->config(); }
   const Tokenizer* tokenizer() const override { return model_->tokenizer(); }
   const EngineOptions& options() const override { return options_; }
@@ -60,18 +76,28 @@ class EngineImpl final : public Engine {
   // engine_loop.cpp
   void loop();
   bool run_step(std::unique_lock<std::mutex>& lk);
-  void emit_token(EngineRequest& r, std::span<const float> logits);
+  // The token (and logprobs) sampled for one request of a step, computed without the lock.
+  struct Sampled {
+    int32_t token = -1;  // -1: the request wanted no logits this step
+    std::optional<TokenLogprob> logprob;
+  };
+  std::vector<Sampled> sample_step(const std::vector<EngineRequest*>& reqs,
+                                   const std::vector<bool>& wants_logits,
+                                   std::span<const float> logits) const;
+  void emit_token(EngineRequest& r, const Sampled& s);
   void finish(EngineRequest& r, ChunkKind kind, const std::string& reason, Status error = {});
   void push_chunk(EngineRequest& r, StreamChunk c);
 
   // engine.cpp
   Expected<EngineRequest*> find(const RequestHandle& h);
   Status validate(const GenerateRequest& req) const;
+  EngineStats stats_locked() const;  // mu_ held
 
   const Model* model_;
   std::unique_ptr<Model> owned_model_;
   EngineOptions options_;
   uint64_t engine_id_;
+  EnginePool pool_;  // before pass_, which runs on it; released after the loop thread joins
   KvCache kv_;
   ForwardPass pass_;
   Scheduler scheduler_;

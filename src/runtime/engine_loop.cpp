@@ -48,9 +48,9 @@ void EngineImpl::finish(EngineRequest& r, ChunkKind kind, const std::string& rea
   r.queue.push_back(std::move(c));
 }
 
-// Samples the next token of r from its logits row and queues it (or ends the request).
-void EngineImpl::emit_token(EngineRequest& r, std::span<const float> logits) {
-  const int32_t tok = r.sampler.sample(logits, r.seq.tokens);
+// Queues the token sampled for r (or ends the request).
+void EngineImpl::emit_token(EngineRequest& r, const Sampled& s) {
+  const int32_t tok = s.token;
   ++r.n_generated;
   ++stats_.generated_tokens;
   const Tokenizer* t = model_->tokenizer();
@@ -63,12 +63,7 @@ void EngineImpl::emit_token(EngineRequest& r, std::span<const float> logits) {
   }
   StreamChunk c;
   c.tokens.push_back(tok);
-  if (p.logprobs >= 0) {
-    TokenLogprob lp;
-    lp.id = tok;
-    lp.logprob = token_logprob(logits, tok, &lp.top, p.logprobs);
-    c.logprobs.push_back(std::move(lp));
-  }
+  if (s.logprob) c.logprobs.push_back(*s.logprob);
   bool stopped = false;
   if (r.decoder) c.text = r.stop_filter.push(r.decoder->push(tok), &stopped);
   r.seq.tokens.push_back(tok);
@@ -81,12 +76,38 @@ void EngineImpl::emit_token(EngineRequest& r, std::span<const float> logits) {
   }
 }
 
+// Sampling reads only what the loop thread alone writes (the request's sampler, its
+// parameters and token history), so it runs without the engine lock: submit, next and
+// cancel are not held up by a sort over the vocabulary.
+std::vector<EngineImpl::Sampled> EngineImpl::sample_step(const std::vector<EngineRequest*>& reqs,
+                                                         const std::vector<bool>& wants_logits,
+                                                         std::span<const float> logits) const {
+  const size_t n_vocab = static_cast<size_t>(model_->config().n_vocab);
+  std::vector<Sampled> out(reqs.size());
+  size_t row = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (!wants_logits[i]) continue;
+    const std::span<const float> l = logits.subspan(row++ * n_vocab, n_vocab);
+    EngineRequest& r = *reqs[i];
+    out[i].token = r.sampler.sample(l, r.seq.tokens);
+    if (r.params.logprobs >= 0) {
+      TokenLogprob lp;
+      lp.id = out[i].token;
+      lp.logprob = token_logprob(l, lp.id, &lp.top, r.params.logprobs);
+      out[i].logprob = std::move(lp);
+    }
+  }
+  return out;
+}
+
 // One step. Returns false when nothing could be scheduled.
 bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
   StepPlan plan = scheduler_.schedule();
   if (plan.empty()) return false;
   std::vector<int32_t> tokens;
   std::vector<SeqStep> steps;
+  std::vector<EngineRequest*> reqs;
+  std::vector<bool> wants_logits;
   tokens.reserve(static_cast<size_t>(plan.n_tokens));
   for (const PlannedSeq& ps : plan.seqs) {
     SchedSeq& s = *ps.seq;
@@ -98,31 +119,35 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     st.blocks[1] = s.kv.blocks[1];
     st.logits = ps.wants_logits ? SeqStep::Logits::kLast : SeqStep::Logits::kNone;
     steps.push_back(st);
-    requests_.at(s.id)->in_flight = true;
+    reqs.push_back(requests_.at(s.id).get());
+    reqs.back()->in_flight = true;
+    wants_logits.push_back(ps.wants_logits);
   }
   // The step reads only the planned sequences' block tables and tokens, which nothing
   // else changes while in_flight is set (cancel and close defer to us).
   lk.unlock();
-  Expected<std::span<const float>> logits = pass_.run(tokens, steps, kv_.storage());
+  Status fault = options_.step_fault ? options_.step_fault() : Status();
+  Expected<std::span<const float>> logits =
+      fault.ok() ? pass_.run(tokens, steps, kv_.storage()) : Expected<std::span<const float>>(fault);
+  std::vector<Sampled> sampled;
+  if (logits.ok()) sampled = sample_step(reqs, wants_logits, *logits);
   lk.lock();
-  scheduler_.complete(plan);
-  const int32_t n_vocab = model_->config().n_vocab;
-  size_t row = 0;
-  for (const PlannedSeq& ps : plan.seqs) {
-    auto it = requests_.find(ps.seq->id);
-    EngineRequest& r = *it->second;
+  // Only a step that wrote its KV may publish the blocks' prefix hashes: a failed one ends
+  // its requests below, and their blocks go back to the pool unhashed.
+  if (logits.ok()) scheduler_.complete(plan);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EngineRequest& r = *reqs[i];
     r.in_flight = false;
-    const size_t my_row = ps.wants_logits ? row++ : SIZE_MAX;
     if (r.terminal_pushed) {
       // finished elsewhere
     } else if (r.cancel_requested) {
       finish(r, ChunkKind::kCancelled, "cancelled");
     } else if (!logits.ok()) {
       finish(r, ChunkKind::kError, "error", logits.status());
-    } else if (my_row != SIZE_MAX) {
-      emit_token(r, logits->subspan(my_row * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab)));
+    } else if (sampled[i].token >= 0) {
+      emit_token(r, sampled[i]);
     }
-    if (r.session == 0) requests_.erase(it);  // its session was closed during the step
+    if (r.session == 0) requests_.erase(r.id);  // its session was closed during the step
   }
   stream_cv_.notify_all();
   return true;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 namespace edge {
@@ -46,49 +47,78 @@ void Sampler::apply_penalties(std::vector<Candidate>& cands, std::span<const int
   }
 }
 
+float finite_logit(float v) {
+  if (std::isnan(v)) return -std::numeric_limits<float>::max();
+  return std::clamp(v, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max());
+}
+
+namespace {
+
+// Strict weak order on finite logits: larger first, lower id on ties.
+bool by_logit(const Sampler::Candidate& a, const Sampler::Candidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// Number of leading (sorted) candidates of [0, n) that top-p then min-p keep, or 0 when the
+// cut lies beyond the first `sorted` (more of the order is needed to decide).
+size_t tail_cut(const std::vector<Sampler::Candidate>& c, size_t n, size_t sorted, float top_p,
+                float min_p) {
+  size_t keep = n;
+  if (top_p < 1.f) {
+    double cum = 0.0;
+    size_t i = 0;
+    for (; i < sorted; ++i) {
+      cum += c[i].p;
+      if (cum >= top_p) break;
+    }
+    if (i == sorted && sorted < n) return 0;
+    keep = std::min(keep, i + 1);
+  }
+  if (min_p > 0.f) {
+    const float floor_p = c[0].p * min_p;
+    size_t i = 1;
+    while (i < keep && i < sorted && c[i].p >= floor_p) ++i;
+    if (i == sorted && sorted < keep) return 0;
+    keep = i;
+  }
+  return keep;
+}
+
+}  // namespace
+
+// Cost is O(vocab) plus the sort of the head the cuts keep (partial selection, widened
+// until the cut lies inside it): a 150k vocabulary is never sorted whole. Logits are made
+// finite first (NaN -> lowest, +-inf clamped) so every comparison is a strict weak order.
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
   const SamplingParams& p = params_;
   cands_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) cands_[i] = {static_cast<int32_t>(i), logits[i], 0.f};
   apply_penalties(cands_, history);
-  auto by_logit = [](const Candidate& a, const Candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  };
-  if (p.temperature <= 0.f)
-    return std::min_element(cands_.begin(), cands_.end(), by_logit)->id;
+  for (Candidate& c : cands_) c.logit = finite_logit(c.logit);
+  if (p.temperature <= 0.f) return std::min_element(cands_.begin(), cands_.end(), by_logit)->id;
 
   size_t n = cands_.size();
   if (p.top_k > 0 && static_cast<size_t>(p.top_k) < n) {
-    std::partial_sort(cands_.begin(), cands_.begin() + p.top_k, cands_.end(), by_logit);
-    n = static_cast<size_t>(p.top_k);
-  } else {
-    std::sort(cands_.begin(), cands_.end(), by_logit);
+    n = static_cast<size_t>(p.top_k);  // [0, n) becomes the top-k set, unordered
+    std::nth_element(cands_.begin(), cands_.begin() + (n - 1), cands_.end(), by_logit);
   }
-  // Softmax over the kept candidates at this temperature (sorted, so [0] is the max).
-  const float max_l = cands_[0].logit;
+  // Softmax over the kept set at this temperature.
+  float max_l = cands_[0].logit;
+  for (size_t i = 1; i < n; ++i) max_l = std::max(max_l, cands_[i].logit);
   double sum = 0.0;
   for (size_t i = 0; i < n; ++i) {
-    cands_[i].p = std::exp((cands_[i].logit - max_l) / p.temperature);
+    cands_[i].p = static_cast<float>(std::exp((double{cands_[i].logit} - max_l) / p.temperature));
     sum += cands_[i].p;
   }
   for (size_t i = 0; i < n; ++i) cands_[i].p = static_cast<float>(cands_[i].p / sum);
-  if (p.top_p < 1.f) {
-    double cum = 0.0;
-    size_t keep = n;
-    for (size_t i = 0; i < n; ++i) {
-      cum += cands_[i].p;
-      if (cum >= p.top_p) {
-        keep = i + 1;
+  if (p.top_p < 1.f || p.min_p > 0.f) {
+    for (size_t head = std::min<size_t>(n, 64);; head = std::min(n, head * 4)) {
+      std::partial_sort(cands_.begin(), cands_.begin() + head, cands_.begin() + n, by_logit);
+      if (const size_t keep = tail_cut(cands_, n, head, p.top_p, p.min_p)) {
+        n = keep;
         break;
       }
     }
-    n = keep;
-  }
-  if (p.min_p > 0.f) {
-    const float floor_p = cands_[0].p * p.min_p;
-    size_t keep = 1;
-    while (keep < n && cands_[keep].p >= floor_p) ++keep;
-    n = keep;
   }
   double total = 0.0;
   for (size_t i = 0; i < n; ++i) total += cands_[i].p;

@@ -1,7 +1,7 @@
 // Token sampling from a logit vector: greedy, temperature, top-k, top-p, min-p,
 // repetition / presence / frequency penalties, and a seed (same seed, same tokens).
 // Order of operations: penalties -> (temperature 0: argmax) -> top-k -> temperature ->
-// softmax -> top-p -> min-p -> draw.
+// softmax -> top-p -> min-p -> draw. Runs outside the engine lock (engine_loop.cpp).
 #pragma once
 
 #include <cstdint>
@@ -41,12 +41,13 @@ class Sampler {
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
   const SamplingParams& params() const { return params_; }
 
- private:
   struct Candidate {
     int32_t id;
     float logit;
     float p;
   };
+
+ private:
   void apply_penalties(std::vector<Candidate>& cands, std::span<const int32_t> history) const;
 
   SamplingParams params_;
@@ -56,5 +57,9 @@ class Sampler {
 
 // Index of the largest value (the lowest index on ties).
 int32_t argmax(std::span<const float> v);
+
+// v as a finite float: NaN -> the lowest finite value, +-inf -> +-max. A logit vector with
+// NaN or inf in it (a broken model file) still samples and sorts with a defined order.
+float finite_logit(float v);
 
 }  // namespace edge

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include "runtime/sampler.h"
 
 namespace edge {
 
@@ -45,10 +48,12 @@ std::string StopStringFilter::flush() {
 
 float token_logprob(std::span<const float> logits, int32_t chosen,
                     std::vector<std::pair<int32_t, float>>* top, int32_t n_top) {
-  float mx = -INFINITY;
-  for (float v : logits) mx = std::max(mx, v);
+  // NaN / inf logits (a broken model) must not make the order below undefined.
+  auto key = [&](int32_t i) { return finite_logit(logits[static_cast<size_t>(i)]); };
+  float mx = -std::numeric_limits<float>::max();
+  for (float v : logits) mx = std::max(mx, finite_logit(v));
   double sum = 0;
-  for (float v : logits) sum += std::exp(static_cast<double>(v - mx));
+  for (float v : logits) sum += std::exp(static_cast<double>(finite_logit(v)) - mx);
   const float log_z = mx + static_cast<float>(std::log(sum));
   if (top != nullptr) {
     top->clear();
@@ -56,11 +61,11 @@ float token_logprob(std::span<const float> logits, int32_t chosen,
     std::vector<int32_t> ids(logits.size());
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
     std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+      return key(a) > key(b) || (key(a) == key(b) && a < b);
     });
-    for (int32_t i = 0; i < n; ++i) top->emplace_back(ids[i], logits[ids[i]] - log_z);
+    for (int32_t i = 0; i < n; ++i) top->emplace_back(ids[i], key(ids[i]) - log_z);
   }
-  return logits[static_cast<size_t>(chosen)] - log_z;
+  return key(chosen) - log_z;
 }
 
 }  // namespace edge

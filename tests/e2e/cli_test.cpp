@@ -161,5 +161,16 @@ TEST(CliBadInput, MissingModelFile) {
   expect_clean_failure(run("generate -m /nonexistent/model.gguf --prompt-ids 1 -n 1"), "/nonexistent/model.gguf");
 }
 
+TEST(Cli, UnknownCommandIsAnErrorEvenWithHelp) {
+  for (const char* args : {"nosuch --help", "nosuch", "genrate -n 3"}) {
+    const RunResult r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("unknown command"), std::string::npos) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("generate"), std::string::npos) << r.err;  // lists the real ones
+  }
+  EXPECT_EQ(run("generate --help").code, 0);
+  EXPECT_EQ(run("--help").code, 0);
+}
+
 }  // namespace
 }  // namespace edge

@@ -28,18 +28,7 @@ struct Variant {
 
 std::vector<Variant> variants() {
   std::vector<Variant> out;
-  const CpuInfo& c = cpu_info();
-  const bool avx2 = c.has("avx2") && c.has("fma") && c.has("f16c");
-  if (avx2) {
-    Variant v{"avx2", reference_kernels()};
-    install_dense_avx2(&v.table);
-    out.push_back(v);
-  }
-  if (avx2 && c.has("avx512f") && c.has("avx512bw") && c.has("avx512vl") && c.has("avx512dq")) {
-    Variant v{"avx512", reference_kernels()};
-    install_dense_avx512(&v.table);
-    out.push_back(v);
-  }
+  for (const KernelTable& t : simd_dense_kernels()) out.push_back({t.name, t});
   return out;
 }
 

@@ -22,18 +22,7 @@ namespace {
 
 std::vector<std::pair<std::string, KernelTable>> simd_variants() {
   std::vector<std::pair<std::string, KernelTable>> out;
-  const CpuInfo& c = cpu_info();
-  const bool avx2 = c.has("avx2") && c.has("fma") && c.has("f16c");
-  if (avx2) {
-    KernelTable t = reference_kernels();
-    install_dense_avx2(&t);
-    out.emplace_back("avx2", t);
-  }
-  if (avx2 && c.has("avx512f") && c.has("avx512bw") && c.has("avx512vl") && c.has("avx512dq")) {
-    KernelTable t = reference_kernels();
-    install_dense_avx512(&t);
-    out.emplace_back("avx512", t);
-  }
+  for (const KernelTable& t : simd_dense_kernels()) out.emplace_back(t.name, t);
   return out;
 }
 

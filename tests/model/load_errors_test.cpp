@@ -123,6 +123,56 @@ TEST_F(LoadErrors, UnknownArchitectureIsNamed) {
   EXPECT_NE(s.message().find("'mamba9'"), std::string::npos) << s.message();
 }
 
+// n_head * head_dim = 2^20 * 2^12 = 2^32 wraps an int32 q_dim to 0: before the 64-bit checks the schema
+// asked for [0, n_embd] attention tensors and the forward pass would size its q scratch from
+// the wrapped width. Refused from the metadata alone, naming the product.
+TEST_F(LoadErrors, HyperParameterProductsAreCheckedIn64Bits) {
+  const std::string bad = dir_ + "/heads.gguf";
+  ASSERT_TRUE(rewrite_gguf(good_, bad, [](const std::string&, TensorEdit&) {},
+                           [](GgufWriter& w) {
+                             w.set_string("general.architecture", "qwen3");
+                             w.set_u32("qwen3.attention.head_count", 1 << 20);
+                             w.set_u32("qwen3.attention.head_count_kv", 1 << 20);
+                             w.set_u32("qwen3.attention.key_length", 4096);
+                             w.set_u32("qwen3.attention.value_length", 4096);
+                           })
+                  .ok());
+  Status s = load_status(bad);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidFormat);
+  EXPECT_NE(s.message().find("n_head * head_dim (q_dim) = 4294967296"), std::string::npos)
+      << s.message();
+}
+
+TEST(ModelConfigBounds, EveryProductIsBounded) {
+  ModelConfig c;
+  c.arch = "llama";
+  c.n_vocab = 32000, c.n_embd = 4096, c.n_layer = 2, c.n_head = 32, c.n_head_kv = 8;
+  c.head_dim = 128, c.n_ff = 11008, c.max_ctx = 8192;
+  c.layers.assign(2, LayerConfig{false, 0, 10000.0f, 128, 1.0f});
+  ASSERT_TRUE(validate_config(c).ok()) << validate_config(c).message();
+  auto refused = [](ModelConfig m, const char* what) {
+    const Status s = validate_config(m);
+    EXPECT_FALSE(s.ok()) << what;
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+  };
+  ModelConfig m = c;
+  m.n_head = m.n_head_kv = 1 << 16, m.head_dim = 1 << 12;  // 2^28 wide
+  refused(m, "q_dim");
+  m = c;
+  m.n_vocab = 1 << 24, m.n_embd = 1 << 20;  // each within its own bound, product 2^44
+  refused(m, "n_vocab * n_embd");
+  m = c;
+  m.max_ctx = int64_t{1} << 40;
+  refused(m, "context_length");
+  m = c;
+  m.max_ctx = -5;
+  refused(m, "negative");
+  m = c;
+  m.n_layer = 100000;
+  m.layers.assign(100000, c.layers[0]);
+  refused(m, "n_layer");
+}
+
 TEST_F(LoadErrors, UnknownHfModelTypeIsNamed) {
   const std::string hf = dir_ + "/hf";
   ASSERT_TRUE(write_random_model(tiny(), hf).ok());

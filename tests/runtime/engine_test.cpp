@@ -1,9 +1,12 @@
 // The engine end to end on a small random model: greedy output equals the single-sequence
 // forward pass, concurrent seeded requests equal the same requests alone, cancellation
 // frees KV at once, a slow consumer pauses without losing tokens, stale handles are
-// refused, prefix caching reuses a repeated prompt, stop strings cut the text.
+// refused, prefix caching reuses a repeated prompt, stop strings cut the text, a failed step
+// publishes no prefix hashes, two engines over one model run side by side. No test sleeps:
+// waits are on the engine's own state (wait_for_stats) or on its streams.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -180,9 +183,9 @@ TEST(Engine, SlowConsumerIsPausedAndLosesNothing) {
   ASSERT_TRUE(slow.ok() && fast.ok());
   const Result f = drain(*e, *fast);  // finishes while the slow one sits at its bound
   EXPECT_EQ(f.tokens.size(), 40u);
-  std::this_thread::sleep_for(50ms);
+  // The slow stream fills to its bound and is paused: wait for that state, not a guess.
+  ASSERT_TRUE(e->wait_for_stats([](const EngineStats& st) { return st.paused == 1; }, 20s));
   EXPECT_LE(e->stats().stream_high_water, 5);  // limit + the terminal chunk at most
-  EXPECT_EQ(e->stats().paused, 1);
   const Result r = drain(*e, *slow);
   EXPECT_EQ(r.tokens.size(), 40u);
   // Same tokens as the request run alone.
@@ -207,8 +210,8 @@ TEST(Engine, StaleForeignAndClosedHandlesAreRefused) {
   ASSERT_TRUE(e1->close_session(*s).ok());
   EXPECT_FALSE(e1->next(*h, 1ms).ok());
   EXPECT_FALSE(e1->close_session(*s).ok());
-  std::this_thread::sleep_for(20ms);
-  EXPECT_EQ(e1->stats().kv_blocks_used, 0);
+  // Closing frees the request's KV (at once, or when its step ends).
+  EXPECT_TRUE(e1->wait_for_stats([](const EngineStats& st) { return st.kv_blocks_used == 0; }, 20s));
 }
 
 TEST(Engine, BadRequestsAreRefusedWithReasons) {
@@ -239,6 +242,67 @@ TEST(Engine, RepeatedPromptReusesCachedBlocks) {
   EXPECT_EQ(rb.cached, 48);  // three whole blocks of 16; the last token is recomputed
   EXPECT_EQ(ra.tokens, rb.tokens);
   EXPECT_EQ(e->stats().prefix_cache_hit_tokens, 48u);
+}
+
+// A step whose forward pass fails ends its requests with the error, and the blocks it was
+// to write go back to the pool without prefix hashes: the same prompt later must be
+// computed, not served from KV that was never written.
+TEST(Engine, FailedStepPublishesNoPrefixHashes) {
+  auto m = load_model();
+  std::atomic<int> faults{1};
+  EngineOptions o;
+  o.step_fault = [&faults] {
+    return faults.fetch_sub(1) > 0 ? Status::internal("injected forward failure") : Status();
+  };
+  auto e = make_engine(*m, o);
+  auto s = e->open_session();
+  const auto prompt = prompt_of(50, 21);
+  auto failed = e->submit(*s, request(prompt, 5));
+  ASSERT_TRUE(failed.ok());
+  const Result rf = drain(*e, *failed);
+  EXPECT_EQ(rf.end, ChunkKind::kError);
+  EXPECT_TRUE(rf.tokens.empty());
+  auto again = e->submit(*s, request(prompt, 5));
+  const Result ra = drain(*e, *again);
+  EXPECT_EQ(ra.end, ChunkKind::kDone);
+  EXPECT_EQ(ra.cached, 0) << "prefix served from blocks the failed step never wrote";
+  auto fresh = make_engine(*m);
+  auto fs = fresh->open_session();
+  auto ref = fresh->submit(*fs, request(prompt, 5));
+  EXPECT_EQ(drain(*fresh, *ref).tokens, ra.tokens);
+}
+
+// Two engines over one model run at the same time: each steps on its own threads (the
+// second gets a pool of its own), and each produces what it produces alone.
+TEST(Engine, TwoEnginesOverOneModelRunConcurrently) {
+  auto m = load_model();
+  auto e1 = make_engine(*m);
+  auto e2 = make_engine(*m);
+  std::vector<std::vector<int32_t>> alone(2), together(2);
+  for (int i = 0; i < 2; ++i) {
+    auto s = e1->open_session();
+    auto h = e1->submit(*s, request(prompt_of(20, 30 + i), 40));
+    alone[i] = drain(*e1, *h).tokens;
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      Engine& e = i == 0 ? *e1 : *e2;
+      auto s = e.open_session();
+      for (int rep = 0; rep < 3; ++rep) {
+        auto h = e.submit(*s, request(prompt_of(20, 30 + i), 40));
+        together[i] = drain(e, *h).tokens;
+        if (together[i] != alone[i]) return;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(together, alone);
+  // The model's pool is free again once the engine holding it is gone.
+  e1.reset();
+  e2.reset();
+  EXPECT_TRUE(m->claim_pool());
+  m->release_pool();
 }
 
 TEST(Engine, StopStringCutsTheText) {

