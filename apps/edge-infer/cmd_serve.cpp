@@ -1,13 +1,19 @@
 // edge-infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key K] [--ctx N]
 //   [--max-seqs S] [--max-batched-tokens T] [--kv-budget B] [--chat-template-file F] [-t N]
+//   [--served-model-name NAME...] [--drain-timeout SEC] [--max-client-requests N]
+//   [--max-client-queued-tokens T]
 // An OpenAI-compatible HTTP server (src/server) over the engine. Without -m it serves the
-// built-in demo model (random weights: its text is noise). Prints
-// "edge-infer: listening on http://HOST:PORT" once it accepts connections (--port 0 picks
-// a free port); SIGINT / SIGTERM stop it.
+// built-in demo model (random weights: its text is noise). It listens before loading
+// (/health/live answers, /health/ready is 503 until the model is loaded) and prints
+// "edge-infer: listening on http://HOST:PORT" once it is ready (--port 0 picks a free
+// port). SIGINT / SIGTERM drain it: no new connections, in-flight requests finish (or are
+// cancelled after --drain-timeout), then it exits 0.
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "commands.h"
@@ -26,6 +32,7 @@ namespace {
 struct ServeArgs {
   std::string model;
   std::string name;
+  std::vector<std::string> served_names;
   std::string chat_template_file;
   std::string kv_budget;
   std::string kv_type = "f16";
@@ -34,16 +41,25 @@ struct ServeArgs {
   int threads = 0;
   int32_t max_seqs = 8;
   int64_t max_batched_tokens = 512;
+  double drain_timeout_s = 10;
   server::ServerOptions server;
 };
 
-server::HttpServer* g_server = nullptr;  // for the signal-waiting thread only
+// For the signal-waiting thread: the server to drain (null once it is being destroyed).
+std::mutex g_server_mu;
+server::HttpServer* g_server = nullptr;
 
-// Signals are taken synchronously by a thread that then stops the server (no work in a
-// signal handler).
-void stop_on_signals(sigset_t set) {
+// Signals are taken synchronously by a thread that then drains the server (no work in a
+// signal handler). drain() returns at once; run() returns when the drain is over.
+void drain_on_signals(sigset_t set, std::chrono::milliseconds grace) {
   int sig = 0;
-  if (sigwait(&set, &sig) == 0 && g_server) g_server->stop();
+  if (sigwait(&set, &sig) != 0) return;
+  std::lock_guard<std::mutex> l(g_server_mu);
+  if (!g_server) return;
+  std::printf("edge-infer: %s: draining (in-flight requests get up to %.1f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+              static_cast<double>(grace.count()) / 1000.0);
+  std::fflush(stdout);
+  g_server->drain(grace);
 }
 
 Expected<EngineOptions> engine_options(const ServeArgs& a, const Model& model) {
@@ -78,6 +94,74 @@ Status plan_before_load(const ServeArgs& a, const std::string& path) {
   return admission_status(plan);
 }
 
+// The model and the engine over it, loaded while the server already answers probes.
+struct Loaded {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Engine> engine;
+  EngineOptions options;
+};
+
+Status load_engine(const ServeArgs& a, const std::string& path, Loaded& out) {
+  LoadOptions lo;
+  lo.n_threads = a.threads;
+  ASSIGN_OR_RETURN(out.model, Model::load(path, lo));
+  ASSIGN_OR_RETURN(out.options, engine_options(a, *out.model));
+  ASSIGN_OR_RETURN(out.engine, Engine::create(*out.model, out.options));
+  return Status();
+}
+
+// --served-model-name (aliases), else --name, else the model's file name.
+Status resolve_model_names(const ServeArgs& a, const std::string& path, std::vector<std::string>& out) {
+  if (!a.served_names.empty() && !a.name.empty())
+    return Status::invalid_argument("--name and --served-model-name both name the model: use one");
+  for (const auto& n : a.served_names)
+    if (n.empty()) return Status::invalid_argument("--served-model-name: an empty name");
+  out = !a.served_names.empty() ? a.served_names
+        : !a.name.empty()       ? std::vector<std::string>{a.name}
+                                : std::vector<std::string>{std::filesystem::path(path).filename().string()};
+  return Status();
+}
+
+// Serves until drained: listens first, loads, then reports ready.
+int serve_until_drained(ServeArgs& a, const std::string& path, const sigset_t& signals) {
+  auto srv = server::HttpServer::create(a.server);
+  if (!srv) return report_error(srv.status());
+  RETURN_CODE_IF_ERROR((*srv)->bind());
+  {
+    std::lock_guard<std::mutex> l(g_server_mu);
+    g_server = srv->get();
+  }
+  const auto grace = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
+  std::thread waiter(drain_on_signals, signals, grace);  // NOLINT: detached, ends at the first signal
+  waiter.detach();
+  Status served;
+  std::thread http([&] { served = (*srv)->run(); });
+  std::printf("edge-infer: loading %s (/health/live on http://%s:%d)\n", path.c_str(), a.server.host.c_str(),
+              (*srv)->port());
+  std::fflush(stdout);
+  Loaded loaded;
+  Status st = load_engine(a, path, loaded);
+  if (st.ok()) st = (*srv)->attach(*loaded.engine);
+  if (st.ok()) {
+    std::printf("edge-infer: serving %s (context %lld, up to %d sequences)\n", a.server.model_names[0].c_str(),
+                static_cast<long long>(loaded.options.max_model_len), loaded.options.max_seqs);
+    std::printf("edge-infer: listening on http://%s:%d\n", a.server.host.c_str(), (*srv)->port());
+    std::fflush(stdout);
+  } else {
+    (*srv)->drain(std::chrono::milliseconds(0));
+  }
+  http.join();
+  {
+    std::lock_guard<std::mutex> l(g_server_mu);
+    g_server = nullptr;
+  }
+  srv->reset();  // before the engine it serves
+  if (!st.ok()) return report_error(st);
+  if (!served.ok()) return report_error(served);
+  std::printf("edge-infer: stopped\n");
+  return 0;
+}
+
 int run_serve(ServeArgs a) {
   // A client that hangs up must not kill the process with SIGPIPE; SIGINT/SIGTERM go to
   // the waiting thread. Blocked first, before the model's and the engine's threads start,
@@ -88,6 +172,7 @@ int run_serve(ServeArgs a) {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  if (a.drain_timeout_s < 0) return report_error(Status::invalid_argument("--drain-timeout must be >= 0"));
   std::string path = a.model;
   if (path.empty()) {
     auto demo = demo_model_path();
@@ -99,33 +184,9 @@ int run_serve(ServeArgs a) {
     if (!text) return report_error(text.status());
     a.server.chat_template = std::move(*text);
   }
+  RETURN_CODE_IF_ERROR(resolve_model_names(a, path, a.server.model_names));
   RETURN_CODE_IF_ERROR(plan_before_load(a, path));
-  LoadOptions lo;
-  lo.n_threads = a.threads;
-  auto model = Model::load(path, lo);
-  if (!model) return report_error(model.status());
-  auto eo = engine_options(a, **model);
-  if (!eo) return report_error(eo.status());
-  auto engine = Engine::create(**model, *eo);
-  if (!engine) return report_error(engine.status());
-  a.server.model_name = a.name.empty() ? std::filesystem::path(path).filename().string() : a.name;
-  auto srv = server::HttpServer::create(**engine, a.server);
-  if (!srv) return report_error(srv.status());
-  RETURN_CODE_IF_ERROR((*srv)->bind());
-
-  g_server = srv->get();
-  std::thread waiter(stop_on_signals, set);  // NOLINT: detached, lives until exit
-  waiter.detach();
-
-  std::printf("edge-infer: serving %s (context %lld, up to %d sequences)\n", a.server.model_name.c_str(),
-              static_cast<long long>(eo->max_model_len), eo->max_seqs);
-  std::printf("edge-infer: listening on http://%s:%d\n", a.server.host.c_str(), (*srv)->port());
-  std::fflush(stdout);
-  Status st = (*srv)->run();
-  g_server = nullptr;
-  srv->reset();
-  if (!st.ok()) return report_error(st);
-  return 0;
+  return serve_until_drained(a, path, set);
 }
 
 }  // namespace
@@ -135,6 +196,9 @@ void register_serve(CLI::App& app, Context& ctx) {
   CLI::App* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
   sub->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (default: demo model)");
   sub->add_option("--name", a->name, "model id clients use (default: the model's file name)");
+  sub->add_option("--served-model-name", a->served_names,
+                  "model ids clients may use (aliases; the first is reported in responses)")
+      ->expected(1, -1);
   sub->add_option("--host", a->server.host, "address to bind (default: 127.0.0.1, local only)")->capture_default_str();
   sub->add_option("--port", a->server.port, "port (0: any free port)")->capture_default_str();
   sub->add_option("--api-key", a->server.api_key, "require 'Authorization: Bearer KEY'");
@@ -147,6 +211,15 @@ void register_serve(CLI::App& app, Context& ctx) {
                   "memory this process may use (e.g. 2GiB; default: MemAvailable and the cgroup limit)");
   sub->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template overriding the model's");
   sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
+  sub->add_option("--drain-timeout", a->drain_timeout_s,
+                  "seconds in-flight requests may run after SIGTERM before they are cancelled")
+      ->capture_default_str();
+  sub->add_option("--max-client-requests", a->server.client_limits.max_requests,
+                  "requests in flight per client (API key, else address); more get 429 (0: no limit)")
+      ->capture_default_str();
+  sub->add_option("--max-client-queued-tokens", a->server.client_limits.max_queued_tokens,
+                  "tokens ((prompt + max_tokens) x n) in flight per client; more get 429 (0: no limit)")
+      ->capture_default_str();
   sub->callback([a, &ctx] { ctx.exit_code = run_serve(*a); });
 }
 

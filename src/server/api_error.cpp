@@ -34,6 +34,7 @@ ApiError api_error_from_status(const Status& s) {
       e.http_status = 429;
       e.type = "rate_limit_error";  // the client may retry later
       e.code = "resource_exhausted";
+      e.retry_after_s = 1;
       break;
     case StatusCode::kUnavailable:
     case StatusCode::kDeadlineExceeded:

@@ -15,6 +15,7 @@ struct ApiError {
   std::string type = "invalid_request_error";
   std::string param;  // the request field at fault ("" if none)
   std::string code;   // machine-readable reason ("" if none)
+  int retry_after_s = 0;  // > 0: sent as a Retry-After header (429, 503)
 
   static ApiError bad_request(std::string message, std::string param = "", std::string code = "");
   nlohmann::json to_json() const;

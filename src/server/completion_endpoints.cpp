@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 
+#include "server/connection_watch.h"
 #include "server/generation.h"
 #include "server/openai_response.h"
 #include "server/server_context.h"
@@ -15,6 +16,8 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct StreamState {
+  Lifecycle::Ticket in_flight;  // a drain waits for it
+  ClientLimiter::Lease lease;   // this request's share of its client's limits
   std::unique_ptr<Generation> gen;
   ResponseMeta meta;
   bool chat = false;
@@ -105,16 +108,43 @@ void start_stream(httplib::Response& res, std::shared_ptr<StreamState> st) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream", [st](size_t, httplib::DataSink& sink) { return stream_step(*st, sink); },
-      [st](bool) { st->gen.reset(); });  // closes the session whatever happened
+      [st](bool) {  // closes the session whatever happened
+        st->gen.reset();
+        st->lease.release();
+        st->in_flight.release();
+      });
+}
+
+// The client a request counts against: with an API key every authenticated caller shares
+// the key; without one, the remote address.
+std::string client_id(const ServerContext& ctx, const httplib::Request& req) {
+  return ctx.options.api_key.empty() ? "addr:" + req.remote_addr : std::string("api-key");
+}
+
+// Admission (not draining, the client's limits), then the engine requests; the ticket and
+// the lease travel with the state until the response has been written.
+std::optional<ApiError> start_generation(ServerContext& ctx, const httplib::Request& req,
+                                         const std::vector<int32_t>& prompt, const CommonRequest& common,
+                                         const OutputSetup& setup, Clock::time_point arrived, StreamState& st) {
+  st.in_flight = ctx.lifecycle.enter();
+  if (!st.in_flight) return not_ready_error(ctx.lifecycle.state());
+  const int64_t tokens = (static_cast<int64_t>(prompt.size()) + common.params.max_tokens) * common.n;
+  if (auto e = ctx.clients.admit(client_id(ctx, req), tokens, st.lease)) return e;
+  if (auto e = Generation::start(ctx.engine(), prompt, common, setup, ctx.metrics, arrived, st.gen)) return e;
+  st.gen->watch_drain(&ctx.lifecycle);
+  return std::nullopt;
 }
 
 // Answers a started generation: as a stream, or (non-streaming) once every choice is done,
-// with the body `build` makes from the results.
+// with the body `build` makes from the results. A non-streaming client that hangs up
+// meanwhile cancels the generation.
 template <typename Build>
-void respond(httplib::Response& res, const std::shared_ptr<StreamState>& st, bool stream, Build&& build) {
+void respond(const httplib::Request& req, httplib::Response& res, const std::shared_ptr<StreamState>& st, bool stream,
+             Build&& build) {
   if (stream) return start_stream(res, st);
+  ConnectionWatch watch({req.local_addr, req.remote_addr, req.local_port, req.remote_port});
   std::vector<ChoiceResult> results;
-  if (auto e = collect_all(*st->gen, results)) return send_error(res, *e);
+  if (auto e = collect_all(*st->gen, results, [&watch] { return watch.client_gone(); })) return send_error(res, *e);
   send_json(res, 200, build(results));
 }
 
@@ -134,14 +164,13 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
   if (auto e = fit_to_context(prompt.ids.size(), ctx.limits, "messages", cr.common)) return send_error(res, *e);
   const OutputSetup setup{true, prompt.reasoning_open, cr.parse_tool_calls ? &cr.tools : nullptr};
   auto st = std::make_shared<StreamState>();
-  if (auto e = Generation::start(ctx.engine, prompt.ids, cr.common, setup, ctx.metrics, arrived, st->gen))
-    return send_error(res, *e);
-  st->meta = {random_id("chatcmpl-"), unix_seconds(), ctx.limits.model_name};
-  st->tok = ctx.engine.tokenizer();
+  if (auto e = start_generation(ctx, req, prompt.ids, cr.common, setup, arrived, *st)) return send_error(res, *e);
+  st->meta = {random_id("chatcmpl-"), unix_seconds(), ctx.limits.reported_model_name()};
+  st->tok = ctx.engine().tokenizer();
   st->chat = true;
   st->include_usage = cr.common.include_usage;
   st->logprobs = cr.logprobs;
-  respond(res, st, cr.common.stream, [&](const std::vector<ChoiceResult>& results) {
+  respond(req, res, st, cr.common.stream, [&](const std::vector<ChoiceResult>& results) {
     return chat_completion_json(st->meta, results, st->gen->usage(), cr.logprobs, st->tok);
   });
 }
@@ -152,10 +181,10 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   if (auto e = parse_json_object(req.body, body)) return send_error(res, *e);
   CompletionRequest cr;
   if (auto e = parse_completion_request(body, ctx.limits, cr)) return send_error(res, *e);
-  const Tokenizer* tok = ctx.engine.tokenizer();
+  const Tokenizer* tok = ctx.engine().tokenizer();
   std::vector<int32_t> ids;
   if (cr.prompt_is_ids) {
-    const int64_t n_vocab = ctx.engine.config().n_vocab;
+    const int64_t n_vocab = ctx.engine().config().n_vocab;
     for (int32_t id : cr.prompt_ids)
       if (n_vocab > 0 && id >= n_vocab)
         return send_error(res, ApiError::bad_request("token id " + std::to_string(id) + " is past the vocabulary (" +
@@ -170,13 +199,12 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   }
   if (auto e = fit_to_context(ids.size(), ctx.limits, "prompt", cr.common)) return send_error(res, *e);
   auto st = std::make_shared<StreamState>();
-  if (auto e = Generation::start(ctx.engine, ids, cr.common, OutputSetup{}, ctx.metrics, arrived, st->gen))
-    return send_error(res, *e);
-  st->meta = {random_id("cmpl-"), unix_seconds(), ctx.limits.model_name};
+  if (auto e = start_generation(ctx, req, ids, cr.common, OutputSetup{}, arrived, *st)) return send_error(res, *e);
+  st->meta = {random_id("cmpl-"), unix_seconds(), ctx.limits.reported_model_name()};
   st->tok = tok;
   st->include_usage = cr.common.include_usage;
   st->logprobs = cr.common.params.logprobs >= 0;
-  respond(res, st, cr.common.stream, [&](const std::vector<ChoiceResult>& results) {
+  respond(req, res, st, cr.common.stream, [&](const std::vector<ChoiceResult>& results) {
     return text_completion_json(st->meta, results, st->gen->usage(), st->logprobs, tok);
   });
 }

@@ -84,6 +84,11 @@ Generation::Poll Generation::on_chunk(int index, StreamChunk chunk, ChoiceEvent&
 
 Generation::Poll Generation::poll(ChoiceEvent& ev, std::chrono::milliseconds timeout) {
   if (closed_) return Poll::kDone;
+  if (lifecycle_ && lifecycle_->past_drain_deadline()) {
+    cancel();
+    error_ = api_error_from_status(Status::unavailable("the server is shutting down: the request was cancelled"));
+    return Poll::kError;
+  }
   std::vector<size_t> live;
   for (size_t k = 0; k < choices_.size(); ++k) {
     const size_t i = (cursor_ + k) % choices_.size();
@@ -106,11 +111,20 @@ Generation::Poll Generation::poll(ChoiceEvent& ev, std::chrono::milliseconds tim
   return Poll::kIdle;
 }
 
-std::optional<ApiError> collect_all(Generation& g, std::vector<ChoiceResult>& out) {
+std::optional<ApiError> collect_all(Generation& g, std::vector<ChoiceResult>& out,
+                                    const std::function<bool()>& client_gone) {
   out.assign(static_cast<size_t>(g.n_choices()), ChoiceResult{});
   while (true) {
+    if (client_gone && client_gone()) {
+      g.cancel();
+      ApiError e;
+      e.http_status = 499;  // nginx's "client closed request": nobody reads it
+      e.message = "the client closed the connection";
+      e.code = "client_closed";
+      return e;
+    }
     ChoiceEvent ev;
-    switch (g.poll(ev, std::chrono::milliseconds(200))) {
+    switch (g.poll(ev, std::chrono::milliseconds(50))) {
       case Generation::Poll::kDone: return std::nullopt;
       case Generation::Poll::kError: return g.error();
       case Generation::Poll::kIdle: continue;

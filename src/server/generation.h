@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "edge/engine.h"
 #include "server/api_error.h"
 #include "server/choice_output.h"
+#include "server/lifecycle.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -42,6 +44,9 @@ class Generation {
                                        std::unique_ptr<Generation>& out);
   ~Generation();  // cancels whatever is still running and closes the session
 
+  // A drain's deadline cancels the generation (poll() then reports a 503 error).
+  void watch_drain(const Lifecycle* lifecycle) { lifecycle_ = lifecycle; }
+
   enum class Poll { kEvent, kIdle, kDone, kError };
   // Waits up to `timeout` for the next event of any unfinished choice.
   Poll poll(ChoiceEvent& ev, std::chrono::milliseconds timeout);
@@ -66,6 +71,7 @@ class Generation {
   Engine& engine_;
   SessionId session_;
   ServerMetrics& metrics_;
+  const Lifecycle* lifecycle_ = nullptr;
   Clock::time_point arrived_;
   std::vector<Choice> choices_;
   size_t cursor_ = 0;
@@ -75,7 +81,10 @@ class Generation {
   ApiError error_;
 };
 
-// Runs a generation to the end and collects each choice (non-streaming responses).
-std::optional<ApiError> collect_all(Generation& g, std::vector<ChoiceResult>& out);
+// Runs a generation to the end and collects each choice (non-streaming responses). While
+// waiting it asks `client_gone` (every ~50 ms): true cancels the generation at once (its KV
+// freed) and returns a 499 "client closed request" error.
+std::optional<ApiError> collect_all(Generation& g, std::vector<ChoiceResult>& out,
+                                    const std::function<bool()>& client_gone = {});
 
 }  // namespace edge::server

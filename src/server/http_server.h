@@ -1,15 +1,20 @@
 // The OpenAI-compatible HTTP server over one Engine: /v1/models, /v1/completions,
-// /v1/chat/completions (SSE streaming or not), /tokenize, /detokenize, /health, /metrics.
-// Binds 127.0.0.1 unless told otherwise; with an API key every route but /health needs
+// /v1/chat/completions (SSE streaming or not), /tokenize, /detokenize, /metrics, and the
+// probes /health/live (200 while the process serves HTTP), /health/ready and /health
+// (200 once the engine is attached, 503 while loading or draining).
+// Binds 127.0.0.1 unless told otherwise; with an API key every route but the probes needs
 // "Authorization: Bearer <key>". Errors are OpenAI-shaped JSON with a 4xx/5xx status.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "edge/engine.h"
+#include "server/client_limits.h"
 
 namespace edge::server {
 
@@ -17,17 +22,26 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                  // 0: any free port (see HttpServer::port())
   std::string api_key;              // empty: no authentication
-  std::string model_name;           // the id /v1/models reports and requests must name
+  // The ids clients may name (vLLM's --served-model-name): /v1/models lists them all,
+  // responses report the first. Empty: "edge-infer".
+  std::vector<std::string> model_names;
   std::string chat_template;        // template source overriding the model's ("" : model's)
   size_t max_body_bytes = 4u << 20; // larger bodies get 413
   int http_threads = 64;            // connections served at once (streams hold one each)
+  ClientLimits client_limits;       // per client: requests in flight, tokens (0: unlimited)
 };
 
 class HttpServer {
  public:
-  // The engine must outlive the server.
+  // A server without an engine yet: once bound and running it answers the probes
+  // (/health/ready: 503 "loading") and 503 to everything else until attach().
+  static Expected<std::unique_ptr<HttpServer>> create(const ServerOptions& options);
+  // create() and attach() in one. The engine must outlive the server.
   static Expected<std::unique_ptr<HttpServer>> create(Engine& engine, const ServerOptions& options);
   ~HttpServer();
+
+  // Starts serving `engine` (it must outlive the server): the server is ready. Once only.
+  Status attach(Engine& engine);
 
   // Binds the socket; afterwards port() is the real port (also for port 0).
   Status bind();
@@ -35,6 +49,11 @@ class HttpServer {
   // Serves until stop() (from another thread or a signal handler's thread).
   Status run();
   void stop();
+  // Graceful drain, from any thread (a SIGTERM): stops accepting connections, answers what
+  // still arrives on open ones with 503, lets in-flight requests finish for up to `grace`
+  // and then cancels their generations (streams end with an error event and [DONE]).
+  // run() returns once the last request has ended. Returns at once.
+  void drain(std::chrono::milliseconds grace);
 
  private:
   struct Impl;

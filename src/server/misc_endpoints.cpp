@@ -1,4 +1,5 @@
-// /v1/models, /tokenize, /detokenize, /metrics, and the JSON / error senders.
+// /v1/models, /tokenize, /detokenize, /metrics, the health probes, and the JSON / error
+// senders.
 #include "server/openai_response.h"
 #include "server/request_fields.h"
 #include "server/server_context.h"
@@ -12,15 +13,45 @@ void send_json(httplib::Response& res, int status, const json& body) {
   res.set_content(dump_json(body), "application/json");
 }
 
-void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.http_status, e.to_json()); }
+void send_error(httplib::Response& res, const ApiError& e) {
+  if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
+  send_json(res, e.http_status, e.to_json());
+}
 
 void handle_models(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
-  json model = {{"id", ctx.limits.model_name},
-                {"object", "model"},
-                {"created", unix_seconds()},
-                {"owned_by", "edge-infer"},
-                {"max_model_len", ctx.limits.max_model_len}};
-  send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+  json data = json::array();
+  for (const std::string& name : ctx.limits.model_names)
+    data.push_back({{"id", name},
+                    {"object", "model"},
+                    {"created", unix_seconds()},
+                    {"owned_by", "edge-infer"},
+                    {"root", ctx.limits.reported_model_name()},
+                    {"max_model_len", ctx.limits.max_model_len}});
+  send_json(res, 200, {{"object", "list"}, {"data", data}});
+}
+
+void handle_liveness(ServerContext&, const httplib::Request&, httplib::Response& res) {
+  send_json(res, 200, {{"status", "ok"}});
+}
+
+ApiError not_ready_error(Lifecycle::State state) {
+  ApiError e;
+  e.http_status = 503;
+  e.type = "server_error";
+  const bool loading = state == Lifecycle::State::kLoading;
+  e.message = loading ? "the model is still loading" : "the server is shutting down";
+  e.code = loading ? "model_loading" : "shutting_down";
+  e.retry_after_s = loading ? 1 : 0;
+  return e;
+}
+
+// Ready: 200. Loading or draining: 503 (load balancers take the server out of rotation).
+void handle_readiness(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+  const Lifecycle::State state = ctx.lifecycle.state();
+  if (state == Lifecycle::State::kReady) return send_json(res, 200, {{"status", "ok"}});
+  json body = not_ready_error(state).to_json();
+  body["status"] = state == Lifecycle::State::kLoading ? "loading" : "draining";
+  send_json(res, 503, body);
 }
 
 // {"content" | "prompt": text, "add_special": true, "with_pieces": false}
@@ -37,7 +68,7 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   f.boolean("with_pieces", with_pieces);
   if (f.error()) return send_error(res, *f.error());
   if (!content && !prompt) return send_error(res, ApiError::bad_request("'content' is required", "content", "missing"));
-  const Tokenizer* tok = ctx.engine.tokenizer();
+  const Tokenizer* tok = ctx.engine().tokenizer();
   if (!tok) return send_error(res, ApiError::bad_request("this model has no tokenizer", "", "no_tokenizer"));
   const auto ids = tok->encode(content ? *content : *prompt, add_special);
   json tokens = json::array();
@@ -56,7 +87,7 @@ void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib:
   const json& tokens = f.array("tokens");
   if (f.error()) return send_error(res, *f.error());
   if (!tokens.is_array()) return send_error(res, ApiError::bad_request("'tokens' is required", "tokens", "missing"));
-  const Tokenizer* tok = ctx.engine.tokenizer();
+  const Tokenizer* tok = ctx.engine().tokenizer();
   if (!tok) return send_error(res, ApiError::bad_request("this model has no tokenizer", "", "no_tokenizer"));
   std::vector<int32_t> ids;
   for (const auto& t : tokens) {
@@ -71,7 +102,7 @@ void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib:
 
 void handle_metrics(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
   res.status = 200;
-  res.set_content(ctx.metrics.render(ctx.engine.stats()), "text/plain; version=0.0.4; charset=utf-8");
+  res.set_content(ctx.metrics.render(ctx.engine().stats()), "text/plain; version=0.0.4; charset=utf-8");
 }
 
 }  // namespace edge::server

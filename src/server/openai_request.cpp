@@ -1,7 +1,9 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <random>
 
+#include "server/json_depth.h"
 #include "server/request_fields.h"
 
 namespace edge::server {
@@ -13,10 +15,10 @@ using nlohmann::json;
 void read_common(RequestFields& f, const ServingLimits& limits, CommonRequest& out) {
   std::optional<std::string> model;
   f.string("model", model);
-  if (model && !limits.model_name.empty() && *model != limits.model_name) {
-    ApiError e = ApiError::bad_request("the model '" + *model + "' does not exist (this server serves '" +
-                                           limits.model_name + "')",
-                                       "model", "model_not_found");
+  if (model && !limits.serves(*model)) {
+    ApiError e = ApiError::bad_request(
+        "the model '" + *model + "' does not exist (this server serves '" + limits.reported_model_name() + "')",
+        "model", "model_not_found");
     e.http_status = 404;
     f.fail(e);
   }
@@ -107,7 +109,8 @@ std::optional<ApiError> normalize_tool_calls(json& msg, size_t i) {
         !call["function"].contains("name") || !call["function"]["name"].is_string())
       return ApiError::bad_request("'" + param + "': each call needs function.name", param, "invalid_type");
     json& fn = call["function"];
-    if (fn.contains("arguments") && fn["arguments"].is_string()) {
+    if (fn.contains("arguments") && fn["arguments"].is_string() &&
+        !json_nesting_exceeds(fn["arguments"].get_ref<const std::string&>())) {
       json parsed = json::parse(fn["arguments"].get<std::string>(), nullptr, false);
       if (parsed.is_object()) fn["arguments"] = std::move(parsed);
     }
@@ -186,7 +189,20 @@ void read_tools(RequestFields& f, const json& body, ChatRequest& out) {
 
 }  // namespace
 
+bool ServingLimits::serves(const std::string& name) const {
+  return model_names.empty() || std::find(model_names.begin(), model_names.end(), name) != model_names.end();
+}
+
+const std::string& ServingLimits::reported_model_name() const {
+  static const std::string kNone;
+  return model_names.empty() ? kNone : model_names.front();
+}
+
 std::optional<ApiError> parse_json_object(const std::string& body, json& out) {
+  if (json_nesting_exceeds(body))
+    return ApiError::bad_request(
+        "the request body nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) + " levels", "",
+        "json_too_deep");
   out = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (out.is_discarded())
     return ApiError::bad_request("the request body is not valid JSON", "", "invalid_json");

@@ -15,11 +15,16 @@
 namespace edge::server {
 
 struct ServingLimits {
-  std::string model_name;       // the one model id served (requests naming another: 404)
+  // The served model ids (--served-model-name): the first is reported in responses, a
+  // request may name any of them (another: 404). Empty: any name is accepted.
+  std::vector<std::string> model_names;
   int64_t max_model_len = 4096; // prompt + generated tokens per sequence
   int32_t max_n = 16;           // choices per request
   int32_t max_logprobs = 20;    // alternatives per token
   int32_t max_stops = 16;
+
+  bool serves(const std::string& name) const;
+  const std::string& reported_model_name() const;  // "" when model_names is empty
 };
 
 // Fields shared by both endpoints.

@@ -37,12 +37,22 @@ void RequestFields::integer(const char* key, int64_t lo, int64_t hi, std::option
   // 3.0 is accepted as 3 (JavaScript clients have no integers); 3.5 is not.
   if (!v->is_number() || (v->is_number_float() && std::floor(v->get<double>()) != v->get<double>()))
     return type_error(key, "an integer");
-  const double d = v->get<double>();
-    if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-    return fail(ApiError::bad_request(std::string("'") + key + "' must be between " + std::to_string(lo) +
+  // Only a value that fits int64 is converted: a float at or past 2^63 (or an unsigned
+  // literal past INT64_MAX) would otherwise wrap or be undefined in the cast.
+  constexpr double kTwo63 = 9223372036854775808.0;
+  std::optional<int64_t> value;
+  if (v->is_number_unsigned()) {
+    if (v->get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)) value = static_cast<int64_t>(v->get<uint64_t>());
+  } else if (v->is_number_integer()) {
+    value = v->get<int64_t>();
+  } else if (const double d = v->get<double>(); d >= -kTwo63 && d < kTwo63) {
+    value = static_cast<int64_t>(d);
+  }
+  if (!value || *value < lo || *value > hi)
+    return fail(ApiError::bad_request(std::string("'") + key + "' must be an integer between " + std::to_string(lo) +
                                           " and " + std::to_string(hi) + ", got " + v->dump(),
                                       key, "out_of_range"));
-  out = v->is_number_float() ? static_cast<int64_t>(d) : v->get<int64_t>();
+  out = value;
 }
 
 void RequestFields::number(const char* key, double lo, double hi, std::optional<double>& out) {

@@ -8,22 +8,32 @@
 #include "edge/engine.h"
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
+#include "server/client_limits.h"
 #include "server/http_server.h"
+#include "server/lifecycle.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 
 namespace edge::server {
 
 struct ServerContext {
-  Engine& engine;
   ServerOptions options;
   ServingLimits limits;
   ServerMetrics metrics;
+  Lifecycle lifecycle;
+  ClientLimiter clients;
+  // Set once by attach() before the lifecycle turns ready; handlers past the readiness
+  // check (every route but the probes) may use them.
+  Engine* engine_ptr = nullptr;
   std::optional<ChatPrompt> chat;  // empty when the model has no tokenizer
+
+  Engine& engine() const { return *engine_ptr; }
 };
 
 void send_json(httplib::Response& res, int status, const nlohmann::json& body);
 void send_error(httplib::Response& res, const ApiError& e);
+// The 503 for a server that is loading or draining.
+ApiError not_ready_error(Lifecycle::State state);
 
 void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
@@ -31,5 +41,8 @@ void handle_models(ServerContext& ctx, const httplib::Request& req, httplib::Res
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_metrics(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// /health/live; /health/ready and /health (readiness).
+void handle_liveness(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_readiness(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 }  // namespace edge::server

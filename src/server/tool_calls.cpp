@@ -1,5 +1,6 @@
 #include "server/tool_calls.h"
 
+#include "server/json_depth.h"
 #include "server/tag_scan.h"
 
 namespace edge::server {
@@ -11,6 +12,7 @@ constexpr std::string_view kKeyOpen = "<arg_key>", kKeyClose = "</arg_key>";
 constexpr std::string_view kValOpen = "<arg_value>", kValClose = "</arg_value>";
 
 bool parse_hermes(std::string_view body, ParsedToolCall& out) {
+  if (json_nesting_exceeds(body)) return false;  // model output is untrusted too
   const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return false;
   out.name = j["name"].get<std::string>();
@@ -61,7 +63,8 @@ bool parse_glm(std::string_view body, const nlohmann::json& tools, ParsedToolCal
     const size_t v_end = body.find(kValClose, v);
     if (v_end == std::string_view::npos || key.empty()) return false;
     const std::string value(body.substr(v, v_end - v));
-    nlohmann::json typed = nlohmann::json::parse(value, nullptr, false);
+    nlohmann::json typed =
+        json_nesting_exceeds(value) ? nlohmann::json(value) : nlohmann::json::parse(value, nullptr, false);
     if (typed.is_discarded() || param_type(tools, out.name, key) == "string") typed = value;
     args[key] = std::move(typed);
     p = v_end + kValClose.size();

@@ -35,6 +35,7 @@ class ScriptedEngine final : public Engine {
   // Each request streams these pieces (one token each); an empty script never ends.
   std::vector<std::string> script;
   Status refuse;  // non-ok: submit() fails with it
+  std::atomic<bool> halt{false};  // endless requests finish (so that a failing test ends)
   std::atomic<int> sessions_closed{0}, live{0};
 
   Expected<SessionId> open_session() override { return ++next_session_; }
@@ -64,7 +65,7 @@ class ScriptedEngine final : public Engine {
     if (it == reqs_.end()) return Status::not_found("no such request");
     Req& r = it->second;
     StreamChunk c;
-    if (script.empty() || r.pos < script.size()) {
+    if ((script.empty() && !halt) || r.pos < script.size()) {
       c.tokens = {static_cast<int32_t>(r.pos % 100) + 300};
       c.text = script.empty() ? "x" : script[r.pos];
       if (r.params.logprobs >= 0) c.logprobs.push_back({c.tokens[0], -0.5f, {{c.tokens[0], -0.5f}}});
@@ -114,7 +115,7 @@ class HttpFakeEngine : public ::testing::Test {
   }
   void start(ServerOptions o = {}) {
     o.port = 0;
-    o.model_name = "test-model";
+    if (o.model_names.empty()) o.model_names = {"test-model"};
     o.max_body_bytes = 64 * 1024;
     auto s = HttpServer::create(*engine_, o);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
@@ -125,6 +126,7 @@ class HttpFakeEngine : public ::testing::Test {
     client_->set_read_timeout(10, 0);
   }
   void TearDown() override {
+    if (engine_) engine_->halt = true;
     if (server_) server_->stop();
     if (thread_.joinable()) thread_.join();
   }
@@ -135,6 +137,34 @@ class HttpFakeEngine : public ::testing::Test {
     json b = {{"model", "test-model"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
     b.update(extra);
     return b;
+  }
+  // A POST on a raw socket (the test hangs up when it likes); -1 if it cannot connect.
+  int raw_post(const std::string& path, const std::string& body, const std::string& headers = "") const {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      close(fd);
+      return -1;
+    }
+    const std::string req = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + headers +
+                            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  // Waits up to `ms` for the condition.
+  template <typename F>
+  static bool eventually(F&& f, int ms = 3000) {
+    for (int i = 0; i < ms / 10; ++i) {
+      if (f()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return f();
   }
   // "data: " payloads of an SSE body, in order.
   static std::vector<std::string> sse_payloads(const std::string& body) {
@@ -301,16 +331,8 @@ TEST_F(HttpFakeEngine, ClientDisconnectCancelsTheStream) {
   engine_->script = {};  // never ends
   start();
   // A raw socket: read part of the stream, then hang up.
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  const std::string body = R"({"prompt":"x","stream":true})";
-  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  const int fd = raw_post("/v1/completions", R"({"prompt":"x","stream":true})");
+  ASSERT_GE(fd, 0);
   std::string got;
   char buf[4096];
   while (got.size() < 2000) {
@@ -321,8 +343,7 @@ TEST_F(HttpFakeEngine, ClientDisconnectCancelsTheStream) {
   EXPECT_NE(got.find("data: {"), std::string::npos);
   EXPECT_GT(engine_->live.load(), 0);
   close(fd);
-  for (int i = 0; i < 200 && engine_->live.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(engine_->live.load(), 0);
+  EXPECT_TRUE(eventually([&] { return engine_->live.load() == 0; }));
   EXPECT_GE(engine_->sessions_closed.load(), 1);
   auto m = client_->Get("/metrics");
   ASSERT_TRUE(m);
@@ -345,6 +366,166 @@ TEST_F(HttpFakeEngine, TokenizeDetokenizeModels) {
   auto m = client_->Get("/v1/models");
   ASSERT_TRUE(m);
   EXPECT_EQ(json::parse(m->body)["data"][0]["id"], "test-model");
+}
+
+TEST_F(HttpFakeEngine, NonStreamingClientDisconnectCancelsTheGeneration) {
+  // A non-streaming request whose client hangs up used to run to max_tokens: nothing was
+  // written until the end, so nothing noticed. The handler now watches the connection.
+  engine_->script = {};  // never ends
+  start();
+  const int fd = raw_post("/v1/completions", R"({"prompt":"x"})");
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(eventually([&] { return engine_->live.load() > 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(engine_->live.load(), 1);  // still generating while the client waits
+  close(fd);
+  EXPECT_TRUE(eventually([&] { return engine_->live.load() == 0; }, 2000)) << "the generation outlived its client";
+  EXPECT_GE(engine_->sessions_closed.load(), 1);
+  auto m = client_->Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("edge_requests_cancelled_total 1"), std::string::npos) << m->body;
+}
+
+TEST_F(HttpFakeEngine, LivenessAndReadinessFollowTheLifecycle) {
+  // Without an engine the server is live but not ready; attach() makes it ready, drain()
+  // unready. /health keeps readiness semantics (as llama.cpp's). Probes need no API key.
+  ServerOptions o;
+  o.port = 0;
+  o.api_key = "k";
+  auto s = HttpServer::create(o);
+  ASSERT_TRUE(s.ok());
+  server_ = std::move(*s);
+  ASSERT_TRUE(server_->bind().ok());
+  thread_ = std::thread([this] { (void)server_->run(); });
+  httplib::Client c("127.0.0.1", server_->port());
+  const httplib::Headers auth = {{"Authorization", "Bearer k"}};
+  auto status = [&](const char* path) {
+    auto r = c.Get(path, auth);
+    return r ? r->status : -1;
+  };
+  EXPECT_EQ(status("/health/live"), 200);
+  EXPECT_EQ(status("/health/ready"), 503);
+  EXPECT_EQ(status("/health"), 503);
+  auto loading = c.Get("/v1/models", auth);
+  ASSERT_TRUE(loading);
+  EXPECT_EQ(loading->status, 503);
+  EXPECT_EQ(json::parse(loading->body)["error"]["code"], "model_loading");
+  EXPECT_EQ(loading->get_header_value("Retry-After"), "1");
+  ASSERT_TRUE(server_->attach(*engine_).ok());
+  EXPECT_EQ(status("/health/ready"), 200);
+  EXPECT_EQ(status("/health"), 200);
+  EXPECT_EQ(status("/v1/models"), 200);
+  auto unauth = c.Get("/v1/models");
+  ASSERT_TRUE(unauth);
+  EXPECT_EQ(unauth->status, 401);
+  // Draining (a stream still in flight): live, not ready.
+  engine_->script = {};
+  const int fd = raw_post("/v1/completions", R"({"prompt":"x","stream":true})", "Authorization: Bearer k\r\n");
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(eventually([&] { return engine_->live.load() == 1; }));
+  server_->drain(std::chrono::milliseconds(2000));
+  EXPECT_EQ(status("/health/ready"), 503);
+  EXPECT_EQ(status("/health/live"), 200);
+  close(fd);
+}
+
+TEST_F(HttpFakeEngine, DrainFinishesInFlightStreamsThenCancelsAfterTheDeadline) {
+  engine_->script = {};  // never ends: only the drain deadline can stop it
+  start();
+  const int fd = raw_post("/v1/completions", R"({"prompt":"x","stream":true})");
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(eventually([&] { return engine_->live.load() > 0; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  server_->drain(std::chrono::milliseconds(300));
+  // New requests get 503 at once; the stream keeps running until the deadline.
+  auto refused = client_->Get("/v1/models");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(json::parse(refused->body, nullptr, false)["error"]["code"], "shutting_down");
+  EXPECT_EQ(engine_->live.load(), 1);
+  std::string got;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(n));
+  close(fd);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(waited, 0.25);
+  EXPECT_LT(waited, 3.0);
+  // The stream ends cleanly: an error event naming the shutdown, [DONE], the last chunk.
+  EXPECT_NE(got.find("shutting down"), std::string::npos) << got.substr(got.size() > 500 ? got.size() - 500 : 0);
+  EXPECT_NE(got.find("data: [DONE]\n\n\r\n0\r\n\r\n"), std::string::npos);
+  EXPECT_EQ(engine_->live.load(), 0);
+  thread_.join();                            // run() returned by itself once nothing was in flight
+  EXPECT_LT(raw_post("/v1/models", ""), 0);  // and the port no longer accepts
+}
+
+TEST_F(HttpFakeEngine, DrainWithNothingInFlightStopsAtOnce) {
+  start();
+  const auto t0 = std::chrono::steady_clock::now();
+  server_->drain(std::chrono::seconds(30));
+  thread_.join();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+}
+
+TEST_F(HttpFakeEngine, PerClientLimitsAnswer429WithRetryAfter) {
+  engine_->script = {};
+  ServerOptions o;
+  o.client_limits.max_requests = 1;
+  o.client_limits.max_queued_tokens = 200;  // the context is 256
+  start(o);
+  const int fd = raw_post("/v1/completions", R"({"prompt":"x","stream":true,"max_tokens":50})");
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(eventually([&] { return engine_->live.load() == 1; }));
+  auto second = post("/v1/completions", R"({"prompt":"x","max_tokens":5})");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 429) << second->body;
+  EXPECT_EQ(second->get_header_value("Retry-After"), "1");
+  const json e = json::parse(second->body, nullptr, false);
+  EXPECT_EQ(e["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(e["error"]["code"], "rate_limit_exceeded");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("concurrent"), std::string::npos);
+  // Alone over the token limit: retrying cannot help, so 400 rather than 429.
+  auto huge = post("/v1/completions", R"({"prompt":"x","max_tokens":100,"n":3})");
+  ASSERT_TRUE(huge);
+  EXPECT_EQ(huge->status, 400) << huge->body;
+  close(fd);  // the first request ends: the client may send again
+  ASSERT_TRUE(eventually([&] { return engine_->live.load() == 0; }));
+  engine_->script = {"a"};
+  EXPECT_TRUE(eventually([&] {  // the stream's share is given back once its response ends
+    auto third = post("/v1/completions", R"({"prompt":"x","max_tokens":5})");
+    return third && third->status == 200;
+  }));
+}
+
+TEST_F(HttpFakeEngine, ServedModelNamesAreAliases) {
+  engine_->script = {"a"};
+  ServerOptions o;
+  o.model_names = {"main-name", "gpt-4o-mini", "alias-2"};
+  start(o);
+  auto m = client_->Get("/v1/models");
+  ASSERT_TRUE(m);
+  const json models = json::parse(m->body);
+  ASSERT_EQ(models["data"].size(), 3u);
+  EXPECT_EQ(models["data"][0]["id"], "main-name");
+  EXPECT_EQ(models["data"][1]["id"], "gpt-4o-mini");
+  EXPECT_EQ(models["data"][2]["id"], "alias-2");
+  auto r = post("/v1/chat/completions", chat_body({{"model", "gpt-4o-mini"}}).dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["model"], "main-name");  // the first name is reported
+  auto unknown = post("/v1/chat/completions", chat_body({{"model", "other"}}).dump());
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+}
+
+TEST_F(HttpFakeEngine, DeeplyNestedBodyIs400) {
+  start();
+  std::string body = "{\"prompt\":";
+  body += std::string(60000, '[');  // under the body limit of the fixture (64 KiB)
+  auto r = post("/v1/completions", body);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "json_too_deep");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // to the engine's parameters.
 #include <gtest/gtest.h>
 
+#include "server/json_depth.h"
 #include "server/openai_request.h"
 
 namespace edge::server {
@@ -11,7 +12,7 @@ using nlohmann::json;
 
 ServingLimits limits() {
   ServingLimits l;
-  l.model_name = "m";
+  l.model_names = {"m", "m-alias"};
   l.max_model_len = 100;
   return l;
 }
@@ -92,6 +93,49 @@ TEST(RequestValidation, UnknownModelIs404) {
   EXPECT_EQ(e->http_status, 404);
   EXPECT_EQ(e->code, "model_not_found");
   EXPECT_FALSE(chat(with(R"("model":"m")")));
+  EXPECT_FALSE(chat(with(R"("model":"m-alias")")));  // any served name is accepted
+}
+
+TEST(RequestValidation, DeeplyNestedBodyIs400NotAStackOverflow) {
+  // 4 MiB of "[" (and of {"a":): nlohmann's recursive parser would overflow the stack.
+  for (const std::string unit : {"[", "{\"a\":"}) {
+    std::string body = "{\"messages\":";
+    while (body.size() < (4u << 20)) body += unit;
+    auto e = chat(body);
+    ASSERT_TRUE(e) << unit;
+    EXPECT_EQ(e->http_status, 400);
+    EXPECT_EQ(e->code, "json_too_deep");
+    EXPECT_NE(e->message.find("deeper than"), std::string::npos) << e->message;
+  }
+  // At the limit a body still parses; brackets inside strings (and escaped quotes) do not count.
+  std::string ok = "{\"messages\":[{\"role\":\"user\",\"content\":\"\\\"[[[[" + std::string(500, '[') + "\"}],";
+  ok += "\"chat_template_kwargs\":{\"x\":" + std::string(kMaxJsonDepth - 2, '[') + std::string(kMaxJsonDepth - 2, ']') +
+        "}}";
+  EXPECT_FALSE(chat(ok)) << chat(ok)->message;
+  EXPECT_FALSE(json_nesting_exceeds(std::string(kMaxJsonDepth, '[')));
+  EXPECT_TRUE(json_nesting_exceeds(std::string(kMaxJsonDepth + 1, '[')));
+  EXPECT_FALSE(json_nesting_exceeds("[\"]]]]\\\"[[[[\"]"));
+}
+
+TEST(RequestValidation, SeedOutOfRangeIs400NamingSeed) {
+  // Each of these used to wrap (2^63 as a float or as an unsigned literal) or is not an
+  // integer; all are refused naming `seed`.
+  for (const char* seed :
+       {"1e30", "-1e30", "9.223372036854775808e18", "9223372036854775808", "18446744073709551615", "1.5", "-9.3e18"}) {
+    auto e = chat(with(std::string(R"("seed":)") + seed));
+    ASSERT_TRUE(e) << seed;
+    EXPECT_EQ(e->http_status, 400) << seed;
+    EXPECT_EQ(e->param, "seed") << seed;
+  }
+  ChatRequest r;
+  ASSERT_FALSE(chat(with(R"("seed":-1)"), &r));  // any int64 is a seed (as vLLM)
+  EXPECT_EQ(*r.common.seed, static_cast<uint64_t>(-1));
+  ASSERT_FALSE(chat(with(R"("seed":9223372036854775807)"), &r));
+  EXPECT_EQ(*r.common.seed, static_cast<uint64_t>(INT64_MAX));
+  ASSERT_FALSE(chat(with(R"("seed":-9.223372036854775808e18)"), &r));
+  EXPECT_EQ(*r.common.seed, static_cast<uint64_t>(INT64_MIN));
+  ASSERT_FALSE(chat(with(R"("seed":42.0)"), &r));
+  EXPECT_EQ(*r.common.seed, 42u);
 }
 
 TEST(RequestValidation, SamplingAndStops) {
