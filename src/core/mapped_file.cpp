@@ -45,12 +45,25 @@ Expected<MappedFile> MappedFile::open(const std::string& path) {
   return f;
 }
 
+MappedFile MappedFile::copy_of(std::string name, const void* data, size_t size) {
+  MappedFile f;
+  f.path_ = std::move(name);
+  f.size_ = size;
+  if (size > 0) {
+    f.owned_ = std::make_unique<uint8_t[]>(size);
+    std::memcpy(f.owned_.get(), data, size);
+    f.data_ = f.owned_.get();
+  }
+  return f;
+}
+
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+    if (data_ && !owned_) munmap(const_cast<uint8_t*>(data_), size_);
     data_ = o.data_;
     size_ = o.size_;
     path_ = std::move(o.path_);
+    owned_ = std::move(o.owned_);
     o.data_ = nullptr;
     o.size_ = 0;
   }
@@ -58,7 +71,7 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
 }
 
 MappedFile::~MappedFile() {
-  if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ && !owned_) munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 Expected<std::string> read_text_file(const std::string& path) {

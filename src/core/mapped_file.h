@@ -1,9 +1,12 @@
 // A read-only memory map of a whole file. The bytes are page cache (RssFile), never
-// anonymous memory; moving the object moves ownership of the mapping.
+// anonymous memory; moving the object moves ownership of the mapping. copy_of() makes one
+// from bytes already in memory (heap, exactly `size` bytes: under AddressSanitizer a read
+// past the end is caught, which a page-rounded mapping hides), for parsers fed by fuzzers.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/status.h"
@@ -13,6 +16,8 @@ namespace edge {
 class MappedFile {
  public:
   static Expected<MappedFile> open(const std::string& path);
+  // A copy of [data, data + size) named `name` (what path() returns, for messages).
+  static MappedFile copy_of(std::string name, const void* data, size_t size);
 
   MappedFile() = default;
   MappedFile(MappedFile&& o) noexcept { *this = std::move(o); }
@@ -33,6 +38,7 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   std::string path_;
+  std::unique_ptr<uint8_t[]> owned_;  // copy_of(): data_ points here and nothing is mapped
 };
 
 // Reads a whole (small) file into a string: config.json, tokenizer.json, index files.

@@ -48,6 +48,9 @@ class GgufFile {
   static Expected<GgufFile> open(const std::string& path);
   // Same, but tensor types outside GGML's ids are sized by `extra_types`.
   static Expected<GgufFile> open(const std::string& path, const GgufTypeResolver& extra_types);
+  // Parses bytes already mapped or in memory (MappedFile::copy_of); open() maps, then this.
+  static Expected<GgufFile> from_mapped(MappedFile file,
+                                        const GgufTypeResolver& extra_types = GgufTypeResolver());
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }

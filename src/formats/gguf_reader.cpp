@@ -386,14 +386,18 @@ Status GgufReader::place_tensors() {
   return {};
 }
 
-Expected<GgufFile> GgufFile::open(const std::string& path, const GgufTypeResolver& extra_types) {
-  auto map = MappedFile::open(path);
-  if (!map) return map.status();
+Expected<GgufFile> GgufFile::from_mapped(MappedFile file, const GgufTypeResolver& extra_types) {
   GgufFile f;
-  f.map_ = std::make_unique<MappedFile>(std::move(map).value());
+  f.map_ = std::make_unique<MappedFile>(std::move(file));
   GgufReader r(&f, &extra_types);
   RETURN_IF_ERROR(r.run());
   return f;
+}
+
+Expected<GgufFile> GgufFile::open(const std::string& path, const GgufTypeResolver& extra_types) {
+  auto map = MappedFile::open(path);
+  if (!map) return map.status();
+  return from_mapped(std::move(map).value(), extra_types);
 }
 
 Expected<GgufFile> GgufFile::open(const std::string& path) {

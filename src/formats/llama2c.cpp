@@ -107,9 +107,14 @@ class Slicer {
 Expected<Llama2cFile> Llama2cFile::open(const std::string& path) {
   auto mapped = MappedFile::open(path);
   if (!mapped) return mapped.status();
+  return from_mapped(std::move(mapped).value());
+}
+
+Expected<Llama2cFile> Llama2cFile::from_mapped(MappedFile file) {
   Llama2cFile f;
-  f.map_ = std::make_unique<MappedFile>(std::move(mapped).value());
+  f.map_ = std::make_unique<MappedFile>(std::move(file));
   const MappedFile& m = *f.map_;
+  const std::string& path = m.path();
   if (m.size() < kHeaderBytes)
     return Status::invalid_format(path + ": too small for a llama2.c header (" +
                                   std::to_string(m.size()) + " bytes, need 28)");

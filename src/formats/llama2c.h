@@ -29,6 +29,8 @@ class Llama2cFile {
   static constexpr uint64_t kHeaderBytes = 7 * 4;
 
   static Expected<Llama2cFile> open(const std::string& path);
+  // Parses bytes already mapped or in memory (MappedFile::copy_of); open() maps, then this.
+  static Expected<Llama2cFile> from_mapped(MappedFile file);
 
   const Header& header() const { return header_; }
   // F32 views, row-major [out, in]:

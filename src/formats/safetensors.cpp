@@ -107,8 +107,13 @@ const char* safetensors_dtype_name(DType t) {
 Status SafetensorsModel::add_file(const std::string& path) {
   auto mapped = MappedFile::open(path);
   if (!mapped) return mapped.status();
-  maps_.push_back(std::make_unique<MappedFile>(std::move(mapped).value()));
+  return add_mapped(std::move(mapped).value());
+}
+
+Status SafetensorsModel::add_mapped(MappedFile file) {
+  maps_.push_back(std::make_unique<MappedFile>(std::move(file)));
   const MappedFile& m = *maps_.back();
+  const std::string& path = m.path();
   if (m.size() < 8)
     return Status::invalid_format(path + ": too small for a safetensors header (" +
                                   std::to_string(m.size()) + " bytes)");
@@ -187,6 +192,12 @@ Status SafetensorsModel::open_sharded(const std::string& dir, const std::string&
                                     shard + " but that shard does not hold it");
   }
   return {};
+}
+
+Expected<SafetensorsModel> SafetensorsModel::from_mapped(MappedFile file) {
+  SafetensorsModel model;
+  RETURN_IF_ERROR(model.add_mapped(std::move(file)));
+  return model;
 }
 
 Expected<SafetensorsModel> SafetensorsModel::open(const std::string& path_or_dir) {

@@ -24,6 +24,8 @@ class SafetensorsModel {
   // A .safetensors file, or a directory holding model.safetensors or
   // model.safetensors.index.json (weight_map -> shard files, each mapped).
   static Expected<SafetensorsModel> open(const std::string& path_or_dir);
+  // One file's bytes already mapped or in memory (MappedFile::copy_of).
+  static Expected<SafetensorsModel> from_mapped(MappedFile file);
 
   // Views point into the mapped shard that holds them, ordered by (shard, data offset).
   const TensorSet& tensors() const { return tensors_; }
@@ -34,6 +36,7 @@ class SafetensorsModel {
 
  private:
   Status add_file(const std::string& path);
+  Status add_mapped(MappedFile file);
   Status open_sharded(const std::string& dir, const std::string& index_path);
 
   std::vector<std::unique_ptr<MappedFile>> maps_;  // heap: views stay valid on move

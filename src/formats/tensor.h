@@ -44,7 +44,13 @@ struct TensorView {
     for (int64_t d : shape) n *= d;
     return n;
   }
-  int64_t rows() const { return shape.empty() ? 1 : numel() / shape.back(); }
+  // Product of every dim but the last (1 for a scalar or vector). Not numel() / cols():
+  // a file may declare a zero last dim (an empty tensor), and that would divide by zero.
+  int64_t rows() const {
+    int64_t n = 1;
+    for (size_t i = 0; i + 1 < shape.size(); ++i) n *= shape[i];
+    return n;
+  }
   int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
   std::string shape_string() const;  // "[512, 64]"
 };

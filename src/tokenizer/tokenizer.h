@@ -25,6 +25,10 @@ class Tokenizer {
   // add_bos/add_eos, bos/eos tokens and the chat template.
   static Expected<Tokenizer> from_tokenizer_json(const std::string& tokenizer_json_path,
                                                  const std::string& tokenizer_config_path);
+  // The same from the files' text (config "" = none); `name` labels errors.
+  static Expected<Tokenizer> from_tokenizer_json_text(const std::string& tokenizer_json,
+                                                      const std::string& tokenizer_config,
+                                                      const std::string& name);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;

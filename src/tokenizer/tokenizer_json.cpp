@@ -123,6 +123,23 @@ void parse_post_processor(const json& pp, Vocab& v) {
   }
 }
 
+constexpr int64_t kMaxTokenId = (1 << 24) - 1;  // larger ids are implausible (and costly)
+
+// A token id from the file: a JSON integer (a float like 1e32 has no int64 value: converting
+// it is undefined behaviour) in [0, kMaxTokenId].
+Expected<int64_t> read_token_id(const json& id, const std::string& what) {
+  if (!id.is_number_integer())
+    return Status::invalid_format("tokenizer.json " + what + " is not an integer: " + id.dump());
+  const int64_t i =
+      id.is_number_unsigned() && id.get<uint64_t>() > static_cast<uint64_t>(kMaxTokenId)
+          ? kMaxTokenId + 1
+          : id.get<int64_t>();
+  if (i < 0 || i > kMaxTokenId)
+    return Status::invalid_format("tokenizer.json " + what + " " + id.dump() +
+                                  " is out of range [0, " + std::to_string(kMaxTokenId) + "]");
+  return i;
+}
+
 Status parse_model(const json& m, const Pipeline& p, Vocab& v) {
   const std::string type = m.value("type", m.contains("merges") ? std::string("BPE") : std::string("?"));
   if (type == "BPE") {
@@ -135,13 +152,14 @@ Status parse_model(const json& m, const Pipeline& p, Vocab& v) {
   const json& vocab = m.at("vocab");
   if (!vocab.is_object()) return Status::invalid_format("tokenizer.json model.vocab is not an object");
   int64_t max_id = -1;
-  for (const auto& [text, id] : vocab.items()) max_id = std::max<int64_t>(max_id, id.get<int64_t>());
-  if (max_id >= (1 << 24)) return Status::invalid_format("tokenizer.json vocab id " + std::to_string(max_id) + " is implausibly large");
+  for (const auto& [text, id] : vocab.items()) {
+    ASSIGN_OR_RETURN(const int64_t i, read_token_id(id, "vocab id of '" + text + "'"));
+    max_id = std::max(max_id, i);
+  }
   v.tokens.assign(max_id + 1, "");
   v.types.assign(max_id + 1, TokenType::kUnused);  // holes stay unused
   for (const auto& [text, id] : vocab.items()) {
-    const int64_t i = id.get<int64_t>();
-    if (i < 0) return Status::invalid_format("tokenizer.json vocab id for '" + text + "' is negative");
+    const int64_t i = id.get<int64_t>();  // checked above
     v.tokens[i] = text;
     v.types[i] = TokenType::kNormal;
   }
@@ -163,10 +181,9 @@ Status parse_model(const json& m, const Pipeline& p, Vocab& v) {
   return Status();
 }
 
-void parse_added_tokens(const json& added, Vocab& v) {
+Status parse_added_tokens(const json& added, Vocab& v) {
   for (const json& a : added) {
-    const int64_t id = a.at("id").get<int64_t>();
-    if (id < 0 || id >= (1 << 24)) continue;
+    ASSIGN_OR_RETURN(const int64_t id, read_token_id(a.at("id"), "added token id"));
     if (id >= v.n_tokens()) {
       v.tokens.resize(id + 1, "");
       v.types.resize(id + 1, TokenType::kUnused);
@@ -180,6 +197,7 @@ void parse_added_tokens(const json& added, Vocab& v) {
       v.strip[id] = strip;
     }
   }
+  return Status();
 }
 
 // The parts of tokenizer_config.json that override tokenizer.json.
@@ -218,7 +236,7 @@ Expected<Vocab> build_vocab(const json& tj, const json& config, std::string& cha
   if (type_of(tj.value("decoder", json(nullptr))) == "ByteLevel") p.byte_level = true;
   Vocab v;
   RETURN_IF_ERROR(parse_model(tj.at("model"), p, v));
-  parse_added_tokens(tj.value("added_tokens", json::array()), v);
+  RETURN_IF_ERROR(parse_added_tokens(tj.value("added_tokens", json::array()), v));
   v.normalize_nfc = p.nfc;
   v.lowercase = p.lowercase;
   v.add_space_prefix = p.prepend_space;
@@ -249,12 +267,34 @@ Expected<Vocab> build_vocab(const json& tj, const json& config, std::string& cha
   return v;
 }
 
+Expected<json> parse_json_text(const std::string& text, const std::string& name) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::invalid_format(name + ": not valid JSON");
+  return j;
+}
+
 Expected<json> load_json(const std::string& path) {
   auto text = read_text_file(path);
   if (!text.ok()) return text.status();
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::invalid_format(path + ": not valid JSON");
-  return j;
+  return parse_json_text(*text, path);
+}
+
+// A parsed tokenizer.json and tokenizer_config.json; `name` labels errors.
+Expected<Tokenizer> tokenizer_from_json(const json& tj, const json& config,
+                                        const std::string& name) {
+  std::string chat_template;
+  Expected<Vocab> vocab = Status::internal("unset");
+  try {
+    vocab = build_vocab(tj, config, chat_template);
+  } catch (const json::exception& e) {
+    // A section with the wrong shape (a string where an object belongs, ...).
+    return Status::invalid_format(name + ": " + e.what());
+  }
+  if (!vocab.ok()) return vocab.status().with_context(name);
+  auto tok = Tokenizer::from_vocab(std::move(vocab).value());
+  if (!tok.ok()) return tok.status().with_context(name);
+  tok->set_chat_template(std::move(chat_template));
+  return tok;
 }
 
 }  // namespace
@@ -266,19 +306,18 @@ Expected<Tokenizer> Tokenizer::from_tokenizer_json(const std::string& tokenizer_
   if (!tokenizer_config_path.empty()) {
     ASSIGN_OR_RETURN(config, load_json(tokenizer_config_path));
   }
-  std::string chat_template;
-  Expected<Vocab> vocab = Status::internal("unset");
-  try {
-    vocab = build_vocab(tj, config, chat_template);
-  } catch (const json::exception& e) {
-    // A section with the wrong shape (a string where an object belongs, ...).
-    return Status::invalid_format(tokenizer_json_path + ": " + e.what());
+  return tokenizer_from_json(tj, config, tokenizer_json_path);
+}
+
+Expected<Tokenizer> Tokenizer::from_tokenizer_json_text(const std::string& tokenizer_json,
+                                                        const std::string& tokenizer_config,
+                                                        const std::string& name) {
+  ASSIGN_OR_RETURN(json tj, parse_json_text(tokenizer_json, name));
+  json config = json::object();
+  if (!tokenizer_config.empty()) {
+    ASSIGN_OR_RETURN(config, parse_json_text(tokenizer_config, name + " (tokenizer config)"));
   }
-  if (!vocab.ok()) return vocab.status().with_context(tokenizer_json_path);
-  auto tok = from_vocab(std::move(vocab).value());
-  if (!tok.ok()) return tok.status().with_context(tokenizer_json_path);
-  tok->set_chat_template(std::move(chat_template));
-  return tok;
+  return tokenizer_from_json(tj, config, name);
 }
 
 }  // namespace edge

@@ -7,6 +7,7 @@
 
 #include "formats/formats_test_util.h"
 #include "formats/gguf.h"
+#include "fuzz/regression_input.h"
 
 namespace edge {
 namespace {
@@ -55,6 +56,30 @@ TEST(GgufBadInput, MinimalHandMadeFileIsValid) {
   auto f = open_bytes(dir, one_tensor("w", {8, 2}, kF32, 0, 64).data);
   ASSERT_TRUE(f.ok()) << f.status().to_string();
   EXPECT_EQ(f->tensors().find("w")->shape, (std::vector<int64_t>{2, 8}));
+}
+
+TEST(GgufBadInput, ZeroLastDimensionGivesRowsWithoutDividingByZero) {
+  // Found by fuzz_gguf: a tensor whose innermost dim is 0 is a valid empty tensor, but
+  // TensorView::rows() computed numel() / cols() and divided by that zero (SIGFPE).
+  TempDir dir;
+  auto f = open_bytes(dir, one_tensor("w", {0, 3}, kF32, 0, 0).data);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const TensorView* w = f->tensors().find("w");
+  EXPECT_EQ(w->shape, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(w->rows(), 3);
+  EXPECT_EQ(w->cols(), 0);
+  EXPECT_EQ(w->numel(), 0);
+  const auto bytes = testing_util::fuzz_regression("gguf", "zero_last_dim_rows.gguf");
+  auto repro = GgufFile::from_mapped(MappedFile::copy_of("repro.gguf", bytes.data(), bytes.size()));
+  ASSERT_TRUE(repro.ok()) << repro.status().to_string();
+  int zero_cols = 0;
+  for (const TensorView& v : repro->tensors().all()) {
+    if (v.cols() != 0) continue;
+    ++zero_cols;
+    EXPECT_EQ(v.numel(), 0) << v.name;
+    EXPECT_GE(v.rows(), 0) << v.name;
+  }
+  EXPECT_GT(zero_cols, 0) << "the reproducer no longer has a tensor with a zero last dim";
 }
 
 TEST(GgufBadInput, TruncationAtEveryByteIsReported) {
