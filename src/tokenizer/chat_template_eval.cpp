@@ -9,6 +9,13 @@ namespace edge::jinja {
 namespace {
 
 constexpr int kMaxCallDepth = 100;
+// One render's budget. Real chat templates stay far below both (a 1000-message chat is
+// ~2x10^5 steps and a few MiB; any prompt that fits a context window is far less than 1 GiB of
+// text), and past them render() is an error. A loop iteration costs kIterationSteps: it
+// builds the `loop` object, about ten values.
+constexpr uint64_t kMaxSteps = 1'000'000;
+constexpr uint64_t kIterationSteps = 10;
+constexpr uint64_t kMaxBytes = kMaxRenderBytes;
 
 // Integer results past +-2^63 (or NaN) stay floats: the cast would be undefined behaviour.
 Value numeric_result(double r, bool is_float) {
@@ -95,6 +102,21 @@ Value Scope::lookup(const std::string& name) const {
   return Value::undefined();
 }
 
+void Interpreter::charge(uint64_t steps, uint64_t bytes) {
+  steps_ += steps;
+  bytes_ += bytes;
+  if (steps_ > kMaxSteps)
+    throw Error("the template runs too long (over " + std::to_string(kMaxSteps) + " steps)");
+  if (bytes_ > kMaxBytes)
+    throw Error("the template builds too much text (over " + std::to_string(kMaxBytes >> 20) +
+                " MiB)");
+}
+
+void Interpreter::emit(std::string& out, const std::string& text) {
+  charge(0, text.size());
+  out += text;
+}
+
 std::string Interpreter::render(const Body& program, const ScopePtr& globals) {
   std::string out;
   exec_body(program, globals, out);
@@ -111,11 +133,14 @@ Interpreter::Flow Interpreter::exec_body(const Body& body, const ScopePtr& scope
 
 Interpreter::Flow Interpreter::exec(const Stmt& s, const ScopePtr& scope, std::string& out) {
   try {
+    charge(1, 0);
     switch (s.kind) {
-      case StmtKind::kText: out += s.text; return Flow::kNormal;
+      case StmtKind::kText:
+        emit(out, s.text);
+        return Flow::kNormal;
       case StmtKind::kOutput: {
         const Value v = eval(*s.expr, scope);
-        if (!v.is_undefined() && !v.is_none()) out += to_display(v);
+        if (!v.is_undefined() && !v.is_none()) emit(out, to_display(v));
         return Flow::kNormal;
       }
       case StmtKind::kIf: return exec_body(eval(*s.expr, scope).truthy() ? s.body : s.else_body, scope, out);
@@ -127,7 +152,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, const ScopePtr& scope, std::s
         std::string inner;
         exec_body(s.body, scope, inner);
         const Args args = eval_args(*s.expr, 1, scope);
-        out += to_display(apply_filter(s.expr->name, Value::string(std::move(inner)), args));
+        emit(out, to_display(apply_filter(s.expr->name, Value::string(std::move(inner)), args)));
         return Flow::kNormal;
       }
       case StmtKind::kBreak: return Flow::kBreak;
@@ -209,6 +234,7 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const ScopePtr& scope, st
     items = std::move(all);
   }
   for (size_t i = 0; i < items.size(); ++i) {
+    charge(kIterationSteps, 0);  // an empty body still costs its iterations
     loop_scope->vars["loop"] = loop_object(items, i);
     bind_loop_vars(s.names, items[i], *loop_scope);
     if (exec_body(s.body, loop_scope, out) == Flow::kBreak) break;
@@ -319,7 +345,7 @@ void Interpreter::exec_call_block(const Stmt& s, const ScopePtr& scope, std::str
   if (fn.kind != Kind::kFunction) throw Error(std::string("cannot call ") + fn.type_name() + " in {% call %}");
   Args args = eval_args(call, 1, scope);
   args.caller = std::make_shared<Value>(caller);
-  out += to_display((*fn.fn)(args));
+  emit(out, to_display((*fn.fn)(args)));
 }
 
 Args Interpreter::eval_args(const Expr& e, size_t first, const ScopePtr& scope) {
@@ -401,6 +427,17 @@ Value Interpreter::eval_literal_container(const Expr& e, const ScopePtr& scope) 
 }
 
 Value Interpreter::eval(const Expr& e, const ScopePtr& scope) {
+  Value v = eval_expr(e, scope);
+  uint64_t bytes = v.is_string() ? v.s.size() : 0;
+  if (v.is_array()) {  // items are copied with the list; their strings are held by value
+    for (const Value& item : *v.arr)
+      bytes += sizeof(Value) + (item.is_string() ? item.s.size() : 0);
+  }
+  charge(1, bytes);
+  return v;
+}
+
+Value Interpreter::eval_expr(const Expr& e, const ScopePtr& scope) {
   switch (e.kind) {
     case ExprKind::kLiteral: return e.value;
     case ExprKind::kIdent: return scope->lookup(e.name);

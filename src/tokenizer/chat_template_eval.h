@@ -1,6 +1,7 @@
 // Evaluator of the chat-template engine (internal to the tokenizer layer).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -42,7 +43,8 @@ class Interpreter {
   void exec_call_block(const Stmt& s, const ScopePtr& scope, std::string& out);
   Value call_macro(const Stmt& macro, const std::weak_ptr<Scope>& defined_in, const Args& args);
 
-  Value eval(const Expr& e, const ScopePtr& scope);
+  Value eval(const Expr& e, const ScopePtr& scope);  // eval_expr() and its cost, charged
+  Value eval_expr(const Expr& e, const ScopePtr& scope);
   Value eval_binary(const Expr& e, const ScopePtr& scope);
   Value eval_unary(const Expr& e, const ScopePtr& scope);
   Value eval_literal_container(const Expr& e, const ScopePtr& scope);
@@ -50,6 +52,12 @@ class Interpreter {
   Value eval_call(const Expr& e, const ScopePtr& scope);
 
   int depth_ = 0;  // macro call nesting, bounded so a recursive macro cannot overflow the stack
+  // Work done so far, bounded (see charge()): a template is code from a model file, and a
+  // nested loop or a string doubled in a loop must end in an error, not hang or eat memory.
+  void charge(uint64_t steps, uint64_t bytes);
+  void emit(std::string& out, const std::string& text);  // out += text, charged
+  uint64_t steps_ = 0;                                   // statements run and expressions evaluated
+  uint64_t bytes_ = 0;  // bytes of strings produced and emitted, and of list items built
 };
 
 }  // namespace edge::jinja

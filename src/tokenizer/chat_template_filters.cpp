@@ -56,6 +56,8 @@ Value f_tojson(const Value& v, const Args& a) {
   JsonOptions opt;
   if (const Value* indent = a.get(0, "indent"); indent && !indent->is_none()) {
     if (indent->kind != Kind::kInt) throw Error("tojson indent must be an integer");
+    if (indent->i > kMaxIndent)
+      throw Error("tojson indent " + std::to_string(indent->i) + " is too large");
     opt.indent = static_cast<int>(indent->i);
   }
   opt.ensure_ascii = flag(a, 99, "ensure_ascii", false);
@@ -189,7 +191,11 @@ Value f_indent(const Value& v, const Args& a) {
   const std::string& s = need_string("indent", v);
   const Value* width = a.get(0, "width");
   std::string pad(4, ' ');
-  if (width && width->kind == Kind::kInt) pad.assign(static_cast<size_t>(std::max<int64_t>(width->i, 0)), ' ');
+  if (width && width->kind == Kind::kInt) {
+    if (width->i > kMaxIndent)
+      throw Error("indent width " + std::to_string(width->i) + " is too large");
+    pad.assign(static_cast<size_t>(std::max<int64_t>(width->i, 0)), ' ');
+  }
   if (width && width->is_string()) pad = width->s;
   const bool first = flag(a, 1, "first", false), blank = flag(a, 2, "blank", false);
   std::string out;
@@ -199,6 +205,7 @@ Value f_indent(const Value& v, const Args& a) {
     const std::string text = s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
     if ((line > 0 || first) && (blank || !text.empty())) out += pad;
     out += text;
+    check_built_size(out.size(), "indent");
     if (nl == std::string::npos) break;
     out += '\n';
     start = nl + 1;

@@ -78,6 +78,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
     for (const auto& c : utf8_chars(s)) {
       if (count < 0 || done < count) out += to, ++done;
       out += c;
+      check_built_size(out.size(), "replace()");
     }
     if (count < 0 || done < count) out += to;
     return out;
@@ -90,6 +91,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
     out += to;
     start = hit + from.size();
     ++done;
+    check_built_size(out.size(), "replace()");
   }
   out.append(s, start);
   return out;

@@ -210,6 +210,12 @@ std::string json_quote(const std::string& s, bool ensure_ascii) {
   return out + "\"";
 }
 
+void check_built_size(size_t bytes, const char* what) {
+  if (bytes > kMaxRenderBytes)
+    throw Error(std::string(what) + " builds too much text (over " +
+                std::to_string(kMaxRenderBytes >> 20) + " MiB)");
+}
+
 static std::string json_container(const Value& v, const JsonOptions& opt, bool undef_null, int depth) {
   std::string item_sep = opt.indent > 0 ? "," : ", ", key_sep = ": ";
   if (opt.custom_separators) {

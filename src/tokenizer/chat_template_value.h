@@ -24,6 +24,14 @@ struct Error : std::runtime_error {
   int line;  // 1-based template line, 0 when unknown
 };
 
+// Limits that keep one render bounded (chat_template_eval.cpp charges the rest): text one
+// render may build, and the widest indent a filter accepts (real templates use 2 or 4).
+inline constexpr uint64_t kMaxRenderBytes = 256ull << 20;
+inline constexpr int64_t kMaxIndent = 256;
+// Throws when a string being built passes kMaxRenderBytes (for filters whose output can be
+// far larger than their input: replace, indent).
+void check_built_size(size_t bytes, const char* what);
+
 struct Value;
 struct Object;
 struct Args;

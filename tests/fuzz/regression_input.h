@@ -28,4 +28,13 @@ inline std::string fuzz_regression_text(const std::string& target, const std::st
   return std::string(b.begin(), b.end());
 }
 
+// A seed input of the corpus tests/fuzz/corpus/<target>/ (real files: chat templates, ...).
+inline std::string fuzz_seed_text(const std::string& target, const std::string& name) {
+  const std::string path =
+      std::string(EDGE_SOURCE_DIR) + "/tests/fuzz/corpus/" + target + "/" + name;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "missing seed " << path;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 }  // namespace edge::testing_util
