@@ -114,13 +114,15 @@ std::string ServerMetrics::render(const EngineStats& e) const {
   counter(out, "edge_prefix_cache_hit_tokens_total", "Prompt tokens served from the prefix cache.",
           static_cast<double>(e.prefix_cache_hit_tokens));
   counter(out, "edge_engine_preemptions_total", "Requests preempted for KV space.", static_cast<double>(e.preemptions));
+  counter(out, "edge_engine_requests_cancelled_total", "Engine requests cancelled (client gone, drain deadline).",
+          static_cast<double>(e.requests_cancelled));
   render_ledger(out);
   return out;
 }
 
 std::string endpoint_label(const std::string& path) {
-  static const char* known[] = {"/v1/models", "/v1/completions", "/v1/chat/completions", "/tokenize",
-                                "/detokenize", "/health", "/metrics"};
+  static const char* known[] = {"/v1/models", "/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize",
+                                "/health",    "/health/live",    "/health/ready",        "/metrics"};
   for (const char* k : known)
     if (path == k) return k;
   return "other";

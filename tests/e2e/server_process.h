@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,16 +36,20 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// A random qwen3 model with the synthetic tokenizer made by `make-model <flags>`, written
+// once per test run under `name`; "" if make-model failed.
+inline std::string made_model(const std::string& name, const std::string& flags) {
+  std::string p = server_tmp_dir() + "/" + name + ".gguf";
+  if (std::filesystem::exists(p)) return p;
+  std::string cmd = std::string(EDGE_BINARY) + " make-model --arch qwen3 " + flags + " -o " + p + " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) return std::string();
+  return p;
+}
+
 // A tiny random qwen3 model with the synthetic tokenizer, written once per test run.
 inline const std::string& tiny_model() {
-  static std::string path = [] {
-    std::string p = server_tmp_dir() + "/tiny_qwen3.gguf";
-    std::string cmd = std::string(EDGE_BINARY) +
-                      " make-model --arch qwen3 --layers 2 --dim 64 --heads 4 --kv-heads 2 --vocab 512 --ctx 1024"
-                      " --seed 7 -o " + p + " >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) != 0) return std::string();
-    return p;
-  }();
+  static std::string path =
+      made_model("tiny_qwen3", "--layers 2 --dim 64 --heads 4 --kv-heads 2 --vocab 512 --ctx 1024 --seed 7");
   return path;
 }
 
@@ -95,10 +100,18 @@ class ServerProcess {
 
   // SIGTERM, then the exit status (0 on a clean shutdown; 128+signal for a crash).
   int stop() {
+    terminate();
+    return wait_exit();
+  }
+  // SIGTERM only (the server drains; wait_exit() collects it).
+  void terminate() {
+    if (pid_ > 0) kill(pid_, SIGTERM);
+  }
+  // Waits up to `seconds` for the exit (then SIGKILL: 137). -1 if not running.
+  int wait_exit(int seconds = 10) {
     if (pid_ <= 0) return -1;
-    kill(pid_, SIGTERM);
     int status = 0;
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < seconds * 20; ++i) {
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -125,6 +138,7 @@ class ServerProcess {
   }
 
   const std::string& url() const { return url_; }
+  int port() const { return std::atoi(url_.substr(url_.rfind(':') + 1).c_str()); }
   std::string log() const { return read_file(log_); }
   pid_t pid() const { return pid_; }
 
