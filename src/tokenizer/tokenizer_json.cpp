@@ -125,18 +125,25 @@ void parse_post_processor(const json& pp, Vocab& v) {
 
 constexpr int64_t kMaxTokenId = (1 << 24) - 1;  // larger ids are implausible (and costly)
 
+// The largest id a file with `entries` tokens may use. Ids are dense in real files (holes
+// are rare and few); bounding them by the entry count keeps the token table, which is sized
+// by the largest id, proportional to the file: {"a": 16000000} must not allocate 16M entries.
+int64_t max_token_id(size_t entries) {
+  return std::min<int64_t>(kMaxTokenId, 2 * static_cast<int64_t>(entries) + 1024);
+}
+
 // A token id from the file: a JSON integer (a float like 1e32 has no int64 value: converting
-// it is undefined behaviour) in [0, kMaxTokenId].
-Expected<int64_t> read_token_id(const json& id, const std::string& what) {
+// it is undefined behaviour) in [0, max_id].
+Expected<int64_t> read_token_id(const json& id, int64_t max_id, const std::string& what) {
   if (!id.is_number_integer())
     return Status::invalid_format("tokenizer.json " + what + " is not an integer: " + id.dump());
-  const int64_t i =
-      id.is_number_unsigned() && id.get<uint64_t>() > static_cast<uint64_t>(kMaxTokenId)
-          ? kMaxTokenId + 1
-          : id.get<int64_t>();
-  if (i < 0 || i > kMaxTokenId)
+  const int64_t i = id.is_number_unsigned() && id.get<uint64_t>() > static_cast<uint64_t>(max_id)
+                        ? max_id + 1
+                        : id.get<int64_t>();
+  if (i < 0 || i > max_id)
     return Status::invalid_format("tokenizer.json " + what + " " + id.dump() +
-                                  " is out of range [0, " + std::to_string(kMaxTokenId) + "]");
+                                  " is out of range [0, " + std::to_string(max_id) +
+                                  "] for a file of this many tokens");
   return i;
 }
 
@@ -153,7 +160,8 @@ Status parse_model(const json& m, const Pipeline& p, Vocab& v) {
   if (!vocab.is_object()) return Status::invalid_format("tokenizer.json model.vocab is not an object");
   int64_t max_id = -1;
   for (const auto& [text, id] : vocab.items()) {
-    ASSIGN_OR_RETURN(const int64_t i, read_token_id(id, "vocab id of '" + text + "'"));
+    ASSIGN_OR_RETURN(const int64_t i,
+                     read_token_id(id, max_token_id(vocab.size()), "vocab id of '" + text + "'"));
     max_id = std::max(max_id, i);
   }
   v.tokens.assign(max_id + 1, "");
@@ -182,8 +190,9 @@ Status parse_model(const json& m, const Pipeline& p, Vocab& v) {
 }
 
 Status parse_added_tokens(const json& added, Vocab& v) {
+  const int64_t max_id = max_token_id(static_cast<size_t>(v.n_tokens()) + added.size());
   for (const json& a : added) {
-    ASSIGN_OR_RETURN(const int64_t id, read_token_id(a.at("id"), "added token id"));
+    ASSIGN_OR_RETURN(const int64_t id, read_token_id(a.at("id"), max_id, "added token id"));
     if (id >= v.n_tokens()) {
       v.tokens.resize(id + 1, "");
       v.types.resize(id + 1, TokenType::kUnused);

@@ -51,6 +51,23 @@ TEST(TokenizerJsonBadInput, TokenIdOutOfRangeIsAnError) {
   expect_invalid(byte_level_json(R"({"a": 0})", R"([{"id": -5, "content": "x"}])"), "out of range");
 }
 
+TEST(TokenizerJsonBadInput, SparseIdsCannotSizeAHugeTable) {
+  // Found by fuzz_tokenizer_json (a timeout): one token with id 16777215 made a 16M-entry
+  // token table (12 s and ~1 GiB under ASan) from a 100-byte file. Ids are now bounded by
+  // the number of tokens the file has.
+  expect_invalid(testing_util::fuzz_regression_text("tokenizer_json", "sparse_vocab_id_slow.json"),
+                 "out of range");
+  expect_invalid(byte_level_json(R"({"a": 0, "b": 5000})"), "out of range");
+  expect_invalid(byte_level_json(R"({"a": 0})", R"([{"id": 100000, "content": "x"}])"),
+                 "out of range");
+  // A few holes, as real files have, are fine.
+  auto tok = Tokenizer::from_tokenizer_json_text(
+      byte_level_json(R"({"a": 0, "b": 9})", R"([{"id": 40, "content": "<x>", "special": true}])"),
+      "", "holes.json");
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  EXPECT_EQ(tok->n_vocab(), 41);
+}
+
 TEST(TokenizerJsonBadInput, WrongShapesAreErrors) {
   expect_invalid("not json", "not valid JSON");
   expect_invalid("[]", "no \"model\" section");
