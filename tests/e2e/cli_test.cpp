@@ -172,5 +172,43 @@ TEST(Cli, UnknownCommandIsAnErrorEvenWithHelp) {
   EXPECT_EQ(run("--help").code, 0);
 }
 
+// `pipeline plan`: JSON per stage with the verified hash and the memory plan's bytes;
+// exit 3 naming the stage when the limit is too small; a changed artifact is refused.
+TEST(Cli, PipelinePlanVerifiesArtifactsAndAdmitsOrRefuses) {
+  const std::string model = tmp_dir() + "/pipeline_lm.gguf";
+  fs::copy_file(small_llama(), model, fs::copy_options::overwrite_existing);
+  const RunResult hash = run("pipeline plan /dev/null");  // an empty file: refused, not a crash
+  EXPECT_NE(hash.code, 0);
+  EXPECT_NE(hash.err.find("pipeline"), std::string::npos) << hash.err;
+  std::string sha;
+  {
+    FILE* p = popen(("sha256sum " + model).c_str(), "r");
+    char buf[65] = {};
+    ASSERT_EQ(std::fread(buf, 1, 64, p), 64u);
+    pclose(p);
+    sha = buf;
+  }
+  const std::string file = tmp_dir() + "/p.yaml";
+  auto write = [&](const std::string& h) {
+    std::ofstream(file) << "pipeline: chat\nstages:\n  - name: lm\n    kind: lm\n    contract: text.generate@1\n"
+                        << "    artifacts: [{role: model, path: pipeline_lm.gguf, sha256: " << h << "}]\n"
+                        << "routes: [input.prompt -> lm.prompt, lm.text -> output.text]\n";
+  };
+  write(sha);
+  RunResult r = run("pipeline plan " + file + " --ctx 256");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["admitted"].get<bool>());
+  EXPECT_EQ(j["stages"][0]["artifacts"][0]["sha256"], sha);
+  EXPECT_GT(j["stages"][0]["reserved_bytes"].get<int64_t>(), 0);
+  r = run("pipeline plan " + file + " --memory-limit 64KiB");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("stage 'lm'"), std::string::npos) << r.err;
+  write(std::string(64, 'a'));
+  r = run("pipeline plan " + file);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("differs from the declared artifact hash"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace edge
