@@ -107,6 +107,18 @@ TEST(RequestValidation, DeeplyNestedBodyIs400NotAStackOverflow) {
     EXPECT_EQ(e->code, "json_too_deep");
     EXPECT_NE(e->message.find("deeper than"), std::string::npos) << e->message;
   }
+  // Balanced, so that nlohmann would parse it: then its recursive copy, conversion and
+  // dump() would overflow the stack (they did before the limit).
+  const size_t levels = 1u << 20;
+  auto e = chat("{\"messages\":" + std::string(levels, '[') + std::string(levels, ']') + "}");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "json_too_deep");
+  std::string objects = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"chat_template_kwargs\":";
+  for (size_t i = 0; i < levels / 2; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(levels / 2 + 1, '}');
+  e = chat(objects);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "json_too_deep");
   // At the limit a body still parses; brackets inside strings (and escaped quotes) do not count.
   std::string ok = "{\"messages\":[{\"role\":\"user\",\"content\":\"\\\"[[[[" + std::string(500, '[') + "\"}],";
   ok += "\"chat_template_kwargs\":{\"x\":" + std::string(kMaxJsonDepth - 2, '[') + std::string(kMaxJsonDepth - 2, ']') +
