@@ -1,90 +1,122 @@
 #include "server/connection_watch.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
-#include <array>
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace edge::server {
 namespace {
 
-// Numeric host and port of a socket address (as httplib's get_ip_and_port).
-bool ip_and_port(const sockaddr_storage& addr, socklen_t len, std::string& ip, int& port) {
-  if (addr.ss_family == AF_INET) {
-    port = ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
-  } else if (addr.ss_family == AF_INET6) {
-    port = ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
-  } else {
-    return false;
+// One row of /proc/net/tcp or tcp6: both ends' ports, the state and the socket's inode.
+struct TcpRow {
+  int local_port = -1, remote_port = -1;
+  int state = 0;  // 1 = ESTABLISHED, 10 = LISTEN (include/net/tcp_states.h)
+  unsigned long inode = 0;
+  std::string local_hex, remote_hex;  // address in the kernel's hex form
+};
+
+std::vector<TcpRow> tcp_rows() {
+  std::vector<TcpRow> rows;
+  for (const char* path : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream ls(line);
+      std::string sl, local, remote, state, queues, timer, retr, uid, timeout;
+      TcpRow r;
+      if (!(ls >> sl >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >>
+            r.inode))
+        continue;
+      const size_t lc = local.rfind(':'), rc = remote.rfind(':');
+      if (lc == std::string::npos || rc == std::string::npos) continue;
+      r.local_hex = local.substr(0, lc), r.remote_hex = remote.substr(0, rc);
+      r.local_port = static_cast<int>(std::strtol(local.c_str() + lc + 1, nullptr, 16));
+      r.remote_port = static_cast<int>(std::strtol(remote.c_str() + rc + 1, nullptr, 16));
+      r.state = static_cast<int>(std::strtol(state.c_str(), nullptr, 16));
+      rows.push_back(std::move(r));
+    }
   }
-  std::array<char, NI_MAXHOST> host{};
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, host.data(), static_cast<socklen_t>(host.size()),
-                  nullptr, 0, NI_NUMERICHOST) != 0)
-    return false;
-  ip = host.data();
-  return true;
+  return rows;
 }
 
-bool end_matches(int fd, bool peer, const std::string& want_ip, int want_port) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  auto* sa = reinterpret_cast<sockaddr*>(&addr);
-  if ((peer ? getpeername(fd, sa, &len) : getsockname(fd, sa, &len)) != 0) return false;
-  std::string ip;
-  int port = -1;
-  return ip_and_port(addr, len, ip, port) && port == want_port && ip == want_ip;
+// The kernel's hex form of a numeric IPv4 address ("127.0.0.1" -> "0100007F"), or of the
+// IPv4-mapped IPv6 form; "" for anything else (then only the ports are compared).
+std::string kernel_hex(const std::string& ip, bool v6) {
+  in_addr a{};
+  std::string v4 = ip.rfind("::ffff:", 0) == 0 ? ip.substr(7) : ip;
+  if (inet_pton(AF_INET, v4.c_str(), &a) != 1) return "";
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08X",
+                a.s_addr);  // s_addr is in network order; /proc prints host words
+  return v6 ? std::string("0000000000000000FFFF0000") + hex : hex;
 }
 
-// Calls f(fd) for each socket descriptor of this process until f returns true; that fd
-// (or -1).
-template <typename F>
-int find_socket(F&& f) {
+bool address_matches(const std::string& row_hex, const std::string& ip) {
+  const std::string want = kernel_hex(ip, row_hex.size() == 32);
+  return want.empty() || want == row_hex;
+}
+
+// The descriptors of this process that are the sockets with these inodes, found by the
+// names of /proc/self/fd's links ("socket:[INODE]"): no call touches a descriptor that
+// another thread may be closing (fstat or getsockname on foreign descriptors would race
+// with their close).
+std::vector<int> fds_of_inodes(const std::vector<unsigned long>& inodes) {
+  std::vector<int> fds;
+  if (inodes.empty()) return fds;
   DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return -1;
-  int found = -1;
+  if (!dir) return fds;
   while (const dirent* e = readdir(dir)) {
     char* end = nullptr;
     const long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    struct stat st {};
-    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    if (f(static_cast<int>(fd))) {
-      found = static_cast<int>(fd);
-      break;
-    }
+    if (end == e->d_name || *end != '\0') continue;
+    char link[64] = {};
+    const std::string path = std::string("/proc/self/fd/") + e->d_name;
+    const ssize_t n = readlink(path.c_str(), link, sizeof link - 1);
+    unsigned long ino = 0;
+    if (n <= 0 || std::sscanf(link, "socket:[%lu]", &ino) != 1) continue;
+    if (std::find(inodes.begin(), inodes.end(), ino) != inodes.end())
+      fds.push_back(static_cast<int>(fd));
   }
   closedir(dir);
-  return found;
+  return fds;
 }
 
 }  // namespace
 
 int find_connection_fd(const ConnectionEnds& ends) {
   if (ends.local_port <= 0 || ends.remote_port <= 0) return -1;
-  return find_socket([&](int fd) {
-    return end_matches(fd, /*peer=*/false, ends.local_addr, ends.local_port) &&
-           end_matches(fd, /*peer=*/true, ends.remote_addr, ends.remote_port);
-  });
+  std::vector<unsigned long> inodes;
+  for (const TcpRow& r : tcp_rows())
+    if (r.local_port == ends.local_port && r.remote_port == ends.remote_port && r.inode != 0 &&
+        address_matches(r.local_hex, ends.local_addr) &&
+        address_matches(r.remote_hex, ends.remote_addr))
+      inodes.push_back(r.inode);
+  const std::vector<int> fds = fds_of_inodes(inodes);
+  // Client and server in one process (tests) have a socket for each end; only the server's
+  // has these local/remote ports the right way round, and that is the row matched above.
+  return fds.size() == 1 ? fds[0] : -1;
 }
 
 int shutdown_reads_of_accepted(int local_port) {
+  std::vector<unsigned long> inodes;
+  for (const TcpRow& r : tcp_rows())
+    if (r.local_port == local_port && r.state == 1 && r.remote_port > 0 && r.inode != 0)
+      inodes.push_back(r.inode);
   int n = 0;
-  find_socket([&](int fd) {
-    sockaddr_storage local{}, peer{};
-    socklen_t llen = sizeof(local), plen = sizeof(peer);
-    std::string ip;
-    int port = -1;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) != 0 || !ip_and_port(local, llen, ip, port) ||
-        port != local_port || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0)
-      return false;  // another port, or the listening socket (no peer)
+  for (int fd : fds_of_inodes(inodes))
     if (shutdown(fd, SHUT_RD) == 0) ++n;
-    return false;
-  });
   return n;
 }
 
@@ -95,7 +127,9 @@ bool peer_hung_up(int fd) {
 }
 
 ConnectionWatch::ConnectionWatch(const ConnectionEnds& ends, std::chrono::milliseconds interval)
-    : fd_(find_connection_fd(ends)), interval_(interval), next_check_(std::chrono::steady_clock::now() + interval) {}
+    : fd_(find_connection_fd(ends)),
+      interval_(interval),
+      next_check_(std::chrono::steady_clock::now() + interval) {}
 
 bool ConnectionWatch::client_gone() {
   if (fd_ < 0 || gone_) return gone_;

@@ -1,8 +1,9 @@
 // Notices that the client of a non-streaming request has gone. cpp-httplib 0.11 hands a
 // handler no socket and no "connection closed" query, but its Request carries both ends'
-// addresses: the connection's socket is the one descriptor of this process whose local
-// and peer addresses are those (stable while the handler runs: httplib closes it only
-// after the handler returns). A hang-up (FIN or reset) is then seen with poll(POLLRDHUP).
+// addresses: the kernel's TCP table (/proc/self/net/tcp, tcp6) gives the socket inode of
+// that connection and /proc/self/fd the descriptor that is that inode (stable while the
+// handler runs: httplib closes it only after the handler returns). No other descriptor
+// is touched. A hang-up (FIN or reset) is then seen with poll(POLLRDHUP).
 #pragma once
 
 #include <chrono>

