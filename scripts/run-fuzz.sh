@@ -78,8 +78,8 @@ for t in $TARGETS; do
   runs=(); [ "$SECONDS_EACH" = 0 ] && runs=(-runs=0)
   if "$exe" "${common[@]}" "${runs[@]}" -max_total_time="$SECONDS_EACH" -print_final_stats=1 \
        "$corpus" >"$log" 2>&1; then
-    grep -E '^#[0-9]+ *DONE|stat::number_of_executed_units|stat::average_exec_per_sec' "$log" |
-      tr '\n' ' ' | sed 's/^/   /'
+    { grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb' "$log" ||
+        true; } | tr -s ' \n' ' ' | sed 's/^/   /'
     echo
   else
     tail -n 60 "$log"
