@@ -1,11 +1,18 @@
 // edge-infer pipeline plan FILE [--ctx N] [--memory-limit M]
-// The execution plan of a pipeline file as JSON: per stage its backend, requested device,
-// verified artifact hashes, capacity, reserved bytes and the RAM available before it;
-// exit 3 (and the reason on stderr) when the stages do not fit together.
+//   The execution plan of a pipeline file as JSON: per stage its backend, requested device,
+//   verified artifact hashes, capacity, reserved bytes and the RAM available before it;
+//   exit 3 (and the reason on stderr) when the stages do not fit together.
+// edge-infer pipeline run FILE --input NAME=TEXT|NAME=ids:1,2,3 [-n N] [--ctx N] [--events]
+//   One request through the graph: text outputs stream to stdout (--events: one JSON line
+//   per event, then the runtime's state: ledger, loaded RSS, placement, generation).
 #include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "commands.h"
 #include "core/memory_ledger.h"
+#include "pipeline/executor.h"
 #include "pipeline/plan.h"
 
 namespace edge::cli {
@@ -36,11 +43,82 @@ int run_pipeline_plan(const PipelinePlanArgs& a) {
   return 0;
 }
 
+struct PipelineRunArgs {
+  std::string file;
+  std::vector<std::string> inputs;
+  int64_t ctx = 4096;
+  int32_t max_tokens = 64;
+  int threads = 0;
+  std::string memory_limit;
+  bool events = false;
+};
+
+Expected<std::map<std::string, pipeline::PortValue>> parse_inputs(
+    const std::vector<std::string>& args) {
+  std::map<std::string, pipeline::PortValue> out;
+  for (const std::string& a : args) {
+    const size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::invalid_argument("--input '" + a + "' is not NAME=TEXT or NAME=ids:1,2,3");
+    pipeline::PortValue v;
+    const std::string value = a.substr(eq + 1);
+    if (value.rfind("ids:", 0) == 0) {
+      ASSIGN_OR_RETURN(v.tokens, parse_id_list(value.substr(4)));
+    } else {
+      v.text = value;
+    }
+    out[a.substr(0, eq)] = std::move(v);
+  }
+  return out;
+}
+
+nlohmann::json event_json(const pipeline::StageEvent& e) {
+  nlohmann::json j = {{"epoch", e.epoch},       {"seq", e.seq},
+                      {"terminal", e.terminal}, {"worker_generation", e.worker_generation},
+                      {"stage", e.stage},       {"output", e.port}};
+  if (!e.value.tokens.empty()) j["tokens"] = e.value.tokens;
+  if (!e.value.text.empty()) j["text"] = e.value.text;
+  if (!e.error.ok()) j["error"] = e.error.to_string();
+  return j;
+}
+
+int run_pipeline_run(const PipelineRunArgs& a) {
+  auto spec = pipeline::load_pipeline_file(a.file);
+  if (!spec) return report_error(spec.status());
+  auto inputs = parse_inputs(a.inputs);
+  if (!inputs) return report_error(inputs.status());
+  int64_t flag = 0;
+  if (!a.memory_limit.empty()) {
+    auto bytes = parse_byte_size(a.memory_limit);
+    if (!bytes) return report_error(bytes.status().with_context("--memory-limit"));
+    flag = *bytes;
+  }
+  const MemoryLimit limit = read_memory_limit(flag);
+  pipeline::RamLedger ledger(limit.bytes > 0 ? limit.bytes : INT64_MAX,
+                             limit.source.empty() ? "no limit" : limit.source);
+  pipeline::PipelineRunOptions o;
+  o.ctx = a.ctx, o.max_tokens = a.max_tokens, o.n_threads = a.threads;
+  auto rt = pipeline::PipelineRuntime::start(*spec, ledger, o);
+  if (!rt) return report_error(rt.status());
+  const Status st = (*rt)->run(*inputs, [&](const pipeline::StageEvent& e) {
+    if (a.events) {
+      std::printf("%s\n", event_json(e).dump().c_str());
+    } else if (!e.value.text.empty()) {
+      std::fputs(e.value.text.c_str(), stdout);
+    }
+    std::fflush(stdout);
+  });
+  if (a.events)
+    std::printf("%s\n", nlohmann::json{{"state", (*rt)->state_json()}}.dump().c_str());
+  else
+    std::printf("\n");
+  return st.ok() ? 0 : report_error(st);
+}
+
 }  // namespace
 
 void register_pipeline(CLI::App& app, Context& ctx) {
-  CLI::App* sub =
-      app.add_subcommand("pipeline", "Stage graphs: plan (and, later, run) a pipeline file");
+  CLI::App* sub = app.add_subcommand("pipeline", "Stage graphs: plan or run a pipeline file");
   sub->require_subcommand(1);
   auto a = std::make_shared<PipelinePlanArgs>();
   CLI::App* plan = sub->add_subcommand("plan",
@@ -51,6 +129,20 @@ void register_pipeline(CLI::App& app, Context& ctx) {
                    "context of each language-model stage's memory plan (default 4096)");
   plan->add_option("--memory-limit", a->memory_limit, "RAM the pipeline may use, e.g. 4GiB");
   plan->callback([a, &ctx] { ctx.exit_code = run_pipeline_plan(*a); });
+
+  auto r = std::make_shared<PipelineRunArgs>();
+  CLI::App* run = sub->add_subcommand(
+      "run", "Run one request through a pipeline (lm stages in process for now)");
+  run->add_option("file", r->file, "pipeline file (YAML or JSON)")->required();
+  run->add_option("--input", r->inputs, "graph input: NAME=TEXT or NAME=ids:1,2,3 (repeatable)")
+      ->required();
+  run->add_option("-n,--max-tokens", r->max_tokens, "tokens per language-model stage (default 64)");
+  run->add_option("--ctx", r->ctx, "context of each language-model stage (default 4096)");
+  run->add_option("-t,--threads", r->threads, "threads (default: all allowed cores)");
+  run->add_option("--memory-limit", r->memory_limit, "RAM the pipeline may use, e.g. 4GiB");
+  run->add_flag("--events", r->events,
+                "print every output event as a JSON line, then the runtime state");
+  run->callback([r, &ctx] { ctx.exit_code = run_pipeline_run(*r); });
 }
 
 }  // namespace edge::cli

@@ -15,24 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/process_rss.h"
 #include "core/status.h"
 
 namespace edge {
-
-struct RssSample {
-  int64_t anon = 0;   // RssAnon, bytes
-  int64_t file = 0;   // RssFile, bytes
-  int64_t shmem = 0;  // RssShmem, bytes
-  int processes = 0;  // processes summed
-  int64_t anon_file() const { return anon + file; }
-};
-
-// One process's RssAnon/RssFile/RssShmem; not_found when the process is gone.
-Expected<RssSample> read_rss(pid_t pid);
-// root and every descendant (children from /proc/<pid>/task/*/children). Processes that
-// exit while being read are skipped.
-std::vector<pid_t> process_tree(pid_t root);
-RssSample read_rss_tree(pid_t root);
 
 // Seconds since `pid` was created: starttime (field 22 of /proc/<pid>/stat, clock ticks
 // since boot) against /proc/uptime. Resolution 1/CLK_TCK (10 ms). Negative on error.
@@ -40,13 +26,6 @@ double seconds_since_process_start(pid_t pid);
 // Monotonic seconds since this process was created: the /proc figure read once at first
 // use, then advanced with steady_clock (finer than /proc's 10 ms ticks).
 double process_uptime_s();
-
-// Resident bytes of [addr, addr+len) (mincore over the pages the range touches).
-struct Residency {
-  int64_t resident = 0;
-  int64_t total = 0;  // page-rounded length examined
-};
-Expected<Residency> mincore_residency(const void* addr, size_t len);
 
 struct PhaseMark {
   std::string name;

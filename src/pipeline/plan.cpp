@@ -53,6 +53,16 @@ Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelineP
 
 }  // namespace
 
+Expected<StagePlan> plan_stage(const PipelineSpec& p, const StageSpec& s, const PipelinePlanOptions& o) {
+  RETURN_IF_ERROR(verify_artifacts(p, s));
+  StagePlan sp;
+  sp.stage = &s;
+  sp.backend = backend_of(s);
+  for (const Artifact& a : s.artifacts) sp.artifacts.emplace_back(artifact_path(p, a), a.sha256);
+  RETURN_IF_ERROR(reservation_of(p, s, o, &sp));
+  return sp;
+}
+
 Expected<PipelinePlan> plan_pipeline(const PipelineSpec& p, const MemoryLimit& limit,
                                      const PipelinePlanOptions& o) {
   PipelinePlan plan;
@@ -62,12 +72,7 @@ Expected<PipelinePlan> plan_pipeline(const PipelineSpec& p, const MemoryLimit& l
   RamLedger ledger(plan.limit_bytes, plan.limit_source);
   plan.admitted = true;
   for (const StageSpec* s : p.topological_order()) {
-    RETURN_IF_ERROR(verify_artifacts(p, *s));
-    StagePlan sp;
-    sp.stage = s;
-    sp.backend = backend_of(*s);
-    for (const Artifact& a : s->artifacts) sp.artifacts.emplace_back(artifact_path(p, a), a.sha256);
-    RETURN_IF_ERROR(reservation_of(p, *s, o, &sp));
+    ASSIGN_OR_RETURN(StagePlan sp, plan_stage(p, *s, o));
     sp.available_before = ledger.available();
     if (plan.admitted) {
       auto id = ledger.reserve(s->name, s->device, sp.reserved_bytes);

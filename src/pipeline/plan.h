@@ -38,6 +38,9 @@ struct PipelinePlanOptions {
   int64_t max_seqs = 0;  // 0: the stage's capacity
 };
 
+// One stage's plan (artifacts verified, reservation computed), without admission.
+Expected<StagePlan> plan_stage(const PipelineSpec& p, const StageSpec& s, const PipelinePlanOptions& o);
+
 // Errors: an artifact that is missing or differs from its pinned hash, a "plan"
 // reservation on a stage without a model. Refusal (admitted = false) when the stages'
 // reservations do not fit the limit together.

@@ -204,6 +204,25 @@ TEST(Cli, PipelinePlanVerifiesArtifactsAndAdmitsOrRefuses) {
   r = run("pipeline plan " + file + " --memory-limit 64KiB");
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_NE(r.err.find("stage 'lm'"), std::string::npos) << r.err;
+  // run: one request through the graph, events numbered, state with the ledger.
+  r = run("pipeline run " + file + " --ctx 128 -n 4 --input prompt=ids:1,2,3 --events");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  int text_events = 0;
+  nlohmann::json state;
+  while (std::getline(lines, line)) {
+    const auto ev = nlohmann::json::parse(line);
+    if (ev.contains("state")) {
+      state = ev["state"];
+    } else {
+      EXPECT_EQ(ev["epoch"], 1) << line;
+      ++text_events;
+    }
+  }
+  EXPECT_EQ(text_events, 5);  // 4 tokens + the terminal event
+  EXPECT_EQ(state["ledger"]["stages"][0]["stage"], "lm");
+  EXPECT_EQ(run("pipeline run " + file + " --input nope=x").code, 2);
   write(std::string(64, 'a'));
   r = run("pipeline plan " + file);
   EXPECT_EQ(r.code, 2) << r.err;
