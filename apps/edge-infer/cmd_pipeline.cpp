@@ -18,6 +18,17 @@
 namespace edge::cli {
 namespace {
 
+// The memory this process may use, with --memory-limit (empty: none) taken into account.
+Expected<MemoryLimit> memory_limit_flag(const std::string& flag) {
+  int64_t bytes = 0;
+  if (!flag.empty()) {
+    auto b = parse_byte_size(flag);
+    if (!b) return b.status().with_context("--memory-limit");
+    bytes = *b;
+  }
+  return read_memory_limit(bytes);
+}
+
 struct PipelinePlanArgs {
   std::string file;
   int64_t ctx = 4096;
@@ -27,16 +38,12 @@ struct PipelinePlanArgs {
 int run_pipeline_plan(const PipelinePlanArgs& a) {
   auto spec = pipeline::load_pipeline_file(a.file);
   if (!spec) return report_error(spec.status());
-  int64_t flag = 0;
-  if (!a.memory_limit.empty()) {
-    auto bytes = parse_byte_size(a.memory_limit);
-    if (!bytes) return report_error(bytes.status().with_context("--memory-limit"));
-    flag = *bytes;
-  }
+  auto limit = memory_limit_flag(a.memory_limit);
+  if (!limit) return report_error(limit.status());
   pipeline::PipelinePlanOptions o;
   o.ctx = a.ctx;
   if (a.ctx < 1) return report_error(Status::invalid_argument("--ctx must be at least 1"));
-  auto plan = pipeline::plan_pipeline(*spec, read_memory_limit(flag), o);
+  auto plan = pipeline::plan_pipeline(*spec, *limit, o);
   if (!plan) return report_error(plan.status());
   std::printf("%s\n", plan->to_json().dump(2).c_str());
   if (!plan->admitted) return report_error(Status::resource_exhausted(plan->refusal));
@@ -87,15 +94,10 @@ int run_pipeline_run(const PipelineRunArgs& a) {
   if (!spec) return report_error(spec.status());
   auto inputs = parse_inputs(a.inputs);
   if (!inputs) return report_error(inputs.status());
-  int64_t flag = 0;
-  if (!a.memory_limit.empty()) {
-    auto bytes = parse_byte_size(a.memory_limit);
-    if (!bytes) return report_error(bytes.status().with_context("--memory-limit"));
-    flag = *bytes;
-  }
-  const MemoryLimit limit = read_memory_limit(flag);
-  pipeline::RamLedger ledger(limit.bytes > 0 ? limit.bytes : INT64_MAX,
-                             limit.source.empty() ? "no limit" : limit.source);
+  auto limit = memory_limit_flag(a.memory_limit);
+  if (!limit) return report_error(limit.status());
+  pipeline::RamLedger ledger(limit->bytes > 0 ? limit->bytes : INT64_MAX,
+                             limit->source.empty() ? "no limit" : limit->source);
   pipeline::PipelineRunOptions o;
   o.ctx = a.ctx, o.max_tokens = a.max_tokens, o.n_threads = a.threads;
   auto rt = pipeline::PipelineRuntime::start(*spec, ledger, o);
