@@ -31,6 +31,7 @@ void register_memory(CLI::App& app, Context& ctx);
 void register_bench_init(CLI::App& app, Context& ctx);
 void register_measure_rss(CLI::App& app, Context& ctx);
 void register_pipeline(CLI::App& app, Context& ctx);
+void register_worker(CLI::App& app, Context& ctx);
 
 // Prints "edge-infer: error: ..." and returns the exit code for a failed Status.
 int report_error(const Status& s);

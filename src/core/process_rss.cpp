@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 namespace edge {
@@ -47,6 +49,19 @@ void append_children(pid_t pid, std::vector<pid_t>& out) {
 }
 
 }  // namespace
+
+long long process_start_ticks(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t rp = all.rfind(')');  // the command name may hold spaces and ')'
+  if (rp == std::string::npos || rp + 2 > all.size()) return -1;
+  std::istringstream rest(all.substr(rp + 2));
+  std::string field;
+  for (int i = 3; i < 22; ++i)  // after ')' comes field 3 (state); starttime is field 22
+    if (!(rest >> field)) return -1;
+  long long ticks = -1;
+  return (rest >> ticks) ? ticks : -1;
+}
 
 Expected<RssSample> read_rss(pid_t pid) {
   RssSample s;

@@ -29,6 +29,10 @@ Expected<RssSample> read_rss(pid_t pid);
 std::vector<pid_t> process_tree(pid_t root);
 RssSample read_rss_tree(pid_t root);
 
+// Start time of `pid` in clock ticks since boot (field 22 of /proc/<pid>/stat); -1 when the
+// process is gone. With the pid, it names one process: a pid the kernel reused has another.
+long long process_start_ticks(pid_t pid);
+
 // Resident bytes of [addr, addr+len) (mincore over the pages the range touches).
 struct Residency {
   int64_t resident = 0;

@@ -42,9 +42,10 @@ struct StageEvent {
 };
 
 struct PipelineRunOptions {
-  int64_t ctx = 4096;       // context of each lm stage
-  int n_threads = 0;        // 0: default
-  int32_t max_tokens = 64;  // per lm stage and request
+  int64_t ctx = 4096;         // context of each lm stage
+  int n_threads = 0;          // 0: default
+  int32_t max_tokens = 64;    // per lm stage and request
+  std::string worker_binary;  // edge-infer, for stages placed in a worker (default: this program)
 };
 
 // One started stage: consumes its routed inputs, emits events on its outputs in order.
@@ -57,6 +58,9 @@ class StageRunner {
   // neighbours by the process's RSS, so it is its own ledger: anonymous weights, resident
   // pages of its mapped weights (mincore), tokenizer and KV cache.
   virtual int64_t resident_bytes() const = 0;
+  // Where it actually runs and which generation of its process serves it (0: in process).
+  virtual std::string placement() const { return "in_process cpu"; }
+  virtual uint32_t generation() const { return 0; }
 };
 
 class PipelineRuntime {

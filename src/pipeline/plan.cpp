@@ -1,7 +1,9 @@
 #include "pipeline/plan.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include "core/process_rss.h"
 #include "pipeline/artifact.h"
 
 namespace edge::pipeline {
@@ -48,12 +50,21 @@ Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelineP
   out->reserved_bytes = mp.total();
   out->reservation_source =
       fmt::format("memory plan of {} at ctx {} x {} seqs", model->path, po.ctx, po.max_seqs);
+  if (s.placement == Placement::kWorker) {
+    // A worker is another process of this binary: its code and libraries are resident
+    // there too (RssFile), which the model's plan does not count. Ours is the estimate.
+    const auto self = read_rss(getpid());
+    const int64_t code = self.ok() ? self->file : 0;
+    out->reserved_bytes += code;
+    out->reservation_source += fmt::format(" + {} of worker process code", format_bytes(code));
+  }
   return Status();
 }
 
 }  // namespace
 
-Expected<StagePlan> plan_stage(const PipelineSpec& p, const StageSpec& s, const PipelinePlanOptions& o) {
+Expected<StagePlan> plan_stage(const PipelineSpec& p, const StageSpec& s,
+                               const PipelinePlanOptions& o) {
   RETURN_IF_ERROR(verify_artifacts(p, s));
   StagePlan sp;
   sp.stage = &s;

@@ -39,7 +39,8 @@ struct PipelinePlanOptions {
 };
 
 // One stage's plan (artifacts verified, reservation computed), without admission.
-Expected<StagePlan> plan_stage(const PipelineSpec& p, const StageSpec& s, const PipelinePlanOptions& o);
+Expected<StagePlan> plan_stage(const PipelineSpec& p, const StageSpec& s,
+                               const PipelinePlanOptions& o);
 
 // Errors: an artifact that is missing or differs from its pinned hash, a "plan"
 // reservation on a stage without a model. Refusal (admitted = false) when the stages'

@@ -1,0 +1,109 @@
+#include "pipeline/lm_stage.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "core/process_rss.h"
+#include "edge/engine.h"
+#include "model/model.h"
+
+namespace edge::pipeline {
+
+namespace {
+
+// text.generate@1 on our engine, in this process: prompt tokens (or text, tokenised with
+// the model's tokenizer) in; generated tokens and text out, one event per engine chunk.
+class LmStageRunner final : public StageRunner {
+ public:
+  static Expected<std::unique_ptr<StageRunner>> start(const std::string& model_path,
+                                                      const StageSpec& s,
+                                                      const PipelineRunOptions& o) {
+    auto r = std::unique_ptr<LmStageRunner>(new LmStageRunner(s.name, o.max_tokens));
+    LoadOptions lo;
+    lo.n_threads = o.n_threads;
+    ASSIGN_OR_RETURN(r->model_, Model::load(model_path, lo));
+    EngineOptions eo;
+    eo.max_model_len = o.ctx;
+    eo.max_seqs = s.capacity;
+    eo.n_threads = o.n_threads;
+    ASSIGN_OR_RETURN(r->engine_, Engine::create(*r->model_, eo));
+    return std::unique_ptr<StageRunner>(std::move(r));
+  }
+
+  Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
+             const std::function<void(StageEvent)>& emit) override {
+    if (inputs.count("media"))
+      return Status::unsupported(
+          fmt::format("stage '{}': media input needs an encoder stage (not built yet)", name_));
+    auto it = inputs.find("prompt");
+    if (it == inputs.end())
+      return Status::invalid_argument(fmt::format("stage '{}': no prompt", name_));
+    GenerateRequest req;
+    req.prompt = it->second.tokens;
+    if (req.prompt.empty()) {
+      const Tokenizer* tok = engine_->tokenizer();
+      if (!tok)
+        return Status::invalid_argument(
+            fmt::format("stage '{}': text prompt but the model has no tokenizer", name_));
+      req.prompt = tok->encode(it->second.text);
+    }
+    req.params.max_tokens = max_tokens_;
+    ASSIGN_OR_RETURN(SessionId session, engine_->open_session());
+    auto h = engine_->submit(session, std::move(req));
+    Status st = h.ok() ? drain(*h, epoch, emit) : h.status();
+    (void)engine_->close_session(session);
+    return st;
+  }
+
+  int64_t resident_bytes() const override {
+    const ModelMemory& m = model_->memory();
+    int64_t bytes = m.weights_anon + m.tokenizer + static_cast<int64_t>(engine_->stats().kv_bytes);
+    for (const auto& [data, len] : m.mapped_ranges) {
+      auto r = mincore_residency(data, len);
+      bytes += r.ok() ? r->resident : static_cast<int64_t>(len);
+    }
+    return bytes;
+  }
+
+ private:
+  LmStageRunner(std::string name, int32_t max_tokens)
+      : name_(std::move(name)), max_tokens_(max_tokens) {}
+
+  Status drain(const RequestHandle& h, uint64_t epoch,
+               const std::function<void(StageEvent)>& emit) {
+    uint64_t seq = 0;
+    for (;;) {
+      auto c = engine_->next(h, std::chrono::minutes(10));
+      if (!c) return c.status().with_context("stage '" + name_ + "'");
+      const bool terminal = c->kind != ChunkKind::kTokens;
+      for (const char* port : {"tokens", "text"}) {
+        StageEvent e;
+        e.epoch = epoch, e.seq = seq, e.terminal = terminal, e.stage = name_, e.port = port;
+        if (std::string(port) == "tokens")
+          e.value.tokens = c->tokens;
+        else
+          e.value.text = c->text;
+        if (c->kind == ChunkKind::kError || c->kind == ChunkKind::kCancelled) e.error = c->error;
+        emit(std::move(e));
+      }
+      ++seq;
+      if (terminal) return c->kind == ChunkKind::kDone ? Status() : c->error;
+    }
+  }
+
+  std::string name_;
+  int32_t max_tokens_;
+  std::unique_ptr<Model> model_;  // declared before engine_: destroyed after it
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<StageRunner>> start_lm_stage(const std::string& model_path,
+                                                      const StageSpec& s,
+                                                      const PipelineRunOptions& o) {
+  return LmStageRunner::start(model_path, s, o);
+}
+
+}  // namespace edge::pipeline
