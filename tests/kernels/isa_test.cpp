@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <ostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -167,6 +168,15 @@ TEST(IsaDispatch, DescriptionNamesTheChoicePerOpOnAnyCpu) {
     EXPECT_NE(d.find(op), std::string::npos) << op << " missing from:\n" << d;
   EXPECT_NE(d.find("not runnable here:"), std::string::npos) << d;
 }
+
+}  // namespace
+
+// Readable test output: "packed avx2_vnni (avxvnni)" instead of the struct's bytes.
+void PrintTo(const KernelVariant& v, std::ostream* os) {
+  *os << v.family << " " << v.name << " (" << isa_level(v.isa).suffix << ")";
+}
+
+namespace {
 
 // One test per SIMD variant: it passes where this CPU runs the variant (and then the
 // variant is among those the kernel tests compare with the reference); elsewhere it is
