@@ -29,11 +29,14 @@ class PipelineWorker : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
+  // A declared reservation: these tests are about the process, not the plan's estimate
+  // (which a sanitizer's shadow memory exceeds several times over).
   PipelineSpec spec(const std::string& placement) {
     auto p = parse_pipeline(
         "stages:\n  - name: lm\n    kind: lm\n    contract: text.generate@1\n    placement: " +
-            placement + "\n    artifacts: [{role: model, path: lm.gguf, sha256: " + hash_ +
-            "}]\nroutes: [input.prompt -> lm.prompt, lm.tokens -> output.ids]\n",
+            placement +
+            "\n    reservation: 1GiB\n    artifacts: [{role: model, path: lm.gguf, sha256: " +
+            hash_ + "}]\nroutes: [input.prompt -> lm.prompt, lm.tokens -> output.ids]\n",
         dir_.string());
     EXPECT_TRUE(p.ok()) << p.status().to_string();
     return *p;
