@@ -72,7 +72,7 @@ void read_common(RequestFields& f, const ServingLimits& limits, CommonRequest& o
   if (bias.is_object() && !bias.empty())
     f.fail(ApiError::bad_request("'logit_bias' is not supported", "logit_bias", "unsupported"));
   const json& fmt = f.object("response_format");
-  if (fmt.is_object() && fmt.value("type", std::string("text")) != "text")
+  if (fmt.is_object() && string_or(fmt, "type", "text") != "text")
     f.fail(ApiError::bad_request("'response_format' other than text is not supported", "response_format",
                                  "unsupported"));
   if (!f.error()) {
@@ -89,7 +89,7 @@ std::optional<ApiError> normalize_content(json& msg, size_t i) {
     return ApiError::bad_request("'" + param + "' must be a string or a list of content parts", param, "invalid_type");
   std::string text;
   for (const auto& part : msg["content"]) {
-    if (!part.is_object() || part.value("type", std::string()) != "text" || !part.contains("text") ||
+    if (!part.is_object() || string_or(part, "type", "") != "text" || !part.contains("text") ||
         !part["text"].is_string())
       return ApiError::bad_request("'" + param + "': only text content parts are supported", param, "unsupported");
     text += part["text"].get<std::string>();
@@ -153,7 +153,7 @@ void read_tools(RequestFields& f, const json& body, ChatRequest& out) {
   const json& tools = f.array("tools");
   if (tools.is_array()) {
     for (const auto& t : tools)
-      if (!t.is_object() || t.value("type", std::string("function")) != "function" || !t.contains("function") ||
+      if (!t.is_object() || string_or(t, "type", "function") != "function" || !t.contains("function") ||
           !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string())
         return f.fail(ApiError::bad_request("each of 'tools' must be {type: function, function: {name, ...}}",
                                             "tools", "invalid_type"));

@@ -13,6 +13,15 @@
 
 namespace edge::server {
 
+// o[key] when it is a string; `def` when the key is absent; when it holds another type, a
+// value no caller compares equal to ("\x01non-string"), so checks like `== "text"` fail
+// cleanly instead of nlohmann's value() throwing out of the request parser.
+inline std::string string_or(const nlohmann::json& o, const char* key, const std::string& def) {
+  auto it = o.find(key);
+  if (it == o.end()) return def;
+  return it->is_string() ? it->get<std::string>() : std::string("\x01non-string");
+}
+
 class RequestFields {
  public:
   explicit RequestFields(const nlohmann::json& obj) : obj_(obj) {}

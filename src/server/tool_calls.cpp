@@ -1,6 +1,7 @@
 #include "server/tool_calls.h"
 
 #include "server/json_depth.h"
+#include "server/request_fields.h"
 #include "server/tag_scan.h"
 
 namespace edge::server {
@@ -35,7 +36,7 @@ std::string param_type(const nlohmann::json& tools, const std::string& name, con
   for (const auto& t : tools) {
     if (!t.is_object() || !t.contains("function") || !t["function"].is_object()) continue;
     const auto& f = t["function"];
-    if (f.value("name", std::string()) != name) continue;
+    if (string_or(f, "name", "") != name) continue;
     const auto props = f.contains("parameters") && f["parameters"].is_object()
                            ? f["parameters"].value("properties", nlohmann::json::object())
                            : nlohmann::json::object();

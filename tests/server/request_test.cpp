@@ -87,6 +87,20 @@ TEST(RequestValidation, Messages) {
   EXPECT_EQ(r.messages[1]["tool_calls"][0]["function"]["arguments"], json({{"x", 1}}));
 }
 
+// Found by fuzz_openai_request (tests/fuzz/regressions/openai_request/): a "type" that is
+// not a string made nlohmann's value() throw out of the parser (a 500, and an abort in the
+// fuzzer) instead of a 400 naming the field.
+TEST(RequestValidation, FieldsOfTheWrongTypeInsidePartsAndToolsAre400) {
+  auto e = chat(R"({"messages":[{"role":"user","content":[{"type":{"name":"x"},"text":"a"}]}]})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "messages[0].content");
+  e = chat(with(R"("response_format":{"type":7})"));
+  ASSERT_TRUE(e);
+  e = chat(with(R"("tools":[{"type":["function"],"function":{"name":"f"}}])"));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 400);
+}
+
 TEST(RequestValidation, UnknownModelIs404) {
   auto e = chat(with(R"("model":"other")"));
   ASSERT_TRUE(e);
