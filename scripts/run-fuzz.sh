@@ -12,6 +12,8 @@
 #   FUZZ_RSS_MB    memory limit per target (default 2048)
 #   FUZZ_TIMEOUT   seconds one input may run (default 10)
 #   FUZZ_BUILD_JOBS  build parallelism (default 2)
+#   FUZZ_SEED      libFuzzer's random seed (default 1: CI explores the same inputs on every run,
+#                  so a red run is this change's doing; set 0 for a fresh seed when hunting)
 # One fuzzer process runs at a time (no -jobs/-workers): CI and dev machines have 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,7 @@ WORK=${FUZZ_WORK:-build/fuzz/work}
 RSS_MB=${FUZZ_RSS_MB:-2048}
 TIMEOUT=${FUZZ_TIMEOUT:-10}
 JOBS=${FUZZ_BUILD_JOBS:-2}
+SEED=${FUZZ_SEED:-1}
 T0=$(date +%s)
 stamp() { echo "== [$(($(date +%s) - T0)) s] $*"; }
 
@@ -58,7 +61,7 @@ for t in $TARGETS; do
   rm -rf "$corpus" "$artifacts"
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
   cp -r "tests/fuzz/corpus/$t/." "$corpus/"
-  common=(-rss_limit_mb="$RSS_MB" -timeout="$TIMEOUT" -artifact_prefix="$artifacts/")
+  common=(-rss_limit_mb="$RSS_MB" -timeout="$TIMEOUT" -artifact_prefix="$artifacts/" -seed="$SEED")
   dict=tests/fuzz/dict/$t.dict
   [ -f "$dict" ] && common+=(-dict="$dict")
 
