@@ -19,27 +19,11 @@ void raise(std::atomic<int64_t>& peak, int64_t v) {
   }
 }
 
-// starttime (ticks since boot) of pid; the comm field may contain spaces and ')' so
-// fields are counted from the last ')'.
-bool read_starttime_ticks(pid_t pid, long long* ticks) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const size_t rp = all.rfind(')');
-  if (rp == std::string::npos) return false;
-  std::istringstream rest(all.substr(rp + 2));
-  std::string field;
-  // After ')' comes field 3 (state); starttime is field 22.
-  for (int i = 3; i < 22; ++i) {
-    if (!(rest >> field)) return false;
-  }
-  return static_cast<bool>(rest >> *ticks);
-}
-
 }  // namespace
 
 double seconds_since_process_start(pid_t pid) {
-  long long start_ticks = 0;
-  if (!read_starttime_ticks(pid, &start_ticks)) return -1;
+  const long long start_ticks = process_start_ticks(pid);  // core/process_rss.h
+  if (start_ticks < 0) return -1;
   std::ifstream up("/proc/uptime");
   double uptime = 0;
   if (!(up >> uptime)) return -1;
