@@ -17,9 +17,11 @@
 #include <thread>
 
 #include "commands.h"
+#include "core/cpu_info.h"
 #include "core/mapped_file.h"
 #include "core/memory_ledger.h"
 #include "edge/engine.h"
+#include "kernels/isa.h"
 #include "model/model.h"
 #include "model/model_footprint.h"
 #include "model_source.h"
@@ -145,6 +147,10 @@ int serve_until_drained(ServeArgs& a, const std::string& path, const sigset_t& s
   if (st.ok()) {
     std::printf("edge-infer: serving %s (context %lld, up to %d sequences)\n", a.server.model_names[0].c_str(),
                 static_cast<long long>(loaded.options.max_model_len), loaded.options.max_seqs);
+    // The placement proof an orchestrator reads (a pipeline's external stage): where the
+    // weights actually are. Always the CPU here; llama-server reports offloaded layers.
+    std::printf("edge-infer: placement cpu (%s; dense kernels %s)\n", cpu_info().model_name.c_str(),
+                dense_variant_for(cpu_info()).c_str());
     std::printf("edge-infer: listening on http://%s:%d\n", a.server.host.c_str(), (*srv)->port());
     std::fflush(stdout);
   } else {

@@ -4,21 +4,26 @@
 // stamped with the request's epoch (unique, gap-free across the run), a sequence number
 // per stage port, a terminal flag and the worker generation.
 //
-// This slice runs `lm` stages in process, each stage's outputs gathered before the next
-// stage runs; events reaching the graph's outputs stream as they are produced. Other
-// kinds and placements (workers, external backends) are refused by name until their
-// adapters land.
+// Requests run concurrently (each on its own thread, at most the graph's capacity at
+// once). A stage's outputs are gathered before the stages it feeds run; events reaching
+// the graph's outputs stream to the caller through a bounded queue per request: a caller
+// that stops reading stalls the request at the queue's high-water mark (and, through
+// credits, the workers behind it) instead of growing memory.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "edge/engine.h"
 #include "pipeline/credits.h"
 #include "pipeline/graph.h"
 #include "pipeline/ledger.h"
@@ -39,6 +44,15 @@ struct StageEvent {
   std::string stage, port;         // who produced it ("output.X" names come from routes)
   PortValue value;
   Status error;  // set on a terminal event that ends the request in error
+  // The request's last event (no stage, no port): it has ended, in error when error is set.
+  bool end_of_request = false;
+};
+
+// A request in flight. Copies are allowed, but once its end_of_request has been read the
+// handle is stale and every call with it is refused ("stale handle").
+struct PipelineHandle {
+  uint64_t epoch = 0;
+  uint64_t token = 0;  // this runtime's mark: a handle from another runtime is refused too
 };
 
 struct PipelineRunOptions {
@@ -46,20 +60,34 @@ struct PipelineRunOptions {
   int n_threads = 0;          // 0: default
   int32_t max_tokens = 64;    // per lm stage and request
   std::string worker_binary;  // edge-infer, for stages placed in a worker (default: this program)
+  int32_t stream_high_water = 64;  // events queued per request before its stages are stalled
 };
 
 // One started stage: consumes its routed inputs, emits events on its outputs in order.
 class StageRunner {
  public:
   virtual ~StageRunner() = default;
+  // Runs one request, emitting its events in order (the last one per port terminal).
+  // Called from up to `capacity` threads at once, one request (epoch) per call.
   virtual Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
                      const std::function<void(StageEvent)>& emit) = 0;
+  // From another thread: the request `epoch` (being run, or about to be) is no longer
+  // wanted; run() ends soon with a kCancelled status. Unknown epochs are ignored.
+  virtual void cancel(uint64_t epoch) = 0;
+  // Drain (retirement): requests in flight finish; later ones go to a new generation of
+  // the stage's process. In process there is nothing to retire.
+  virtual Status retire() { return Status(); }
+  // The engine of an in-process language-model stage (the server drives it directly for
+  // everything the OpenAI API offers: sessions, n choices, logprobs); null otherwise.
+  virtual Engine* engine() { return nullptr; }
   // Host RAM the stage holds now. In process a stage cannot be told apart from its
   // neighbours by the process's RSS, so it is its own ledger: anonymous weights, resident
   // pages of its mapped weights (mincore), tokenizer and KV cache.
   virtual int64_t resident_bytes() const = 0;
   // Where it actually runs and which generation of its process serves it (0: in process).
   virtual std::string placement() const { return "in_process cpu"; }
+  // False while the stage's process is gone (it died; the next run() starts another).
+  virtual bool running() const { return true; }
   virtual uint32_t generation() const { return 0; }
 };
 
@@ -70,32 +98,72 @@ class PipelineRuntime {
   static Expected<std::unique_ptr<PipelineRuntime>> start(const PipelineSpec& spec,
                                                           RamLedger& ledger,
                                                           const PipelineRunOptions& o = {});
-  ~PipelineRuntime();
+  ~PipelineRuntime();  // cancels the requests still running and waits for them
 
-  // One request: graph inputs by name ("input.NAME" -> NAME); `on_output` receives every
-  // event routed to a graph output, with its port renamed to the output's name.
+  // Starts one request: graph inputs by name ("input.NAME" -> NAME). Refused (kUnavailable)
+  // when `capacity` requests are in flight or the runtime is shutting down.
+  Expected<PipelineHandle> submit(const std::map<std::string, PortValue>& inputs);
+  // The next event routed to a graph output (its port renamed to the output's name), and
+  // finally one end_of_request event; deadline_exceeded when none came within `timeout`.
+  Expected<StageEvent> next(const PipelineHandle& h, std::chrono::milliseconds timeout);
+  // The request ends soon with a kCancelled end_of_request (its stages are told).
+  Status cancel(const PipelineHandle& h);
+  // Events of the request waiting to be read, and the most that ever waited at once.
+  Expected<std::pair<int32_t, int32_t>> stream_depth(const PipelineHandle& h) const;
+
+  // submit() and next() until the end: the request's error, if any, is returned.
   Status run(const std::map<std::string, PortValue>& inputs,
              const std::function<void(const StageEvent&)>& on_output);
 
+  // Retires a stage's process (drain: finish in flight, accept nothing new, exit); the
+  // next request on it starts the next generation.
+  Status retire_stage(const std::string& stage);
+
+  // The engine of the in-process lm stage whose text reaches the graph's output "text"
+  // (for `serve`); null when that stage runs elsewhere.
+  Engine* text_engine() const;
+  const PipelineSpec& spec() const { return spec_; }
+  int32_t capacity() const { return capacity_; }
   uint64_t epochs_issued() const { return epochs_.issued(); }
-  // Per stage: reservation, measured RSS after start, placement actually used, generation.
+  // Measures every stage and holds it to its reservation (the first excess is returned).
+  Status check_reservations();
+  // Per stage: reservation, measured RSS, placement actually used, generation.
   nlohmann::json state_json() const;
+  // Prometheus lines: per stage reserved and measured bytes and generation.
+  std::string metrics_text() const;
 
  private:
   struct Started {
     const StageSpec* spec = nullptr;
-    uint64_t reservation = 0;
-    int64_t rss_bytes = 0;  // resident_bytes() at the last check
+    int64_t reserved_bytes = 0;
+    std::atomic<int64_t> rss_bytes{0};  // resident_bytes() at the last check
     std::unique_ptr<StageRunner> runner;
+    // The reservation's id on the ledger; 0 while the stage's process is dead (its memory
+    // is free again until the next generation is admitted).
+    std::mutex mu;
+    uint64_t reservation = 0;
   };
-  PipelineRuntime(const PipelineSpec& spec, RamLedger& ledger) : spec_(spec), ledger_(ledger) {}
-  Status start_stage(const StageSpec& s, const PipelineRunOptions& o);
+  struct Request;
+  PipelineRuntime(const PipelineSpec& spec, RamLedger& ledger, const PipelineRunOptions& o);
+  Status start_stage(const StageSpec& s);
   Status check_rss(Started& st);
+  Status ensure_reserved(Started& st);
+  void release_if_dead(Started& st);
+  static uint64_t reservation_of(Started& st);
+  void run_request(Request& r);
+  Status run_stages(Request& r);
+  std::shared_ptr<Request> find(const PipelineHandle& h) const;
 
   PipelineSpec spec_;
   RamLedger& ledger_;
-  std::vector<Started> stages_;  // topological order
+  PipelineRunOptions options_;
+  std::vector<std::unique_ptr<Started>> stages_;  // topological order
+  int32_t capacity_ = 1;
   EpochCounter epochs_;
+  const uint64_t token_;
+  mutable std::mutex mu_;
+  std::map<uint64_t, std::shared_ptr<Request>> requests_;  // by epoch, until read to the end
+  bool closing_ = false;
 };
 
 }  // namespace edge::pipeline

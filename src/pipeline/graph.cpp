@@ -50,7 +50,7 @@ const StageSpec* PipelineSpec::stage(const std::string& n) const {
 namespace {
 
 constexpr size_t kMaxPipelineBytes = 1 << 20;
-constexpr size_t kMaxStages = 64, kMaxRoutes = 256, kMaxArtifacts = 16;
+constexpr size_t kMaxStages = 64, kMaxRoutes = 256, kMaxArtifacts = 16, kMaxServerArgs = 64;
 
 template <typename E>
 Expected<E> parse_enum(const std::string& what, const std::string& v,
@@ -82,6 +82,33 @@ Expected<Artifact> parse_artifact(const YAML::Node& n, const std::string& stage)
     return Status::invalid_argument(fmt::format(
         "stage '{}': artifact {} needs a pinned sha256 (64 lowercase hex digits)", stage, a.path));
   return a;
+}
+
+Status parse_engine_settings(const YAML::Node& n, EngineSettings& e) {
+  auto integer = [&](const char* key, int64_t lo, int64_t hi, int64_t& out) {
+    const std::string v = scalar(n, key);
+    if (v.empty()) return Status();
+    char* end = nullptr;
+    const long long x = std::strtoll(v.c_str(), &end, 10);
+    if (*end != '\0' || x < lo || x > hi)
+      return Status::invalid_argument(
+          fmt::format("{} '{}' must be an integer in {}..{}", key, v, lo, hi));
+    out = x;
+    return Status();
+  };
+  RETURN_IF_ERROR(integer("ctx", 1, int64_t{1} << 26, e.ctx));
+  RETURN_IF_ERROR(integer("max_batched_tokens", 1, 1 << 20, e.max_batched_tokens));
+  e.kv_type = scalar(n, "kv_type", e.kv_type);
+  if (e.kv_type != "f32" && e.kv_type != "f16" && e.kv_type != "bf16" && e.kv_type != "q8")
+    return Status::invalid_argument(
+        fmt::format("kv_type '{}' is not one of f32, f16, bf16, q8", e.kv_type));
+  const std::string budget = scalar(n, "kv_budget");
+  if (!budget.empty()) {
+    auto bytes = parse_byte_size(budget);
+    if (!bytes) return bytes.status().with_context("kv_budget");
+    e.kv_budget_bytes = *bytes;
+  }
+  return Status();
 }
 
 Expected<StageSpec> parse_stage(const YAML::Node& n) {
@@ -117,6 +144,16 @@ Expected<StageSpec> parse_stage(const YAML::Node& n) {
   if (!pl) return ctx(pl.status());
   s.placement = *pl;
   s.backend = scalar(n, "backend");
+  s.server_flavour = scalar(n, "server_flavour");
+  if (const YAML::Node args = n["server_args"]) {
+    if (!args.IsSequence() || args.size() > kMaxServerArgs)
+      return ctx(Status::invalid_argument(
+          fmt::format("server_args must be a list of at most {} strings", kMaxServerArgs)));
+    for (const YAML::Node& a : args) {
+      if (!a.IsScalar()) return ctx(Status::invalid_argument("server_args must be strings"));
+      s.server_args.push_back(a.as<std::string>());
+    }
+  }
   if (const YAML::Node arts = n["artifacts"]) {
     if (!arts.IsSequence() || arts.size() > kMaxArtifacts)
       return ctx(Status::invalid_argument(
@@ -134,6 +171,7 @@ Expected<StageSpec> parse_stage(const YAML::Node& n) {
     return ctx(
         Status::invalid_argument(fmt::format("capacity '{}' must be an integer in 1..4096", cap)));
   s.capacity = static_cast<int32_t>(c);
+  RETURN_IF_ERROR(parse_engine_settings(n, s.engine).with_context("stage '" + s.name + "'"));
   const std::string res = scalar(n, "reservation", "plan");
   if (res != "plan") {
     auto bytes = parse_byte_size(res);
@@ -223,6 +261,25 @@ Status check_nesting(const std::string& text) {
 }
 
 }  // namespace
+
+PipelineSpec single_model_pipeline(const std::string& model_path, int32_t capacity,
+                                   const EngineSettings& engine, int64_t reservation_bytes) {
+  PipelineSpec p;
+  p.name = "single-model";
+  StageSpec s;
+  s.name = "lm";
+  s.kind = StageKind::kLm;
+  s.contract = ContractRef{"text.generate", 1};
+  s.artifacts.push_back(Artifact{"model", model_path, ""});
+  s.capacity = capacity;
+  s.reservation_bytes = reservation_bytes;
+  s.engine = engine;
+  p.stages.push_back(std::move(s));
+  p.routes = {Route{{"input", "prompt"}, {"lm", "prompt"}},
+              Route{{"lm", "text"}, {"output", "text"}},
+              Route{{"lm", "tokens"}, {"output", "tokens"}}};
+  return p;
+}
 
 Expected<PipelineSpec> parse_pipeline(const std::string& text, const std::string& base_dir) {
   if (text.size() > kMaxPipelineBytes)

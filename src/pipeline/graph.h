@@ -37,7 +37,18 @@ const char* placement_name(Placement p);
 struct Artifact {
   std::string role;    // "model", "projector", "server", ...
   std::string path;    // relative paths are relative to the pipeline file
-  std::string sha256;  // 64 lowercase hex digits, pinned
+  std::string sha256;  // 64 lowercase hex digits, pinned. Empty only in a graph built in
+                       // code for `serve -m MODEL` (the user named the file: nothing to pin)
+  bool pinned() const { return !sha256.empty(); }
+};
+
+// How a stage on our engine (lm, speech_codes) sizes it; its memory plan uses the same
+// numbers. File keys: ctx, max_batched_tokens, kv_type, kv_budget (bytes, e.g. 256MiB).
+struct EngineSettings {
+  int64_t ctx = 0;  // positions per sequence; 0: the run's context (--ctx)
+  int64_t max_batched_tokens = 512;
+  std::string kv_type = "f16";
+  int64_t kv_budget_bytes = 0;  // 0: capacity full contexts
 };
 
 struct StageSpec {
@@ -47,9 +58,16 @@ struct StageSpec {
   DeviceClass device = DeviceClass::kCpu;
   Placement placement = Placement::kInProcess;
   std::string backend;  // external stages: e.g. "external.openai.text.v1"
+  // External stages: which server the `server` artifact is ("edge-infer" or "llama-server";
+  // empty: told by the binary's file name), and arguments added to the command the pipeline
+  // builds (e.g. [-ngl, "99"] to offload a llama-server's layers to a GPU). File keys:
+  // server_flavour, server_args.
+  std::string server_flavour;
+  std::vector<std::string> server_args;
   std::vector<Artifact> artifacts;
   int32_t capacity = 1;
   int64_t reservation_bytes = -1;  // -1: "plan" (computed from the model by the memory plan)
+  EngineSettings engine;
 };
 
 // One end of a route: a stage's port, or the graph's own input/output ("input"/"output").
@@ -73,6 +91,11 @@ struct PipelineSpec {
   // Stages in an order where every stage comes after those it reads from.
   std::vector<const StageSpec*> topological_order() const;
 };
+
+// The graph `serve -m MODEL` serves: one in-process lm stage "lm" (text.generate@1) with
+// input.prompt -> lm.prompt, lm.text -> output.text and lm.tokens -> output.tokens.
+PipelineSpec single_model_pipeline(const std::string& model_path, int32_t capacity,
+                                   const EngineSettings& engine, int64_t reservation_bytes);
 
 // Parses and validates (validate_pipeline) a pipeline file's text; base_dir is recorded.
 Expected<PipelineSpec> parse_pipeline(const std::string& text, const std::string& base_dir);

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
 
 #include "core/process_rss.h"
 #include "edge/engine.h"
@@ -24,9 +27,12 @@ class LmStageRunner final : public StageRunner {
     lo.n_threads = o.n_threads;
     ASSIGN_OR_RETURN(r->model_, Model::load(model_path, lo));
     EngineOptions eo;
-    eo.max_model_len = o.ctx;
+    eo.max_model_len = s.engine.ctx > 0 ? s.engine.ctx : o.ctx;
     eo.max_seqs = s.capacity;
     eo.n_threads = o.n_threads;
+    eo.max_batched_tokens = s.engine.max_batched_tokens;
+    eo.kv_type = s.engine.kv_type;
+    eo.kv_budget_bytes = static_cast<uint64_t>(s.engine.kv_budget_bytes);
     ASSIGN_OR_RETURN(r->engine_, Engine::create(*r->model_, eo));
     return std::unique_ptr<StageRunner>(std::move(r));
   }
@@ -51,10 +57,23 @@ class LmStageRunner final : public StageRunner {
     req.params.max_tokens = max_tokens_;
     ASSIGN_OR_RETURN(SessionId session, engine_->open_session());
     auto h = engine_->submit(session, std::move(req));
-    Status st = h.ok() ? drain(*h, epoch, emit) : h.status();
+    Status st = h.ok() ? track(epoch, *h) : h.status();
+    if (st.ok()) st = drain(*h, epoch, emit);
+    if (h.ok()) untrack(epoch);
     (void)engine_->close_session(session);
     return st;
   }
+
+  void cancel(uint64_t epoch) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = running_.find(epoch);
+    if (it != running_.end())
+      (void)engine_->cancel(it->second);  // its stream ends with a kCancelled chunk
+    else
+      cancelled_early_.insert(epoch);  // run() has not submitted it yet
+  }
+
+  Engine* engine() override { return engine_.get(); }
 
   int64_t resident_bytes() const override {
     const ModelMemory& m = model_->memory();
@@ -92,8 +111,24 @@ class LmStageRunner final : public StageRunner {
     }
   }
 
+  // Registers a submitted request for cancel(); one cancelled before it was submitted is
+  // cancelled now.
+  Status track(uint64_t epoch, const RequestHandle& h) {
+    std::lock_guard<std::mutex> l(mu_);
+    running_[epoch] = h;
+    if (cancelled_early_.erase(epoch)) (void)engine_->cancel(h);
+    return Status();
+  }
+  void untrack(uint64_t epoch) {
+    std::lock_guard<std::mutex> l(mu_);
+    running_.erase(epoch);
+  }
+
   std::string name_;
   int32_t max_tokens_;
+  std::mutex mu_;
+  std::map<uint64_t, RequestHandle> running_;
+  std::set<uint64_t> cancelled_early_;
   std::unique_ptr<Model> model_;  // declared before engine_: destroyed after it
   std::unique_ptr<Engine> engine_;
 };

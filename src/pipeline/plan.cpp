@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "core/process_rss.h"
+#include "kernels/api.h"
 #include "pipeline/artifact.h"
 
 namespace edge::pipeline {
@@ -43,8 +44,14 @@ Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelineP
   const std::string path = artifact_path(p, *model);
   ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(path));
   PlanOptions po;
-  po.ctx = o.ctx;
+  po.ctx = s.engine.ctx > 0 ? s.engine.ctx : o.ctx;
   po.max_seqs = o.max_seqs > 0 ? o.max_seqs : s.capacity;
+  po.max_batched_tokens = s.engine.max_batched_tokens;
+  po.kv_budget_bytes = s.engine.kv_budget_bytes;
+  if (!parse_kv_type(s.engine.kv_type, &po.kv_type))
+    return Status::invalid_argument(
+        fmt::format("stage '{}': kv_type '{}' is not one of f32, f16, bf16, q8", s.name,
+                    s.engine.kv_type));
   MemoryLimit unlimited;  // the stage's own bytes; the pipeline ledger decides admission
   ASSIGN_OR_RETURN(MemoryPlan mp, make_memory_plan(fp, po, unlimited));
   out->reserved_bytes = mp.total();

@@ -1,10 +1,17 @@
-// The worker's side of worker.h: handshake, then requests until retire or end of file.
+// The worker's side of worker.h: handshake, then requests (each on its own thread, their
+// events within per-request credits) until retire or end of file.
 #include "pipeline/worker.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
 #include "pipeline/artifact.h"
+#include "pipeline/credits.h"
 #include "pipeline/lm_stage.h"
 #include "pipeline/worker_protocol.h"
 
@@ -22,15 +29,21 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
     return Status::unsupported(fmt::format(
         "this worker does not implement contract {} (it implements text.generate@1)", ref.str()));
   const std::string model = h.value("model", "");
-  ASSIGN_OR_RETURN(std::string sha, sha256_file(model));
-  if (sha != h.value("sha256", ""))
-    return Status::invalid_argument(
-        fmt::format("{} (sha256 {}) differs from the declared artifact hash {}", model, sha,
-                    h.value("sha256", "")));
+  const std::string pinned = h.value("sha256", "");
+  if (!pinned.empty()) {
+    ASSIGN_OR_RETURN(std::string sha, sha256_file(model));
+    if (sha != pinned)
+      return Status::invalid_argument(fmt::format(
+          "{} (sha256 {}) differs from the declared artifact hash {}", model, sha, pinned));
+  }
   StageSpec s;
   s.name = h.value("stage", "worker");
   s.contract = ref;
   s.capacity = h.value("capacity", 1);
+  s.engine.ctx = h.value("engine_ctx", int64_t{0});
+  s.engine.max_batched_tokens = h.value("max_batched_tokens", int64_t{512});
+  s.engine.kv_type = h.value("kv_type", "f16");
+  s.engine.kv_budget_bytes = h.value("kv_budget_bytes", int64_t{0});
   PipelineRunOptions o;
   o.ctx = h.value("ctx", int64_t{4096});
   o.max_tokens = h.value("max_tokens", 64);
@@ -38,40 +51,136 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   return start_lm_stage(model, s, o);
 }
 
-// Runs one request, sending each event once a credit is free (acks return credits).
-Status serve_request(int fd, StageRunner& runner, const nlohmann::json& req, int32_t credits,
-                     int32_t& in_flight) {
-  std::map<std::string, PortValue> inputs;
-  const nlohmann::json in = req.value("inputs", nlohmann::json::object());  // outlives items()
-  if (!in.is_object()) return Status::invalid_argument("request inputs must be an object");
-  for (const auto& [port, v] : in.items()) {
-    if (!v.is_object()) return Status::invalid_argument("input '" + port + "' must be an object");
-    inputs[port] = PortValue{v.value("text", ""), v.value("tokens", std::vector<int32_t>{})};
+// The requests this worker runs: their threads and credit gates, by epoch.
+class WorkerLoop {
+ public:
+  WorkerLoop(int fd, StageRunner& runner, int32_t credits)
+      : fd_(fd), runner_(runner), credits_(credits) {}
+  ~WorkerLoop() { stop_all(); }
+
+  Status send(const nlohmann::json& m) {
+    std::lock_guard<std::mutex> l(send_mu_);
+    return send_message(fd_, m);
   }
-  Status link;
-  const Status st = runner.run(req.value("epoch", uint64_t{0}), inputs, [&](StageEvent e) {
-    while (link.ok() && in_flight >= credits) {  // back-pressure: wait for the pipeline
-      auto ack = receive_message(fd, kForever);
-      if (!ack.ok())
-        link = ack.status();
-      else if ((*ack)["type"] == "ack")
-        in_flight -= ack->value("n", 0);
+
+  // A new request on its own thread (refused while retiring).
+  void start(const nlohmann::json& req) {
+    const uint64_t epoch = req.value("epoch", uint64_t{0});
+    std::lock_guard<std::mutex> l(mu_);
+    reap_finished();
+    if (retiring_) {
+      (void)send({{"type", "failed"}, {"epoch", epoch}, {"error", "the worker is retiring"}});
+      return;
     }
-    if (!link.ok()) return;
-    nlohmann::json m = {{"type", "event"},         {"epoch", e.epoch}, {"seq", e.seq},
-                        {"terminal", e.terminal},  {"port", e.port},   {"text", e.value.text},
-                        {"tokens", e.value.tokens}};
-    if (!e.error.ok()) m["error"] = e.error.to_string();
-    link = send_message(fd, m);
-    ++in_flight;
-  });
-  if (!link.ok()) return link;
-  if (!st.ok())
-    return send_message(fd, {{"type", "failed"},
-                             {"epoch", req.value("epoch", uint64_t{0})},
-                             {"error", st.to_string()}});
-  return Status();
-}
+    auto gate = std::make_shared<CreditGate>(credits_);
+    gates_[epoch] = gate;
+    threads_[epoch] = std::thread([this, req, gate, epoch] {
+      serve(req, *gate);
+      std::lock_guard<std::mutex> l2(mu_);
+      gates_.erase(epoch);
+      finished_.push_back(epoch);
+      cv_.notify_all();
+    });
+  }
+
+  void ack(uint64_t epoch, int32_t n) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = gates_.find(epoch);
+    if (it != gates_.end()) (void)it->second->acknowledge(n);
+  }
+
+  void cancel(uint64_t epoch) {
+    runner_.cancel(epoch);
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = gates_.find(epoch);
+    if (it != gates_.end()) it->second->close();  // an emit waiting for credit gives up
+  }
+
+  void retire() {
+    std::lock_guard<std::mutex> l(mu_);
+    retiring_ = true;
+  }
+  // Retiring and nothing left in flight: time to exit.
+  bool drained() {
+    std::lock_guard<std::mutex> l(mu_);
+    return retiring_ && gates_.empty();
+  }
+  bool retiring() {
+    std::lock_guard<std::mutex> l(mu_);
+    return retiring_;
+  }
+
+  // The pipeline is gone: cancel everything and wait for the threads.
+  void stop_all() {
+    std::vector<uint64_t> epochs;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto& [e, g] : gates_) epochs.push_back(e);
+    }
+    for (uint64_t e : epochs) cancel(e);
+    std::map<uint64_t, std::thread> threads;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      threads.swap(threads_);  // joined unlocked: each takes mu_ once more as it ends
+    }
+    for (auto& [e, t] : threads)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  void reap_finished() {  // under mu_
+    for (uint64_t e : finished_) {
+      auto it = threads_.find(e);
+      if (it != threads_.end() && it->second.joinable()) it->second.join();
+      if (it != threads_.end()) threads_.erase(it);
+    }
+    finished_.clear();
+  }
+
+  // Runs one request; each event waits for a credit of its request (acks return them).
+  void serve(const nlohmann::json& req, CreditGate& gate) {
+    const uint64_t epoch = req.value("epoch", uint64_t{0});
+    std::map<std::string, PortValue> inputs;
+    try {
+      const nlohmann::json in = req.value("inputs", nlohmann::json::object());
+      for (const auto& [port, v] : in.items())
+        if (v.is_object())
+          inputs[port] =
+              PortValue{v.value("text", ""), v.value("tokens", std::vector<int32_t>{})};
+    } catch (const nlohmann::json::exception& e) {
+      (void)send({{"type", "failed"}, {"epoch", epoch}, {"error", e.what()}});
+      return;
+    }
+    Status link;
+    const Status st = runner_.run(epoch, inputs, [&](StageEvent e) {
+      if (!link.ok() || !gate.acquire(kForever)) return;  // closed: cancelled
+      nlohmann::json m = {{"type", "event"},        {"epoch", e.epoch}, {"seq", e.seq},
+                          {"terminal", e.terminal}, {"port", e.port},   {"text", e.value.text},
+                          {"tokens", e.value.tokens}};
+      if (!e.error.ok()) m["error"] = e.error.to_string();
+      link = send(m);
+    });
+    if (!link.ok()) return;  // the pipeline is gone
+    if (st.ok())
+      (void)send({{"type", "done"}, {"epoch", epoch}});
+    else
+      (void)send({{"type", "failed"},
+                  {"epoch", epoch},
+                  {"code", st.code() == StatusCode::kCancelled ? "cancelled" : "error"},
+                  {"error", st.to_string()}});
+  }
+
+  const int fd_;
+  StageRunner& runner_;
+  const int32_t credits_;
+  std::mutex send_mu_;  // one writer at a time on the socket
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, std::shared_ptr<CreditGate>> gates_;
+  std::map<uint64_t, std::thread> threads_;
+  std::vector<uint64_t> finished_;
+  bool retiring_ = false;
+};
 
 }  // namespace
 
@@ -83,27 +192,39 @@ int run_worker(int fd) {
     (void)send_message(fd, {{"type", "error"}, {"message", runner.status().to_string()}});
     return 2;
   }
-  const int32_t credits = std::max(1, hello->value("credits", 16));
-  int32_t in_flight = 0;  // events sent and not yet acknowledged, across requests
-  if (!send_message(fd, {{"type", "ready"},
-                         {"contract", (*hello)["contract"]},
-                         {"pid", getpid()},
-                         {"generation", hello->value("generation", 1)},
-                         {"placement", "cpu"}})
+  WorkerLoop loop(fd, **runner, std::max(1, hello->value("credits", 16)));
+  if (!loop.send({{"type", "ready"},
+                  {"contract", (*hello)["contract"]},
+                  {"pid", getpid()},
+                  {"generation", hello->value("generation", 1)},
+                  {"placement", "cpu"}})
            .ok())
     return 1;
   for (;;) {
-    auto msg = receive_message(fd, kForever);
-    if (!msg.ok())
-      return msg.status().code() == StatusCode::kUnavailable ? 0 : 1;  // EOF: the pipeline is gone
-    const std::string type = (*msg)["type"];
-    if (type == "retire") return 0;
-    if (type == "ack") {  // acks of events already sent
-      in_flight -= msg->value("n", 0);
-      continue;
+    if (loop.drained()) return 0;  // retired and every request finished
+    // While retiring, look up every 50 ms to notice the last request finishing.
+    auto msg = receive_message(fd, loop.retiring() ? std::chrono::milliseconds(50) : kForever);
+    if (!msg.ok()) {
+      if (msg.status().code() == StatusCode::kDeadlineExceeded) continue;
+      loop.stop_all();  // EOF: the pipeline is gone
+      return msg.status().code() == StatusCode::kUnavailable ? 0 : 1;
     }
-    if (type != "request") return 1;
-    if (!serve_request(fd, **runner, *msg, credits, in_flight).ok()) return 1;
+    try {  // a field of the wrong type is the pipeline's bug: stop, do not guess
+      const std::string type = msg->value("type", "");
+      const uint64_t epoch = msg->value("epoch", uint64_t{0});
+      if (type == "request")
+        loop.start(*msg);
+      else if (type == "ack")
+        loop.ack(epoch, msg->value("n", 0));
+      else if (type == "cancel")
+        loop.cancel(epoch);
+      else if (type == "retire")
+        loop.retire();
+      else
+        return 1;
+    } catch (const nlohmann::json::exception&) {
+      return 1;
+    }
   }
 }
 

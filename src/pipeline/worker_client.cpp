@@ -1,4 +1,5 @@
-// The pipeline's side of worker.h: spawn, handshake, requests, death and retirement.
+// The pipeline's side of worker.h: spawn, handshake, concurrent requests multiplexed by
+// epoch over one socket, death, retirement.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -8,7 +9,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <thread>
 
 #include "core/process_rss.h"
 #include "pipeline/worker.h"
@@ -28,20 +32,20 @@ struct WorkerProcess {
   pid_t pid = -1;
   long long start_ticks = -1;
   int fd = -1;
-  uint32_t generation = 0;
 
-  // Closes the socket and reaps the process: at once after SIGKILL (kill_it), or after it
-  // exits by itself, killed if it has not within 5 s. Signals go only to the process we
-  // spawned: same pid and same start time.
-  void stop(bool kill_it) {
-    if (fd >= 0) close(fd), fd = -1;
+  // Reaps the process: at once after SIGKILL (kill_it), or after it exits by itself,
+  // killed if it has not within `grace`. Signals go only to the process we spawned: same
+  // pid and same start time.
+  void reap(bool kill_it, std::chrono::milliseconds grace = std::chrono::seconds(5)) {
     if (pid <= 0) return;
     auto kill_ours = [&] {
       if (process_start_ticks(pid) == start_ticks) ::kill(pid, SIGKILL);
     };
     if (kill_it) kill_ours();
     int status = 0;
-    for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(10000);
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    while (waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < deadline)
+      usleep(10000);
     if (waitpid(pid, &status, WNOHANG) == 0) {
       kill_ours();
       waitpid(pid, &status, 0);
@@ -50,7 +54,7 @@ struct WorkerProcess {
   }
 };
 
-Expected<WorkerProcess> spawn_worker(const std::string& binary, uint32_t generation) {
+Expected<WorkerProcess> spawn_worker(const std::string& binary) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Status::io_error(std::string("socketpair: ") + std::strerror(errno));
@@ -69,20 +73,157 @@ Expected<WorkerProcess> spawn_worker(const std::string& binary, uint32_t generat
     return Status::io_error(fmt::format("cannot start worker {}: {}", binary, std::strerror(rc)));
   }
   w.fd = sv[0];
-  w.generation = generation;
   w.start_ticks = process_start_ticks(w.pid);
   return w;
+}
+
+// One generation of the worker: its process, the socket, and a reader thread that sorts
+// the worker's messages into one inbox per request (epoch).
+class WorkerConn {
+ public:
+  WorkerConn(WorkerProcess p, uint32_t generation) : proc_(p), generation_(generation) {}
+  ~WorkerConn() { shut(/*kill_it=*/true); }
+
+  uint32_t generation() const { return generation_; }
+  pid_t pid() const { return proc_.pid; }
+
+  Status send(const nlohmann::json& m) {
+    std::lock_guard<std::mutex> l(send_mu_);
+    return send_message(proc_.fd, m);
+  }
+  Expected<nlohmann::json> receive_ready() {
+    return receive_message(proc_.fd, std::chrono::minutes(2));
+  }
+  void start_reader() {
+    reader_ = std::thread([this] { read_loop(); });
+  }
+
+  // Opens the request's inbox and sends the request; false when the worker is dead or
+  // retiring. One lock with retire(): a request is never sent after the retire message.
+  bool request(uint64_t epoch, const nlohmann::json& msg, Status* sent) {
+    std::lock_guard<std::mutex> s(send_mu_);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (dead_ || retiring_) return false;
+      inbox_[epoch];
+    }
+    *sent = send_message(proc_.fd, msg);
+    return true;
+  }
+  void close(uint64_t epoch) {
+    std::lock_guard<std::mutex> l(mu_);
+    inbox_.erase(epoch);
+    cv_.notify_all();
+  }
+  // The next message for `epoch`, or the worker's death.
+  Expected<nlohmann::json> next(uint64_t epoch) {
+    std::unique_lock<std::mutex> l(mu_);
+    auto& q = inbox_[epoch];
+    if (!cv_.wait_for(l, kEventTimeout, [&] { return !q.empty() || dead_; }))
+      return Status::deadline_exceeded("no event from the worker in 10 minutes");
+    if (q.empty()) return death_;
+    nlohmann::json m = std::move(q.front());
+    q.pop_front();
+    return m;
+  }
+
+  bool dead() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return dead_;
+  }
+  // Retirement: the worker finishes what it holds, accepts nothing new, and exits.
+  void retire() {
+    std::lock_guard<std::mutex> s(send_mu_);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (retiring_ || dead_) return;
+      retiring_ = true;
+    }
+    (void)send_message(proc_.fd, {{"type", "retire"}});
+  }
+  bool retiring() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return retiring_;
+  }
+  bool finished_retiring() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return retiring_ && (dead_ || inbox_.empty());
+  }
+
+  // Stops reading, closes the socket and reaps the process (SIGKILL first if kill_it).
+  void shut(bool kill_it, std::chrono::milliseconds grace = std::chrono::seconds(5)) {
+    std::lock_guard<std::mutex> l(shut_mu_);
+    if (proc_.fd < 0) return;
+    if (!kill_it) proc_.reap(false, grace);  // let it exit (it was told to retire)
+    ::shutdown(proc_.fd, SHUT_RDWR);         // wakes the reader with end of file
+    if (reader_.joinable()) reader_.join();
+    proc_.reap(true);
+    ::close(proc_.fd);
+    proc_.fd = -1;
+  }
+
+ private:
+  void read_loop() {
+    for (;;) {
+      auto m = receive_message(proc_.fd, std::chrono::hours(24 * 365));
+      std::lock_guard<std::mutex> l(mu_);
+      if (!m.ok()) {
+        dead_ = true;
+        death_ = m.status();
+        cv_.notify_all();
+        return;
+      }
+      const nlohmann::json& e = (*m)["epoch"];
+      if (!e.is_number_unsigned()) continue;  // not about a request
+      auto it = inbox_.find(e.get<uint64_t>());
+      if (it != inbox_.end()) it->second.push_back(std::move(*m));
+      cv_.notify_all();
+    }
+  }
+
+  WorkerProcess proc_;
+  const uint32_t generation_;
+  std::mutex send_mu_, shut_mu_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, std::deque<nlohmann::json>> inbox_;
+  bool dead_ = false, retiring_ = false;
+  Status death_;
+  std::thread reader_;
+};
+
+StageEvent event_from(const nlohmann::json& m, const std::string& stage, uint32_t generation) {
+  StageEvent e;
+  e.epoch = m.value("epoch", uint64_t{0}), e.seq = m.value("seq", uint64_t{0});
+  e.terminal = m.value("terminal", false), e.port = m.value("port", "");
+  e.stage = stage, e.worker_generation = generation;
+  e.value.text = m.value("text", "");
+  e.value.tokens = m.value("tokens", std::vector<int32_t>{});
+  if (m.contains("error")) e.error = Status::internal(m["error"].get<std::string>());
+  return e;
 }
 
 class WorkerStageRunner final : public StageRunner {
  public:
   WorkerStageRunner(std::string model, const StageSpec& s, WorkerOptions o)
       : model_(std::move(model)), spec_(s), o_(std::move(o)) {}
-  ~WorkerStageRunner() override { retire(); }
+  ~WorkerStageRunner() override {
+    std::vector<std::shared_ptr<WorkerConn>> all;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (current_) current_->retire(), all.push_back(current_);
+      all.insert(all.end(), retired_.begin(), retired_.end());
+      current_.reset(), retired_.clear();
+    }
+    for (auto& c : all) c->shut(/*kill_it=*/false);
+  }
 
-  // Spawns the next generation and waits for its ready (or its refusal).
-  Status start() {
-    ASSIGN_OR_RETURN(w_, spawn_worker(o_.binary, ++generation_));
+  void set_hash(std::string sha) { sha256_ = std::move(sha); }
+
+  // Spawns the next generation and waits for its ready (or its refusal). Under mu_.
+  Expected<std::shared_ptr<WorkerConn>> spawn() {
+    ASSIGN_OR_RETURN(WorkerProcess p, spawn_worker(o_.binary));
+    auto c = std::make_shared<WorkerConn>(p, ++generation_);
     const nlohmann::json hello = {{"type", "hello"},
                                   {"stage", spec_.name},
                                   {"contract", spec_.contract.str()},
@@ -90,76 +231,156 @@ class WorkerStageRunner final : public StageRunner {
                                   {"sha256", sha256_},
                                   {"capacity", spec_.capacity},
                                   {"ctx", o_.run.ctx},
+                                  {"engine_ctx", spec_.engine.ctx},
+                                  {"max_batched_tokens", spec_.engine.max_batched_tokens},
+                                  {"kv_type", spec_.engine.kv_type},
+                                  {"kv_budget_bytes", spec_.engine.kv_budget_bytes},
                                   {"max_tokens", o_.run.max_tokens},
                                   {"threads", o_.run.n_threads},
                                   {"generation", generation_},
                                   {"credits", kCredits}};
-    Status st = send_message(w_.fd, hello);
-    auto ready =
-        st.ok() ? receive_message(w_.fd, std::chrono::minutes(2)) : Expected<nlohmann::json>(st);
-    if (ready.ok() && (*ready)["type"] == "ready") return Status();
-    w_.stop(/*kill_it=*/true);
+    Status st = c->send(hello);
+    auto ready = st.ok() ? c->receive_ready() : Expected<nlohmann::json>(st);
+    if (ready.ok() && (*ready)["type"] == "ready") {
+      c->start_reader();
+      return c;
+    }
+    c->shut(/*kill_it=*/true);
     if (ready.ok())
       return Status::invalid_argument(fmt::format("stage '{}': worker refused: {}", spec_.name,
                                                   ready->value("message", "no reason")));
     return ready.status().with_context(fmt::format("stage '{}': worker handshake", spec_.name));
   }
 
-  void set_hash(std::string sha) { sha256_ = std::move(sha); }
+  Status start() {
+    std::lock_guard<std::mutex> l(mu_);
+    ASSIGN_OR_RETURN(current_, spawn());
+    return Status();
+  }
 
   Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
              const std::function<void(StageEvent)>& emit) override {
-    if (w_.pid <= 0) RETURN_IF_ERROR(start());  // the last one died: a new generation
     nlohmann::json in = nlohmann::json::object();
     for (const auto& [port, v] : inputs) in[port] = {{"text", v.text}, {"tokens", v.tokens}};
-    Status st = send_message(w_.fd, {{"type", "request"}, {"epoch", epoch}, {"inputs", in}});
-    while (st.ok()) {
-      auto m = receive_message(w_.fd, kEventTimeout);
-      if (!m.ok()) {
-        st = m.status();
-        break;
+    const nlohmann::json msg = {{"type", "request"}, {"epoch", epoch}, {"inputs", in}};
+    std::shared_ptr<WorkerConn> c;
+    Status st;
+    // A generation retired (or found dead) between choosing it and sending: the next one.
+    for (int attempt = 0; !c; ++attempt) {
+      ASSIGN_OR_RETURN(c, connection_for(epoch));
+      if (!c->request(epoch, msg, &st)) {
+        if (attempt == 3)
+          return Status::unavailable(fmt::format("stage '{}': no worker took request epoch {}",
+                                                 spec_.name, epoch));
+        c.reset();
       }
-      if ((*m)["type"] == "failed") return Status::internal(m->value("error", "the stage failed"));
-      StageEvent e;
-      e.epoch = m->value("epoch", uint64_t{0}), e.seq = m->value("seq", uint64_t{0});
-      e.terminal = m->value("terminal", false), e.port = m->value("port", "");
-      e.stage = spec_.name, e.worker_generation = generation_;
-      e.value.text = m->value("text", ""),
-      e.value.tokens = m->value("tokens", std::vector<int32_t>{});
-      if (m->contains("error")) e.error = Status::internal((*m)["error"].get<std::string>());
-      emit(e);
-      st = send_message(w_.fd, {{"type", "ack"}, {"n", 1}});
-      if (e.terminal && e.port == "text") return Status();  // both ports are done
     }
-    // The worker died (or hung) mid-request: end this request explicitly; the next one
+    if (st.ok()) st = relay(*c, epoch, emit);
+    c->close(epoch);
+    forget(epoch);
+    if (st.ok() || st.code() != StatusCode::kUnavailable) return st;
+    // The worker died (or hung) mid-request: this request ends explicitly; the next one
     // starts generation + 1.
-    const pid_t pid = w_.pid;
-    w_.stop(/*kill_it=*/true);
+    c->shut(/*kill_it=*/true);
     return Status::unavailable(
-        fmt::format("stage '{}': worker pid {} (generation {}) ended during request epoch {}: {}",
-                    spec_.name, pid, generation_, epoch, st.message()));
+        fmt::format("stage '{}': worker (generation {}) ended during request epoch {}: {}",
+                    spec_.name, c->generation(), epoch, st.message()));
   }
 
-  int64_t resident_bytes() const override {
-    return w_.pid > 0 ? read_rss_tree(w_.pid).anon_file() : 0;
+  void cancel(uint64_t epoch) override {
+    std::shared_ptr<WorkerConn> c;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = serving_.find(epoch);
+      if (it == serving_.end()) return;
+      c = it->second;
+    }
+    (void)c->send({{"type", "cancel"}, {"epoch", epoch}});
   }
-  uint32_t generation() const override { return generation_; }
+
+  Status retire() override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!current_) return Status();
+    current_->retire();
+    retired_.push_back(std::move(current_));  // reaped once it has drained
+    return Status();
+  }
+
+  bool running() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return current_ && !current_->dead();
+  }
+  int64_t resident_bytes() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    int64_t bytes = 0;
+    if (current_ && !current_->dead()) bytes += read_rss_tree(current_->pid()).anon_file();
+    for (const auto& c : retired_)
+      if (!c->dead()) bytes += read_rss_tree(c->pid()).anon_file();
+    return bytes;
+  }
+  uint32_t generation() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return generation_;
+  }
   std::string placement() const override {
-    return w_.pid > 0 ? fmt::format("worker pid {} cpu", w_.pid) : "worker (not running)";
+    std::lock_guard<std::mutex> l(mu_);
+    return current_ && !current_->dead() ? fmt::format("worker pid {} cpu", current_->pid())
+                                         : "worker (not running)";
   }
 
  private:
-  // Drain: ask the worker to finish and exit, wait for it, reap it.
-  void retire() {
-    if (w_.pid <= 0) return;
-    (void)send_message(w_.fd, {{"type", "retire"}});
-    w_.stop(/*kill_it=*/false);
+  // The live generation (spawning the next one when the last died or retired), with the
+  // request's inbox open on it.
+  Expected<std::shared_ptr<WorkerConn>> connection_for(uint64_t epoch) {
+    std::lock_guard<std::mutex> l(mu_);
+    reap_retired();
+    if (current_ && current_->retiring()) retired_.push_back(std::move(current_));
+    if (!current_ || current_->dead()) {
+      ASSIGN_OR_RETURN(current_, spawn());
+    }
+    serving_[epoch] = current_;
+    return current_;
+  }
+  void forget(uint64_t epoch) {
+    std::lock_guard<std::mutex> l(mu_);
+    serving_.erase(epoch);
+  }
+  void reap_retired() {  // under mu_: retired generations that have drained are reaped
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      if ((*it)->finished_retiring()) {
+        (*it)->shut(/*kill_it=*/false);
+        it = retired_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Passes the worker's events on, acknowledging each once consumed (a consumer that
+  // stalls in emit() stalls the worker at its credits).
+  Status relay(WorkerConn& c, uint64_t epoch, const std::function<void(StageEvent)>& emit) {
+    for (;;) {
+      auto m = c.next(epoch);
+      if (!m.ok()) return Status::unavailable(m.status().message());
+      const std::string type = m->value("type", "");
+      if (type == "done") return Status();
+      if (type == "failed")
+        return m->value("code", "") == "cancelled"
+                   ? Status::cancelled(m->value("error", "cancelled"))
+                   : Status::internal(m->value("error", "the stage failed"));
+      if (type != "event") continue;
+      emit(event_from(*m, spec_.name, c.generation()));
+      RETURN_IF_ERROR(c.send({{"type", "ack"}, {"epoch", epoch}, {"n", 1}}));
+    }
   }
 
   std::string model_, sha256_;
   StageSpec spec_;
   WorkerOptions o_;
-  WorkerProcess w_;
+  mutable std::mutex mu_;
+  std::shared_ptr<WorkerConn> current_;
+  std::vector<std::shared_ptr<WorkerConn>> retired_;  // draining, reaped when drained
+  std::map<uint64_t, std::shared_ptr<WorkerConn>> serving_;  // by epoch
   uint32_t generation_ = 0;
 };
 
