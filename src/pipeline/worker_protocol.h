@@ -9,8 +9,12 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -23,5 +27,51 @@ Status send_message(int fd, const nlohmann::json& msg);
 // unavailable when the peer closed the connection (a worker that died), invalid_format
 // for a malformed one.
 Expected<nlohmann::json> receive_message(int fd, std::chrono::milliseconds timeout);
+
+// File descriptors passed with a message (SCM_RIGHTS): shared-memory tensor buffers
+// (shm_tensor.h). Same framing, so both kinds share one socket; the descriptors ride on the
+// frame's first bytes. A side that may be sent descriptors must read with
+// receive_message_with_fds: receive_message reads such a message but the kernel closes its
+// descriptors (nothing leaks, nothing arrives).
+
+// An owned descriptor, closed when dropped: what arrives from a peer is ours to close
+// whatever we make of the message.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) reset(std::exchange(o.fd_, -1));
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  void reset(int fd = -1);  // closes the one held
+
+ private:
+  int fd_ = -1;
+};
+
+// The most descriptors one message may carry (either direction).
+inline constexpr size_t kMaxMessageFds = 8;
+
+struct MessageWithFds {
+  nlohmann::json msg;
+  std::vector<UniqueFd> fds;  // in the order the sender listed them
+};
+
+// invalid_argument for more than kMaxMessageFds descriptors; otherwise as send_message.
+Status send_message_with_fds(int fd, const nlohmann::json& msg, std::span<const int> fds);
+// As receive_message, plus the descriptors that came with the message (close-on-exec).
+// More than `max_fds` of them (or more than kMaxMessageFds: the kernel truncates) is
+// invalid_format; the message is still read whole, so the stream stays in step, and every
+// descriptor that arrived with it is closed.
+Expected<MessageWithFds> receive_message_with_fds(int fd, std::chrono::milliseconds timeout,
+                                                  size_t max_fds = kMaxMessageFds);
 
 }  // namespace edge::pipeline
