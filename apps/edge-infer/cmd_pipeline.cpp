@@ -14,21 +14,12 @@
 #include "core/memory_ledger.h"
 #include "pipeline/executor.h"
 #include "pipeline/plan.h"
+#include "plan_options.h"
 
 namespace edge::cli {
 namespace {
 
 // The memory this process may use, with --memory-limit (empty: none) taken into account.
-Expected<MemoryLimit> memory_limit_flag(const std::string& flag) {
-  int64_t bytes = 0;
-  if (!flag.empty()) {
-    auto b = parse_byte_size(flag);
-    if (!b) return b.status().with_context("--memory-limit");
-    bytes = *b;
-  }
-  return read_memory_limit(bytes);
-}
-
 struct PipelinePlanArgs {
   std::string file;
   int64_t ctx = 4096;

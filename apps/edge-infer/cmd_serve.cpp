@@ -2,8 +2,11 @@
 //   [--max-seqs S] [--max-batched-tokens T] [--kv-budget B] [--chat-template-file F] [-t N]
 //   [--served-model-name NAME...] [--drain-timeout SEC] [--max-client-requests N]
 //   [--max-client-queued-tokens T]
-// An OpenAI-compatible HTTP server (src/server) over the engine. Without -m it serves the
-// built-in demo model (random weights: its text is noise). It listens before loading
+// edge-infer serve --pipeline FILE [--ctx N] [--memory-limit M] [...]
+// An OpenAI-compatible HTTP server (src/server) over a pipeline: the graph of a pipeline
+// file, or `-m MODEL` as a one-stage graph (one code path: the chat and completion
+// endpoints drive the engine of the graph's in-process text stage). Without -m or
+// --pipeline it serves the built-in demo model (random weights: its text is noise). It listens before loading
 // (/health/live answers, /health/ready is 503 until the model is loaded) and prints
 // "edge-infer: listening on http://HOST:PORT" once it is ready (--port 0 picks a free
 // port). SIGINT / SIGTERM drain it: no new connections, in-flight requests finish (or are
@@ -25,6 +28,7 @@
 #include "model/model.h"
 #include "model/model_footprint.h"
 #include "model_source.h"
+#include "pipeline/executor.h"
 #include "plan_options.h"
 #include "server/http_server.h"
 
@@ -33,6 +37,7 @@ namespace {
 
 struct ServeArgs {
   std::string model;
+  std::string pipeline_file;
   std::string name;
   std::vector<std::string> served_names;
   std::string chat_template_file;
@@ -64,22 +69,6 @@ void drain_on_signals(sigset_t set, std::chrono::milliseconds grace) {
   g_server->drain(grace);
 }
 
-Expected<EngineOptions> engine_options(const ServeArgs& a, const Model& model) {
-  EngineOptions o;
-  o.model_path = model.path();
-  o.n_threads = a.threads;
-  const int64_t model_ctx = model.config().max_ctx > 0 ? model.config().max_ctx : 4096;
-  o.max_model_len = a.ctx > 0 ? a.ctx : std::min<int64_t>(model_ctx, 4096);
-  o.max_seqs = a.max_seqs;
-  o.max_batched_tokens = a.max_batched_tokens;
-  o.kv_type = a.kv_type;
-  if (!a.kv_budget.empty()) {
-    ASSIGN_OR_RETURN(int64_t bytes, parse_byte_size(a.kv_budget));
-    o.kv_budget_bytes = static_cast<uint64_t>(bytes);
-  }
-  return o;
-}
-
 // The memory plan of the served configuration, from the model's metadata: refuses before
 // any weight is read (instead of the OOM killer refusing half way through loading).
 Status plan_before_load(const ServeArgs& a, const std::string& path) {
@@ -96,19 +85,42 @@ Status plan_before_load(const ServeArgs& a, const std::string& path) {
   return admission_status(plan);
 }
 
-// The model and the engine over it, loaded while the server already answers probes.
+// The served context: --ctx, else min(model's, 4096).
+int64_t served_ctx(const ServeArgs& a, const ModelFootprint& fp) {
+  const int64_t model_ctx = fp.config.max_ctx > 0 ? fp.config.max_ctx : 4096;
+  return a.ctx > 0 ? a.ctx : std::min<int64_t>(model_ctx, 4096);
+}
+
+// The graph served: the pipeline file, or -m MODEL as one in-process lm stage sized by
+// the serve flags (its reservation is the memory plan checked before loading).
+Expected<pipeline::PipelineSpec> served_graph(const ServeArgs& a, const std::string& model_path) {
+  if (!a.pipeline_file.empty()) return pipeline::load_pipeline_file(a.pipeline_file);
+  ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(model_path));
+  pipeline::EngineSettings e;
+  e.ctx = served_ctx(a, fp);
+  e.max_batched_tokens = a.max_batched_tokens;
+  e.kv_type = a.kv_type;
+  if (!a.kv_budget.empty()) {
+    ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_byte_size(a.kv_budget));
+  }
+  return pipeline::single_model_pipeline(model_path, a.max_seqs, e, /*reservation_bytes=*/-1);
+}
+
+// The graph and the ledger its stages reserve on, loaded while the server already
+// answers probes.
 struct Loaded {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Engine> engine;
-  EngineOptions options;
+  std::unique_ptr<pipeline::RamLedger> ledger;
+  std::unique_ptr<pipeline::PipelineRuntime> graph;
 };
 
-Status load_engine(const ServeArgs& a, const std::string& path, Loaded& out) {
-  LoadOptions lo;
-  lo.n_threads = a.threads;
-  ASSIGN_OR_RETURN(out.model, Model::load(path, lo));
-  ASSIGN_OR_RETURN(out.options, engine_options(a, *out.model));
-  ASSIGN_OR_RETURN(out.engine, Engine::create(*out.model, out.options));
+Status load_graph(const ServeArgs& a, const pipeline::PipelineSpec& spec, Loaded& out) {
+  ASSIGN_OR_RETURN(MemoryLimit limit, memory_limit_flag(a.memory_limit));
+  out.ledger = std::make_unique<pipeline::RamLedger>(
+      limit.bytes > 0 ? limit.bytes : INT64_MAX, limit.source.empty() ? "no limit" : limit.source);
+  pipeline::PipelineRunOptions o;
+  o.ctx = a.ctx > 0 ? a.ctx : 4096;
+  o.n_threads = a.threads;
+  ASSIGN_OR_RETURN(out.graph, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
   return Status();
 }
 
@@ -125,7 +137,7 @@ Status resolve_model_names(const ServeArgs& a, const std::string& path, std::vec
 }
 
 // Serves until drained: listens first, loads, then reports ready.
-int serve_until_drained(ServeArgs& a, const std::string& path, const sigset_t& signals) {
+int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const sigset_t& signals) {
   auto srv = server::HttpServer::create(a.server);
   if (!srv) return report_error(srv.status());
   RETURN_CODE_IF_ERROR((*srv)->bind());
@@ -138,15 +150,18 @@ int serve_until_drained(ServeArgs& a, const std::string& path, const sigset_t& s
   waiter.detach();
   Status served;
   std::thread http([&] { served = (*srv)->run(); });
-  std::printf("edge-infer: loading %s (/health/live on http://%s:%d)\n", path.c_str(), a.server.host.c_str(),
-              (*srv)->port());
+  std::printf("edge-infer: loading %s (/health/live on http://%s:%d)\n", graph.name.c_str(),
+              a.server.host.c_str(), (*srv)->port());
   std::fflush(stdout);
   Loaded loaded;
-  Status st = load_engine(a, path, loaded);
-  if (st.ok()) st = (*srv)->attach(*loaded.engine);
+  Status st = load_graph(a, graph, loaded);
+  if (st.ok()) st = (*srv)->attach(*loaded.graph);
   if (st.ok()) {
-    std::printf("edge-infer: serving %s (context %lld, up to %d sequences)\n", a.server.model_names[0].c_str(),
-                static_cast<long long>(loaded.options.max_model_len), loaded.options.max_seqs);
+    const EngineOptions& eo = loaded.graph->text_engine()->options();
+    std::printf("edge-infer: serving %s (context %lld, up to %d sequences; graph '%s', %zu stages, "
+                "%s reserved)\n",
+                a.server.model_names[0].c_str(), static_cast<long long>(eo.max_model_len), eo.max_seqs,
+                graph.name.c_str(), graph.stages.size(), format_bytes(loaded.ledger->reserved()).c_str());
     // The placement proof an orchestrator reads (a pipeline's external stage): where the
     // weights actually are. Always the CPU here; llama-server reports offloaded layers.
     std::printf("edge-infer: placement cpu (%s; dense kernels %s)\n", cpu_info().model_name.c_str(),
@@ -161,7 +176,7 @@ int serve_until_drained(ServeArgs& a, const std::string& path, const sigset_t& s
     std::lock_guard<std::mutex> l(g_server_mu);
     g_server = nullptr;
   }
-  srv->reset();  // before the engine it serves
+  srv->reset();  // before the graph it serves
   if (!st.ok()) return report_error(st);
   if (!served.ok()) return report_error(served);
   std::printf("edge-infer: stopped\n");
@@ -179,8 +194,10 @@ int run_serve(ServeArgs a) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   if (a.drain_timeout_s < 0) return report_error(Status::invalid_argument("--drain-timeout must be >= 0"));
+  if (!a.pipeline_file.empty() && !a.model.empty())
+    return report_error(Status::invalid_argument("-m and --pipeline both name what to serve: use one"));
   std::string path = a.model;
-  if (path.empty()) {
+  if (path.empty() && a.pipeline_file.empty()) {
     auto demo = demo_model_path();
     if (!demo) return report_error(demo.status());
     path = *demo;
@@ -190,9 +207,11 @@ int run_serve(ServeArgs a) {
     if (!text) return report_error(text.status());
     a.server.chat_template = std::move(*text);
   }
-  RETURN_CODE_IF_ERROR(resolve_model_names(a, path, a.server.model_names));
-  RETURN_CODE_IF_ERROR(plan_before_load(a, path));
-  return serve_until_drained(a, path, set);
+  auto graph = served_graph(a, path);
+  if (!graph) return report_error(graph.status());
+  RETURN_CODE_IF_ERROR(resolve_model_names(a, path.empty() ? graph->name : path, a.server.model_names));
+  if (a.pipeline_file.empty()) RETURN_CODE_IF_ERROR(plan_before_load(a, path));
+  return serve_until_drained(a, *graph, set);
 }
 
 }  // namespace
@@ -201,6 +220,9 @@ void register_serve(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
   sub->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (default: demo model)");
+  sub->add_option("--pipeline", a->pipeline_file,
+                  "serve a pipeline file (YAML/JSON) instead of one model: its in-process lm stage "
+                  "feeding output.text answers the API");
   sub->add_option("--name", a->name, "model id clients use (default: the model's file name)");
   sub->add_option("--served-model-name", a->served_names,
                   "model ids clients may use (aliases; the first is reported in responses)")

@@ -65,6 +65,16 @@ Expected<PlanOptions> plan_options_from(const PlanArgs& a, int64_t default_ctx, 
   return o;
 }
 
+Expected<MemoryLimit> memory_limit_flag(const std::string& flag) {
+  int64_t bytes = 0;
+  if (!flag.empty()) {
+    auto b = parse_byte_size(flag);
+    if (!b) return b.status().with_context("--memory-limit");
+    bytes = *b;
+  }
+  return read_memory_limit(bytes);
+}
+
 Expected<MemoryPlan> plan_for_model(const std::string& model_path, const PlanOptions& o) {
   ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(model_path));
   return plan_memory(fp, o, read_memory_limit(o.memory_limit));

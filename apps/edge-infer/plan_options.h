@@ -28,6 +28,9 @@ Expected<PlanOptions> plan_options_from(const PlanArgs& a, int64_t default_ctx, 
 // Reads the model's metadata and plans; the plan may be refused (plan.admitted false).
 Expected<MemoryPlan> plan_for_model(const std::string& model_path, const PlanOptions& o);
 
+// The memory this process may use, with an optional --memory-limit ("" : none).
+Expected<MemoryLimit> memory_limit_flag(const std::string& flag);
+
 // For generate (and serve): plans the served configuration from the model's metadata and
 // refuses, before any weight is read, when it cannot fit. ctx 0: min(model's, 4096), as
 // generate serves; memory_limit "" = MemAvailable / cgroup only.

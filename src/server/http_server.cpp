@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <functional>
 
@@ -64,6 +66,7 @@ void add_routes(httplib::Server& svr, ServerContext& ctx) {
   svr.Post("/tokenize", [&ctx](const Req& q, Res& s) { handle_tokenize(ctx, q, s); });
   svr.Post("/detokenize", [&ctx](const Req& q, Res& s) { handle_detokenize(ctx, q, s); });
   svr.Get("/metrics", [&ctx](const Req& q, Res& s) { handle_metrics(ctx, q, s); });
+  svr.Get("/v1/pipeline", [&ctx](const Req& q, Res& s) { handle_pipeline(ctx, q, s); });
   svr.Get("/health/live", [&ctx](const Req& q, Res& s) { handle_liveness(ctx, q, s); });
   svr.Get("/health/ready", [&ctx](const Req& q, Res& s) { handle_readiness(ctx, q, s); });
   svr.Get("/health", [&ctx](const Req& q, Res& s) { handle_readiness(ctx, q, s); });
@@ -156,6 +159,17 @@ Status HttpServer::attach(Engine& engine) {
   ctx.engine_ptr = &engine;
   ctx.lifecycle.set_ready();  // publishes the fields above to the handler threads
   return Status();
+}
+
+Status HttpServer::attach(pipeline::PipelineRuntime& graph) {
+  Engine* engine = graph.text_engine();
+  if (!engine)
+    return Status::unsupported(fmt::format(
+        "pipeline '{}': the OpenAI endpoints need the stage whose text reaches output.text to be "
+        "a language model in this process (route one: STAGE.text -> output.text)",
+        graph.spec().name));
+  impl_->ctx.pipeline = &graph;  // published with the engine by attach()'s set_ready
+  return attach(*engine);
 }
 
 Status HttpServer::bind() {

@@ -14,6 +14,7 @@
 
 #include "core/status.h"
 #include "edge/engine.h"
+#include "pipeline/executor.h"
 #include "server/client_limits.h"
 
 namespace edge::server {
@@ -42,6 +43,10 @@ class HttpServer {
 
   // Starts serving `engine` (it must outlive the server): the server is ready. Once only.
   Status attach(Engine& engine);
+  // Serves a pipeline (it must outlive the server): the chat and completion endpoints
+  // drive the engine of its in-process text stage; /metrics and /v1/pipeline add its
+  // stages' reservations. `serve -m MODEL` serves a one-stage graph this way.
+  Status attach(pipeline::PipelineRuntime& graph);
 
   // Binds the socket; afterwards port() is the real port (also for port 0).
   Status bind();

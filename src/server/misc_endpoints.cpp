@@ -101,8 +101,25 @@ void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib:
 }
 
 void handle_metrics(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+  std::string text = ctx.metrics.render(ctx.engine().stats());
+  if (ctx.pipeline) {
+    (void)ctx.pipeline->check_reservations();  // measured now; an excess shows in the gauges
+    text += ctx.pipeline->metrics_text();
+  }
   res.status = 200;
-  res.set_content(ctx.metrics.render(ctx.engine().stats()), "text/plain; version=0.0.4; charset=utf-8");
+  res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void handle_pipeline(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+  if (!ctx.pipeline) {
+    ApiError e;
+    e.http_status = 404, e.type = "not_found_error";
+    e.message = "this server serves an engine, not a pipeline";
+    send_error(res, e);
+    return;
+  }
+  (void)ctx.pipeline->check_reservations();
+  send_json(res, 200, ctx.pipeline->state_json());
 }
 
 }  // namespace edge::server

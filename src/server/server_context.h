@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "edge/engine.h"
+#include "pipeline/executor.h"
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
 #include "server/client_limits.h"
@@ -25,6 +26,9 @@ struct ServerContext {
   // Set once by attach() before the lifecycle turns ready; handlers past the readiness
   // check (every route but the probes) may use them.
   Engine* engine_ptr = nullptr;
+  // The graph being served (`serve -m` serves a one-stage graph); its text stage's engine
+  // is engine_ptr. Null only for a server attached straight to an engine (tests).
+  pipeline::PipelineRuntime* pipeline = nullptr;
   std::optional<ChatPrompt> chat;  // empty when the model has no tokenizer
 
   Engine& engine() const { return *engine_ptr; }
@@ -41,6 +45,8 @@ void handle_models(ServerContext& ctx, const httplib::Request& req, httplib::Res
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_metrics(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// GET /v1/pipeline: the served graph's stages, reservations, measured RSS, placement.
+void handle_pipeline(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // /health/live; /health/ready and /health (readiness).
 void handle_liveness(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_readiness(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
