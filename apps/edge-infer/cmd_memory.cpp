@@ -1,13 +1,17 @@
 // edge-infer memory -m MODEL --ctx N [--fill] [--json]
+// edge-infer memory --pipeline FILE [--ctx N] [--memory-limit M] [--json]
 // Loads the model (after the same plan as generate), optionally fills the context with N
 // tokens, and prints the memory ledger beside what the kernel says this process holds:
 // RssAnon / RssFile, mincore residency of the mapped weights, and the part of RssAnon no
-// ledger category accounts for (which must stay under 5% of RssAnon).
+// ledger category accounts for (which must stay under 5% of RssAnon). With --pipeline it
+// starts the graph's stages and prints each stage's reservation on the shared RAM ledger
+// beside its measured resident bytes, placement and process generation.
 #include <cstdio>
 
 #include "commands.h"
 #include "fill_context.h"
 #include "harness/rss_sampler.h"
+#include "pipeline/executor.h"
 #include "plan_options.h"
 
 namespace edge::cli {
@@ -15,6 +19,7 @@ namespace {
 
 struct MemoryArgs {
   std::string model;
+  std::string pipeline_file;
   PlanArgs plan;
   int threads = 0;
   bool fill = false;
@@ -86,8 +91,52 @@ nlohmann::json to_json(const Measured& m, const MemoryPlan& plan, const Untagged
           {"scratch_estimated_by_memory_command", charges.scratch_charged_here}};
 }
 
+// The stages of a started pipeline: reserved on the ledger vs measured now.
+int run_pipeline_memory(const MemoryArgs& a) {
+  auto spec = pipeline::load_pipeline_file(a.pipeline_file);
+  if (!spec) return report_error(spec.status());
+  auto limit = memory_limit_flag(a.plan.memory_limit);
+  if (!limit) return report_error(limit.status());
+  pipeline::RamLedger ledger(limit->bytes > 0 ? limit->bytes : INT64_MAX,
+                             limit->source.empty() ? "no limit" : limit->source);
+  pipeline::PipelineRunOptions o;
+  if (!a.plan.ctx.empty() && a.plan.ctx != "auto") o.ctx = std::atoll(a.plan.ctx.c_str());
+  o.n_threads = a.threads;
+  auto rt = pipeline::PipelineRuntime::start(*spec, ledger, o);
+  if (!rt) return report_error(rt.status());
+  const Status held = (*rt)->check_reservations();
+  const nlohmann::json state = (*rt)->state_json();
+  if (a.json) {
+    std::printf("%s\n", state.dump(2).c_str());
+    return held.ok() ? 0 : report_error(held);
+  }
+  std::printf("pipeline %s: ledger %s reserved of %s (%s)\n\n", spec->name.c_str(),
+              format_bytes(ledger.reserved()).c_str(), format_bytes(ledger.limit()).c_str(),
+              state["ledger"].value("limit_source", "").c_str());
+  std::printf("%-14s %-6s %12s %12s  %-4s %s\n", "stage", "device", "reserved", "measured", "gen",
+              "placement");
+  const auto& stages = state["stages"];
+  for (const auto& r : state["ledger"]["stages"]) {
+    for (const auto& st : stages) {
+      if (st["stage"] != r["stage"]) continue;
+      std::printf("%-14s %-6s %12s %12s  %-4u %s\n", r["stage"].get<std::string>().c_str(),
+                  r["device"].get<std::string>().c_str(),
+                  format_bytes(r["reserved_bytes"].get<int64_t>()).c_str(),
+                  format_bytes(st["loaded_rss_bytes"].get<int64_t>()).c_str(),
+                  st["worker_generation"].get<unsigned>(),
+                  st["placement_actual"].get<std::string>().c_str());
+    }
+  }
+  return held.ok() ? 0 : report_error(held);
+}
+
 int run_memory(const MemoryArgs& a) {
-  if (a.model.empty()) return report_error(Status::invalid_argument("memory needs -m MODEL"));
+  if (!a.pipeline_file.empty()) {
+    if (!a.model.empty())
+      return report_error(Status::invalid_argument("-m and --pipeline both name what to measure: use one"));
+    return run_pipeline_memory(a);
+  }
+  if (a.model.empty()) return report_error(Status::invalid_argument("memory needs -m MODEL or --pipeline FILE"));
   // What the process holds before any model (libraries, CLI, heap): runtime, measured.
   auto at_start = read_rss(getpid());
   LedgerCharge baseline(MemCategory::kRuntime, at_start ? at_start->anon : 0);
@@ -134,7 +183,9 @@ void register_memory(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<MemoryArgs>();
   CLI::App* sub = app.add_subcommand("memory", "Load, optionally fill the context, and print the memory ledger "
                                                "beside measured RssAnon/RssFile");
-  sub->add_option("-m,--model", a->model, "GGUF file, Hugging Face directory or llama2.c .bin")->required();
+  sub->add_option("-m,--model", a->model, "GGUF file, Hugging Face directory or llama2.c .bin");
+  sub->add_option("--pipeline", a->pipeline_file,
+                  "start a pipeline file's stages and show each one's reservation beside its measured bytes");
   add_plan_options(sub, a->plan);
   sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
   sub->add_flag("--fill", a->fill, "run ctx tokens through the model first (a filled KV cache)");

@@ -342,7 +342,8 @@ nlohmann::json PipelineRuntime::state_json() const {
     stages.push_back({{"stage", st->spec->name},
                       {"placement_actual", st->runner ? st->runner->placement() : "not started"},
                       {"worker_generation", st->runner ? st->runner->generation() : 0},
-                      {"loaded_rss_bytes", st->rss_bytes.load()}});
+                      {"loaded_rss_bytes", st->rss_bytes.load()},
+                      {"transport", st->runner ? st->runner->transport_stats() : nlohmann::json()}});
   return {{"pipeline", spec_.name},
           {"epochs_issued", epochs_.issued()},
           {"ledger", ledger_.to_json()},

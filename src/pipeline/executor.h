@@ -61,6 +61,9 @@ struct PipelineRunOptions {
   int32_t max_tokens = 64;    // per lm stage and request
   std::string worker_binary;  // edge-infer, for stages placed in a worker (default: this program)
   int32_t stream_high_water = 64;  // events queued per request before its stages are stalled
+  // Inputs to a worker of at least this many bytes (token ids) travel through shared memory
+  // (memfd) instead of the control socket's JSON.
+  uint64_t shm_min_bytes = 64 << 10;
 };
 
 // One started stage: consumes its routed inputs, emits events on its outputs in order.
@@ -88,6 +91,8 @@ class StageRunner {
   virtual std::string placement() const { return "in_process cpu"; }
   // False while the stage's process is gone (it died; the next run() starts another).
   virtual bool running() const { return true; }
+  // How the stage's data moved (a worker: its shared-memory tensor pool's counters).
+  virtual nlohmann::json transport_stats() const { return nlohmann::json::object(); }
   virtual uint32_t generation() const { return 0; }
 };
 

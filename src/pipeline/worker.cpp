@@ -13,6 +13,7 @@
 #include "pipeline/artifact.h"
 #include "pipeline/credits.h"
 #include "pipeline/lm_stage.h"
+#include "pipeline/shm_tensor.h"
 #include "pipeline/worker_protocol.h"
 
 namespace edge::pipeline {
@@ -141,14 +142,24 @@ class WorkerLoop {
   void serve(const nlohmann::json& req, CreditGate& gate) {
     const uint64_t epoch = req.value("epoch", uint64_t{0});
     std::map<std::string, PortValue> inputs;
+    Status parsed;
     try {
       const nlohmann::json in = req.value("inputs", nlohmann::json::object());
-      for (const auto& [port, v] : in.items())
-        if (v.is_object())
-          inputs[port] =
-              PortValue{v.value("text", ""), v.value("tokens", std::vector<int32_t>{})};
+      for (const auto& [port, v] : in.items()) {
+        if (!v.is_object()) continue;
+        PortValue& pv = inputs[port];
+        pv.text = v.value("text", "");
+        if (v.contains("tensor"))
+          parsed = take_tokens(v["tensor"], pv.tokens);
+        else
+          pv.tokens = v.value("tokens", std::vector<int32_t>{});
+        if (!parsed.ok()) break;
+      }
     } catch (const nlohmann::json::exception& e) {
-      (void)send({{"type", "failed"}, {"epoch", epoch}, {"error", e.what()}});
+      parsed = Status::invalid_argument(e.what());
+    }
+    if (!parsed.ok()) {
+      (void)send({{"type", "failed"}, {"epoch", epoch}, {"error", parsed.to_string()}});
       return;
     }
     Status link;
@@ -170,8 +181,35 @@ class WorkerLoop {
                   {"error", st.to_string()}});
   }
 
+  // Token ids [n] from a shared i32 tensor: copied out, then the buffer is released to the
+  // pipeline (which reuses it only after this release).
+  Status take_tokens(const nlohmann::json& descriptor, std::vector<int32_t>& out) {
+    std::lock_guard<std::mutex> l(mapper_mu_);
+    ASSIGN_OR_RETURN(SharedTensor t, mapper_.view(descriptor));
+    Status st = t.dtype == TensorDtype::kI32 && t.shape.size() == 1
+                    ? Status()
+                    : Status::invalid_argument("token ids must be a 1-D i32 tensor");
+    if (st.ok()) {
+      auto ids = t.as<int32_t>();
+      out.assign(ids.begin(), ids.end());
+    }
+    ASSIGN_OR_RETURN(nlohmann::json release, mapper_.release(t.buffer));
+    RETURN_IF_ERROR(send(release));
+    return st;
+  }
+
+ public:
+  // A buffer the pipeline announces (its memfd came with the message).
+  Status announce(const nlohmann::json& msg, std::vector<UniqueFd> fds) {
+    std::lock_guard<std::mutex> l(mapper_mu_);
+    return mapper_.add(msg, std::move(fds));
+  }
+
+ private:
   const int fd_;
   StageRunner& runner_;
+  std::mutex mapper_mu_;
+  TensorMapper mapper_{"worker inputs"};
   const int32_t credits_;
   std::mutex send_mu_;  // one writer at a time on the socket
   std::mutex mu_;
@@ -203,7 +241,10 @@ int run_worker(int fd) {
   for (;;) {
     if (loop.drained()) return 0;  // retired and every request finished
     // While retiring, look up every 50 ms to notice the last request finishing.
-    auto msg = receive_message(fd, loop.retiring() ? std::chrono::milliseconds(50) : kForever);
+    auto got =
+        receive_message_with_fds(fd, loop.retiring() ? std::chrono::milliseconds(50) : kForever);
+    Expected<nlohmann::json> msg =
+        got.ok() ? Expected<nlohmann::json>(std::move(got->msg)) : Expected<nlohmann::json>(got.status());
     if (!msg.ok()) {
       if (msg.status().code() == StatusCode::kDeadlineExceeded) continue;
       loop.stop_all();  // EOF: the pipeline is gone
@@ -212,7 +253,9 @@ int run_worker(int fd) {
     try {  // a field of the wrong type is the pipeline's bug: stop, do not guess
       const std::string type = msg->value("type", "");
       const uint64_t epoch = msg->value("epoch", uint64_t{0});
-      if (type == "request")
+      if (type == "announce") {
+        if (!loop.announce(*msg, std::move(got->fds)).ok()) return 1;  // a broken pipeline
+      } else if (type == "request")
         loop.start(*msg);
       else if (type == "ack")
         loop.ack(epoch, msg->value("n", 0));

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/process_rss.h"
+#include "pipeline/shm_tensor.h"
 #include "pipeline/worker.h"
 #include "pipeline/worker_protocol.h"
 
@@ -81,7 +82,8 @@ Expected<WorkerProcess> spawn_worker(const std::string& binary) {
 // the worker's messages into one inbox per request (epoch).
 class WorkerConn {
  public:
-  WorkerConn(WorkerProcess p, uint32_t generation) : proc_(p), generation_(generation) {}
+  WorkerConn(WorkerProcess p, uint32_t generation, std::unique_ptr<TensorPool> inputs)
+      : proc_(p), generation_(generation), inputs_(std::move(inputs)) {}
   ~WorkerConn() { shut(/*kill_it=*/true); }
 
   uint32_t generation() const { return generation_; }
@@ -100,15 +102,37 @@ class WorkerConn {
 
   // Opens the request's inbox and sends the request; false when the worker is dead or
   // retiring. One lock with retire(): a request is never sent after the retire message.
-  bool request(uint64_t epoch, const nlohmann::json& msg, Status* sent) {
+  // Token lists of at least `shm_min_bytes` go through the shared-memory pool.
+  bool request(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
+               uint64_t shm_min_bytes, Status* sent) {
     std::lock_guard<std::mutex> s(send_mu_);
     {
       std::lock_guard<std::mutex> l(mu_);
       if (dead_ || retiring_) return false;
       inbox_[epoch];
     }
-    *sent = send_message(proc_.fd, msg);
+    nlohmann::json in = nlohmann::json::object();
+    for (const auto& [port, v] : inputs) {
+      const uint64_t bytes = v.tokens.size() * sizeof(int32_t);
+      if (v.tokens.empty() || bytes < shm_min_bytes) {
+        in[port] = {{"text", v.text}, {"tokens", v.tokens}};
+        continue;
+      }
+      auto tensor = share_tokens(v.tokens);
+      if (!tensor.ok()) {
+        *sent = tensor.status();
+        return true;
+      }
+      in[port] = {{"text", v.text}, {"tensor", *tensor}};
+    }
+    *sent = send_message(proc_.fd, {{"type", "request"}, {"epoch", epoch}, {"inputs", in}});
     return true;
+  }
+  nlohmann::json transport_stats() const {
+    const TensorPoolStats t = inputs_->stats();
+    return {{"shm_slots", t.slots},         {"shm_in_use", t.in_use},
+            {"shm_high_water", t.high_water}, {"shm_stalls", t.stalls},
+            {"shm_published", t.published},   {"shm_dedicated", t.dedicated}};
   }
   void close(uint64_t epoch) {
     std::lock_guard<std::mutex> l(mu_);
@@ -154,6 +178,7 @@ class WorkerConn {
   void shut(bool kill_it, std::chrono::milliseconds grace = std::chrono::seconds(5)) {
     std::lock_guard<std::mutex> l(shut_mu_);
     if (proc_.fd < 0) return;
+    inputs_->close();                        // a request waiting for a buffer gives up
     if (!kill_it) proc_.reap(false, grace);  // let it exit (it was told to retire)
     ::shutdown(proc_.fd, SHUT_RDWR);         // wakes the reader with end of file
     if (reader_.joinable()) reader_.join();
@@ -173,6 +198,10 @@ class WorkerConn {
         cv_.notify_all();
         return;
       }
+      if ((*m)["type"] == "release") {  // the worker is done with an input tensor
+        (void)inputs_->release(*m);
+        continue;
+      }
       const nlohmann::json& e = (*m)["epoch"];
       if (!e.is_number_unsigned()) continue;  // not about a request
       auto it = inbox_.find(e.get<uint64_t>());
@@ -181,8 +210,25 @@ class WorkerConn {
     }
   }
 
+  // Token ids [n] as an i32 tensor in a pool buffer (announced with its memfd on first
+  // use); the worker releases it once copied. Under send_mu_.
+  Expected<nlohmann::json> share_tokens(const std::vector<int32_t>& tokens) {
+    const uint64_t bytes = tokens.size() * sizeof(int32_t);
+    ASSIGN_OR_RETURN(TensorSlot slot, inputs_->acquire(bytes, std::chrono::seconds(30)));
+    std::memcpy(slot.data.data(), tokens.data(), bytes);
+    ASSIGN_OR_RETURN(PublishedTensor p,
+                     inputs_->publish(slot, TensorDtype::kI32,
+                                      {static_cast<int64_t>(tokens.size())}));
+    if (p.announce) {
+      const int fds[1] = {p.announce_fd};
+      RETURN_IF_ERROR(send_message_with_fds(proc_.fd, *p.announce, fds));
+    }
+    return p.descriptor;
+  }
+
   WorkerProcess proc_;
   const uint32_t generation_;
+  std::unique_ptr<TensorPool> inputs_;  // the pipeline produces, the worker consumes
   std::mutex send_mu_, shut_mu_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -222,8 +268,12 @@ class WorkerStageRunner final : public StageRunner {
 
   // Spawns the next generation and waits for its ready (or its refusal). Under mu_.
   Expected<std::shared_ptr<WorkerConn>> spawn() {
+    TensorPoolOptions po;
+    po.name = "inputs of stage " + spec_.name;
+    po.slots = std::max(2, spec_.capacity);
+    ASSIGN_OR_RETURN(std::unique_ptr<TensorPool> pool, TensorPool::create(po));
     ASSIGN_OR_RETURN(WorkerProcess p, spawn_worker(o_.binary));
-    auto c = std::make_shared<WorkerConn>(p, ++generation_);
+    auto c = std::make_shared<WorkerConn>(p, ++generation_, std::move(pool));
     const nlohmann::json hello = {{"type", "hello"},
                                   {"stage", spec_.name},
                                   {"contract", spec_.contract.str()},
@@ -260,15 +310,12 @@ class WorkerStageRunner final : public StageRunner {
 
   Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
              const std::function<void(StageEvent)>& emit) override {
-    nlohmann::json in = nlohmann::json::object();
-    for (const auto& [port, v] : inputs) in[port] = {{"text", v.text}, {"tokens", v.tokens}};
-    const nlohmann::json msg = {{"type", "request"}, {"epoch", epoch}, {"inputs", in}};
     std::shared_ptr<WorkerConn> c;
     Status st;
     // A generation retired (or found dead) between choosing it and sending: the next one.
     for (int attempt = 0; !c; ++attempt) {
       ASSIGN_OR_RETURN(c, connection_for(epoch));
-      if (!c->request(epoch, msg, &st)) {
+      if (!c->request(epoch, inputs, o_.run.shm_min_bytes, &st)) {
         if (attempt == 3)
           return Status::unavailable(fmt::format("stage '{}': no worker took request epoch {}",
                                                  spec_.name, epoch));
@@ -321,6 +368,10 @@ class WorkerStageRunner final : public StageRunner {
   uint32_t generation() const override {
     std::lock_guard<std::mutex> l(mu_);
     return generation_;
+  }
+  nlohmann::json transport_stats() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return current_ ? current_->transport_stats() : nlohmann::json::object();
   }
   std::string placement() const override {
     std::lock_guard<std::mutex> l(mu_);

@@ -223,6 +223,20 @@ TEST(Cli, PipelinePlanVerifiesArtifactsAndAdmitsOrRefuses) {
   EXPECT_EQ(text_events, 5);  // 4 tokens + the terminal event
   EXPECT_EQ(state["ledger"]["stages"][0]["stage"], "lm");
   EXPECT_EQ(run("pipeline run " + file + " --input nope=x").code, 2);
+  // memory --pipeline: each stage's reservation beside its measured bytes.
+  r = run("memory --pipeline " + file + " --ctx 128 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto mem = nlohmann::json::parse(r.out);
+  EXPECT_EQ(mem["ledger"]["stages"][0]["stage"], "lm");
+  EXPECT_GT(mem["ledger"]["stages"][0]["reserved_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(mem["stages"][0]["loaded_rss_bytes"].get<int64_t>(), 0);
+  r = run("memory --pipeline " + file + " --ctx 128");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("pipeline chat: ledger"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("in_process cpu"), std::string::npos) << r.out;
+  r = run("memory --pipeline " + file + " --memory-limit 64KiB");
+  EXPECT_EQ(r.code, 3) << r.err;  // refused: does not fit
+  EXPECT_NE(r.err.find("'lm'"), std::string::npos) << r.err;
   write(std::string(64, 'a'));
   r = run("pipeline plan " + file);
   EXPECT_EQ(r.code, 2) << r.err;

@@ -59,6 +59,25 @@ TEST_F(PipelineWorker, AKilledWorkerEndsItsRequestExplicitlyAndGenerationTwoServ
   EXPECT_NE(worker_pid(**rt), pid);
 }
 
+// Token ids at least shm_min_bytes long go to the worker as an i32 tensor in a memfd
+// buffer; the worker copies them and releases the buffer, which is reused only after that.
+TEST_F(PipelineWorker, PromptsThroughSharedMemoryGiveTheSameTokens) {
+  RamLedger ledger(int64_t{8} << 30, "test");
+  PipelineRunOptions o = options();
+  o.shm_min_bytes = 0;  // every token list
+  auto local = PipelineRuntime::start(spec("in_process"), ledger, o);
+  ASSERT_TRUE(local.ok()) << local.status().to_string();
+  const std::vector<int32_t> want = run_ids(**local);
+  local->reset();
+  auto remote = PipelineRuntime::start(spec("worker"), ledger, o);
+  ASSERT_TRUE(remote.ok()) << remote.status().to_string();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(run_ids(**remote), want);
+  const auto t = (*remote)->state_json()["stages"][0]["transport"];
+  EXPECT_EQ(t["shm_published"], 3) << t.dump();
+  EXPECT_EQ(t["shm_in_use"], 0) << "a buffer the worker released is still held: " << t.dump();
+  EXPECT_GE(t["shm_slots"].get<int>(), 1);
+}
+
 TEST_F(PipelineWorker, RetiringThePipelineLeavesNoWorkerAndNoReservation) {
   RamLedger ledger(int64_t{8} << 30, "test");
   pid_t pid = -1;
