@@ -326,6 +326,79 @@ TEST(PackedKernels, PanelRangesWriteOnlyTheirRows) {
   }
 }
 
+// Edges of the prefill register tiles (4 tokens x one 16-row panel on AVX2, 8 tokens x 2
+// panels on AVX-512): token counts that leave every tail (n % 4, n % 8), row counts that
+// end mid-half and mid-panel, and K of a single group (one widening round or less).
+TEST(PackedKernels, GemmTileEdgesMatchReference) {
+  const PackedKernels& ref = reference_packed_kernels();
+  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8})
+    for (int32_t g : {32, 64, 128})
+      for (int64_t rows : {1, 7, 15, 17, 24, 40}) {
+        TestMatrix m = make_matrix(kind, g, rows, g, 71 + static_cast<uint32_t>(rows));
+        const int64_t P = PackedFormat::panels(rows);
+        for (int64_t n : {2, 3, 4, 5, 6, 7, 9, 10, 11, 13}) {
+          std::vector<float> x = make_acts(n, g, 72 + static_cast<uint32_t>(n)), dense;
+          std::vector<double> mag;
+          dense_matmul(m, x.data(), n, &dense, &mag);
+          QActs q;
+          quantize_ref(x, n, g, g, &q);
+          auto want =
+              run_guarded(n, rows, [&](float* y) { ref.a8(kind)(m.view(), q.qa, 0, P, y); });
+          for (const PackedKernels* v : available_packed_kernels()) {
+            auto got =
+                run_guarded(n, rows, [&](float* y) { v->a8(kind)(m.view(), q.qa, 0, P, y); });
+            expect_close(got, want, mag, 2e-6, label({kind, g, rows, g}, n, v->name) + " a8 tile");
+          }
+        }
+      }
+}
+
+// Largest integer partial sums the layout allows: every W4 code 15 (or W8 code +-127 with the
+// activation's sign) against activations of +-127. The AVX2 tile sums maddubs pairs in s16
+// over 32 k (16 * 15 * 127 = 30480 of 32767) and W8 pairs reach 2 * 127 * 127 = 32258: any
+// saturation or wrap would be off by >= 2^15 codes, far outside the tolerance.
+TEST(PackedKernels, A8ExtremeCodesDoNotSaturate) {
+  const PackedKernels& ref = reference_packed_kernels();
+  const int64_t rows = 20, k = 512;
+  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8})
+    for (int32_t g : {32, 128})
+      for (float sign : {1.0f, -1.0f}) {
+        TestMatrix m = make_matrix(kind, g, rows, k, 81);
+        const int64_t cb = packed_cell_bytes(kind, g);
+        for (int64_t c = 0; c < static_cast<int64_t>(m.data.size()) / cb; ++c) {
+          uint8_t* cell = m.data.data() + c * cb;
+          if (kind == PackedKind::kW8) {  // +127 where k is even, -127 where odd
+            for (int64_t i = 0; i < g * 16; ++i) cell[i] = (i % 2 == 0) ? 0x7F : 0x81;
+            std::memset(cell + g * 16 + 32, 0, 32);  // row code sums: g/2 * (127 - 127)
+          } else {
+            std::memset(cell, 0xFF, g * 8);  // both nibbles 15
+          }
+        }
+        for (int64_t r = 0; r < rows; ++r)  // keep the dense copy consistent (not used here)
+          reference_packed_kernels().dequant_row(m.view(), r, m.dense.data() + r * k);
+        const int64_t P = PackedFormat::panels(rows);
+        for (int64_t n : {1, 4, 5}) {
+          std::vector<float> x(n * k);
+          for (int64_t i = 0; i < n * k; ++i)  // |x| equal in a block: every q = +-127
+            x[i] = kind == PackedKind::kW8 && (i % k) % 2 == 1 ? -sign : sign;
+          std::vector<float> dense;
+          std::vector<double> mag;
+          dense_matmul(m, x.data(), n, &dense, &mag);
+          QActs q;
+          quantize_ref(x, n, k, g, &q);
+          auto want =
+              run_guarded(n, rows, [&](float* y) { ref.a8(kind)(m.view(), q.qa, 0, P, y); });
+          for (const PackedKernels* v : available_packed_kernels()) {
+            auto got =
+                run_guarded(n, rows, [&](float* y) { v->a8(kind)(m.view(), q.qa, 0, P, y); });
+            expect_close(got, want, mag, 2e-6,
+                         label({kind, g, rows, k}, n, v->name) + " a8 extreme sign " +
+                             std::to_string(static_cast<int>(sign)));
+          }
+        }
+      }
+}
+
 // Large K: the prefill path walks panels in cache blocks (~256 KB of weights), so several
 // blocks per call. n = 17 must agree with the dense matmul (A16) and with per-token GEMV
 // calls (A8).

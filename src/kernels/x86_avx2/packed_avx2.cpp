@@ -1,19 +1,19 @@
 // AVX2 packed kernels (packed_api.h) over the layout of quant/packed.h. A 64-byte code
 // block is read as two 32-byte halves: rows 0-7 and rows 8-15 of the panel (8 int32 lanes,
-// each lane one row x 4 consecutive k). Each half-panel is processed on its own so a tile of
-// up to 4 tokens fits the 16 ymm registers.
+// each lane one row x 4 consecutive k). Decode and the A16 paths process each half-panel on
+// its own (packed_avx2_tiles.h: a tile of up to 4 tokens); the int8 prefill GEMM keeps a
+// whole panel x 4 tokens in registers (packed_avx2_gemm.h).
 //   W4A8  u8 codes x s8 activations: vpdpbusd (AVX-VNNI) or maddubs + madd (plain AVX2;
-//         no saturation: |pair| <= 2 * 15 * 127).
+//         no saturation: |pair| <= 2 * 15 * 127; the GEMM sums pairs in s16 over 32 k).
 //   W8A8  AVX-VNNI: vpdpbusd(u8 = q + 128, s8 codes) - 128 * stored row sums. Plain AVX2:
 //         maddubs(|code|, q * sign(code)) (|pair| <= 2 * 128 * 127 < 32768).
 //   W4A16 nibble -> int -> f32, w = code * scale + m (m = min, or -8 * scale), FMA.
 //   W8A16 sign-extend by shifts, FMA, scale per group.
 //
-//
 // Compiled with -mavx2 -mfma -mf16c only (kernels/isa.h): the AVX-VNNI variant lives in
 // packed_avxvnni.cpp. Like the AVX-512 file, it instantiates nothing shared with portable
 // code (intrinsics and anonymous-namespace helpers only).
-#include "kernels/x86_avx2/packed_avx2_tiles.h"
+#include "kernels/x86_avx2/packed_avx2_gemm.h"
 
 namespace edge {
 namespace {
@@ -79,8 +79,8 @@ void quantize_act(const float* x, const QA& a, int64_t t0, int64_t t1) {
 void install_packed_avx2(PackedKernels* t) {
   t->name = "avx2";
   t->quantize_act = quantize_act;
-  t->matmul_w4_a8 = w4_a8_tiles<false>;
-  t->matmul_w8_a8 = w8_a8_tiles<false>;
+  t->matmul_w4_a8 = w4_a8<false>;
+  t->matmul_w8_a8 = w8_a8<false>;
   t->matmul_w4_a16 = w4_a16;
   t->matmul_w8_a16 = w8_a16;
 }

@@ -1,0 +1,266 @@
+// AVX2 int8 prefill GEMM (n > 1 tokens) over the packed layout of quant/packed.h, shared by
+// packed_avx2.cpp (plain AVX2: maddubs) and packed_avxvnni.cpp (AVX-VNNI: vpdpbusd). The
+// decode GEMV (n = 1) stays in packed_avx2_tiles.h.
+//
+// Register tile: T <= 4 tokens x one whole 16-row panel. A 64-byte code block (8 k) is two
+// ymm halves, rows 0-7 and rows 8-15 (8 int32 lanes = 8 rows x 4 consecutive k); each half
+// is unpacked once (low nibbles = k0..k0+3, high nibbles = k0+4..k0+7) and feeds all T
+// tokens, and each broadcast activation quad feeds both halves. Per 8 k: 2 loads, 6 unpack
+// ops, 2T broadcasts, 4T multiplies — T x 2 accumulators of 8 lanes.
+//
+// Plain AVX2 (maddubs + madd): maddubs(u8 code, s8 q) adds two products into an s16 pair
+// without saturating (|pair| <= 2 * 15 * 127 = 3810, and the quantiser clamps q to
+// [-127, 127]). The pairs are summed in s16 (vpaddw) over a round of 32 k — 16 products per
+// s16 lane, |sum| <= 16 * 15 * 127 = 30480 < 32767, so the sum is exact for any codes and
+// activations — then widened to int32 by one madd with ones per round: one madd per 8
+// maddubs instead of one per maddubs (madd runs on the same multiply ports as maddubs).
+// AVX-VNNI: vpdpbusd accumulates in int32 directly; a round is the whole group.
+//
+// Per (token, group): sym subtracts 8 * sum(q) from the int32 dot, asym adds
+// min * scale_a * sum(q); one float FMA applies scale_w * scale_a (as the reference does).
+#pragma once
+
+#include "kernels/x86_avx2/packed_avx2_tiles.h"
+
+namespace edge {
+namespace {
+
+// Tokens per register tile: 4 x 2 accumulators + 2 unpacked halves + broadcast + product +
+// nibble mask = 13 of the 16 ymm registers (6 tokens measured within 1%, with spills).
+constexpr int kGemmTokens = 4;
+static_assert(kGemmTokens == 4, "the tail dispatch below handles 1..3 leftover tokens");
+
+// One 4-k step: the two weight halves (u8 codes, 8 rows x 4 k each) against the activation
+// quads q[t * ld .. +3] of T tokens. s: s16 pairs (maddubs) or int32 (VNNI), [T][2 halves].
+template <int T, bool kVnni>
+inline void gemm_step(__m256i (&s)[T][2], __m256i w0, __m256i w1, const int8_t* q, int64_t ld) {
+  for (int t = 0; t < T; ++t) {
+    const __m256i qb = bcast32(q + t * ld);
+    if constexpr (kVnni) {
+      s[t][0] = dot4<true>(s[t][0], w0, qb);
+      s[t][1] = dot4<true>(s[t][1], w1, qb);
+    } else {
+      s[t][0] = _mm256_add_epi16(s[t][0], _mm256_maddubs_epi16(w0, qb));
+      s[t][1] = _mm256_add_epi16(s[t][1], _mm256_maddubs_epi16(w1, qb));
+    }
+    // Keep each running sum in a register: left free, GCC reassociates the chain of adds
+    // into a tree whose products (8 per step) spill to the stack.
+    asm("" : "+x"(s[t][0]), "+x"(s[t][1]));
+  }
+}
+
+// acc[t][h] += the group's contribution, from the int32 dots d[t][h] of cell c.
+template <int G, int T, bool kAsym>
+inline void w4_group_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const uint8_t* c,
+                              const float* sa, const int32_t* qs, int64_t ng) {
+  const __m256 sw[2] = {load_half8(c + G * 8), load_half8(c + G * 8 + 16)};
+  for (int t = 0; t < T; ++t) {
+    const __m256 sat = _mm256_set1_ps(sa[t * ng]);
+    for (int h = 0; h < 2; ++h) {
+      __m256i dt = d[t][h];
+      if constexpr (kAsym) {
+        const __m256 mins = load_half8(c + G * 8 + 32 + h * 16);
+        acc[t][h] = _mm256_fmadd_ps(
+            mins, _mm256_set1_ps(sa[t * ng] * static_cast<float>(qs[t * ng])), acc[t][h]);
+      } else {
+        dt = _mm256_sub_epi32(dt, _mm256_set1_epi32(8 * qs[t * ng]));
+      }
+      acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dt), _mm256_mul_ps(sw[h], sat), acc[t][h]);
+    }
+  }
+}
+
+// y[t0 .. t0+T, rows of panel p] for W4 (sym or asym) with int8 activations.
+template <int G, int T, bool kAsym, bool kVnni>
+void w4a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+                    float* y) {
+  constexpr int64_t cb = kAsym ? G * 8 + 64 : G * 8 + 32;
+  constexpr int kRound = kVnni ? G / 8 : 4;  // 64-byte blocks (8 k) summed before widening
+  const int64_t ng = w.k / G;
+  const uint8_t* c = w.data + p * ng * cb;
+  const int8_t* q = a.q + t0 * a.k;
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  __m256 acc[T][2];
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g, c += cb, q += G) {
+    __m256i d[T][2];
+    for (int t = 0; t < T; ++t) d[t][0] = d[t][1] = _mm256_setzero_si256();
+    for (int r = 0; r < G / 8; r += kRound) {
+      __m256i s[T][2];
+      for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int b = r; b < r + kRound; ++b) {
+        const __m256i v0 = load256(c + b * 64), v1 = load256(c + b * 64 + 32);
+        gemm_step<T, kVnni>(s, _mm256_and_si256(v0, nib), _mm256_and_si256(v1, nib), q + 8 * b,
+                            a.k);
+        gemm_step<T, kVnni>(s, _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib),
+                            _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib), q + 8 * b + 4, a.k);
+      }
+      for (int t = 0; t < T; ++t)
+        for (int h = 0; h < 2; ++h)
+          d[t][h] =
+              kVnni ? _mm256_add_epi32(d[t][h], s[t][h])
+                    : _mm256_add_epi32(d[t][h], _mm256_madd_epi16(s[t][h], _mm256_set1_epi16(1)));
+    }
+    w4_group_epilogue<G, T, kAsym>(acc, d, c, a.scales + t0 * ng + g, a.sums + t0 * ng + g, ng);
+  }
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < 2; ++h) store_rows(y + (t0 + t) * w.n, p * 16 + h * 8, w.n, acc[t][h]);
+}
+
+// Panels [pb, pe) for one tile of T tokens.
+template <int G, int T, bool kAsym, bool kVnni>
+void w4a8_gemm_panels(const PackedMatrixView& w, const QuantizedActivations& a, int64_t pb,
+                      int64_t pe, int64_t t0, float* y) {
+  for (int64_t p = pb; p < pe; ++p) w4a8_gemm_tile<G, T, kAsym, kVnni>(w, a, p, t0, y);
+}
+
+// Cache blocking as in over_tiles: panels in blocks of ~256 KB stay in L2 while every token
+// tile of the call passes over them (a tile's activations, 4 x K bytes, stay in L1).
+template <int G, bool kAsym, bool kVnni>
+void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+               float* y) {
+  constexpr int64_t cb = kAsym ? G * 8 + 64 : G * 8 + 32;
+  const int64_t block = (256 << 10) / ((w.k / G) * cb) + 1;
+  for (int64_t pb = p0; pb < p1; pb += block) {
+    const int64_t pe = pb + block < p1 ? pb + block : p1;
+    int64_t t0 = 0;
+    for (; t0 + kGemmTokens <= a.n; t0 += kGemmTokens)
+      w4a8_gemm_panels<G, kGemmTokens, kAsym, kVnni>(w, a, pb, pe, t0, y);
+    if (a.n - t0 == 3) w4a8_gemm_panels<G, 3, kAsym, kVnni>(w, a, pb, pe, t0, y);
+    if (a.n - t0 == 2) w4a8_gemm_panels<G, 2, kAsym, kVnni>(w, a, pb, pe, t0, y);
+    if (a.n - t0 == 1) w4a8_gemm_panels<G, 1, kAsym, kVnni>(w, a, pb, pe, t0, y);
+  }
+}
+
+using A8Fn = void (*)(const PackedMatrixView&, const QuantizedActivations&, int64_t, int64_t,
+                      float*);
+
+template <bool kVnni>
+A8Fn w4a8_gemm_for(const PackedMatrixView& w) {
+  const bool asym = w.fmt.kind == PackedKind::kW4Asym;
+  switch (w.fmt.group) {
+    case 32:
+      return asym ? w4a8_gemm<32, true, kVnni> : w4a8_gemm<32, false, kVnni>;
+    case 64:
+      return asym ? w4a8_gemm<64, true, kVnni> : w4a8_gemm<64, false, kVnni>;
+    case 128:
+      return asym ? w4a8_gemm<128, true, kVnni> : w4a8_gemm<128, false, kVnni>;
+    default:
+      return nullptr;
+  }
+}
+
+// ---- W8A8 ------------------------------------------------------------------------
+// The same tile over W8 cells: a 64-byte block is 16 rows x 4 k of s8 codes (two halves).
+// Plain AVX2: maddubs(|code|, q * sign(code)): |pair| <= 2 * 127 * 127 = 32258, exact, but
+// two such pairs can exceed s16, so each product is widened at once (madd with ones).
+// AVX-VNNI: vpdpbusd(u8 = q + 128, s8 code) - 128 * the stored row sum of the group's codes.
+template <int T, bool kVnni>
+inline void w8_step(__m256i (&d)[T][2], __m256i v0, __m256i v1, const int8_t* q, int64_t ld) {
+  if constexpr (kVnni) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (int t = 0; t < T; ++t) {
+      const __m256i qb = _mm256_xor_si256(bcast32(q + t * ld), flip);
+      d[t][0] = dot4<true>(d[t][0], qb, v0);
+      d[t][1] = dot4<true>(d[t][1], qb, v1);
+    }
+  } else {
+    const __m256i a0 = _mm256_abs_epi8(v0), a1 = _mm256_abs_epi8(v1);
+    for (int t = 0; t < T; ++t) {
+      const __m256i qb = bcast32(q + t * ld);
+      d[t][0] = dot4<false>(d[t][0], a0, _mm256_sign_epi8(qb, v0));
+      d[t][1] = dot4<false>(d[t][1], a1, _mm256_sign_epi8(qb, v1));
+      asm("" : "+x"(d[t][0]), "+x"(d[t][1]));  // see gemm_step
+    }
+  }
+}
+
+template <int G, int T, bool kVnni>
+void w8a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+                    float* y) {
+  constexpr int64_t cb = G * 16 + 64;
+  const int64_t ng = w.k / G;
+  const uint8_t* c = w.data + p * ng * cb;
+  const int8_t* q = a.q + t0 * a.k;
+  __m256 acc[T][2];
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g, c += cb, q += G) {
+    __m256i d[T][2];
+    for (int t = 0; t < T; ++t) d[t][0] = d[t][1] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int b = 0; b < G / 4; ++b)
+      w8_step<T, kVnni>(d, load256(c + b * 64), load256(c + b * 64 + 32), q + 4 * b, a.k);
+    const float* sa = a.scales + t0 * ng + g;
+    for (int h = 0; h < 2; ++h) {
+      const __m256 sw = load_half8(c + G * 16 + h * 16);
+      __m256i sum128 = _mm256_setzero_si256();  // 128 * row code sums [8 rows] (VNNI)
+      if constexpr (kVnni)
+        sum128 = _mm256_slli_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128(
+                                       reinterpret_cast<const __m128i*>(c + G * 16 + 32 + h * 16))),
+                                   7);
+      for (int t = 0; t < T; ++t) {
+        const __m256i dt = kVnni ? _mm256_sub_epi32(d[t][h], sum128) : d[t][h];
+        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dt),
+                                    _mm256_mul_ps(sw, _mm256_set1_ps(sa[t * ng])), acc[t][h]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < 2; ++h) store_rows(y + (t0 + t) * w.n, p * 16 + h * 8, w.n, acc[t][h]);
+}
+
+template <int G, int T, bool kVnni>
+void w8a8_gemm_panels(const PackedMatrixView& w, const QuantizedActivations& a, int64_t pb,
+                      int64_t pe, int64_t t0, float* y) {
+  for (int64_t p = pb; p < pe; ++p) w8a8_gemm_tile<G, T, kVnni>(w, a, p, t0, y);
+}
+
+template <int G, bool kVnni>
+void w8a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+               float* y) {
+  const int64_t block = (256 << 10) / ((w.k / G) * (G * 16 + 64)) + 1;
+  for (int64_t pb = p0; pb < p1; pb += block) {
+    const int64_t pe = pb + block < p1 ? pb + block : p1;
+    int64_t t0 = 0;
+    for (; t0 + kGemmTokens <= a.n; t0 += kGemmTokens)
+      w8a8_gemm_panels<G, kGemmTokens, kVnni>(w, a, pb, pe, t0, y);
+    if (a.n - t0 == 3) w8a8_gemm_panels<G, 3, kVnni>(w, a, pb, pe, t0, y);
+    if (a.n - t0 == 2) w8a8_gemm_panels<G, 2, kVnni>(w, a, pb, pe, t0, y);
+    if (a.n - t0 == 1) w8a8_gemm_panels<G, 1, kVnni>(w, a, pb, pe, t0, y);
+  }
+}
+
+template <bool kVnni>
+A8Fn w8a8_gemm_for(const PackedMatrixView& w) {
+  switch (w.fmt.group) {
+    case 32:
+      return w8a8_gemm<32, kVnni>;
+    case 64:
+      return w8a8_gemm<64, kVnni>;
+    case 128:
+      return w8a8_gemm<128, kVnni>;
+    default:
+      return nullptr;
+  }
+}
+
+// ---- entries: the register-blocked GEMM for prefill, the GEMV tiles for decode -------
+template <bool kVnni>
+void w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+           float* y) {
+  if (a.n > 1)
+    if (A8Fn fn = w8a8_gemm_for<kVnni>(w)) return fn(w, a, p0, p1, y);
+  w8_a8_tiles<kVnni>(w, a, p0, p1, y);
+}
+
+template <bool kVnni>
+void w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+           float* y) {
+  if (a.n > 1)
+    if (A8Fn fn = w4a8_gemm_for<kVnni>(w)) return fn(w, a, p0, p1, y);
+  w4_a8_tiles<kVnni>(w, a, p0, p1, y);
+}
+
+}  // namespace
+}  // namespace edge
