@@ -29,6 +29,27 @@ bool kind_implements(StageKind k, const std::string& contract) {
   return false;
 }
 
+// server_flavour and server_args describe the process of an external stage; the pipeline
+// itself sets the model, host and port it talks to.
+Status check_server_fields(const StageSpec& s) {
+  if (s.placement != Placement::kExternal && (!s.server_flavour.empty() || !s.server_args.empty()))
+    return Status::invalid_argument(fmt::format(
+        "stage '{}': server_flavour and server_args apply to external stages only", s.name));
+  if (!s.server_flavour.empty() && s.server_flavour != "edge-infer" &&
+      s.server_flavour != "llama-server")
+    return Status::invalid_argument(
+        fmt::format("stage '{}': server_flavour '{}' is not one of edge-infer, llama-server",
+                    s.name, s.server_flavour));
+  for (const std::string& a : s.server_args) {
+    const std::string flag = a.substr(0, a.find('='));
+    if (flag == "-m" || flag == "--model" || flag == "--host" || flag == "--port")
+      return Status::invalid_argument(fmt::format(
+          "stage '{}': server_args may not set {} (the pipeline sets the model, host and port)",
+          s.name, flag));
+  }
+  return Status();
+}
+
 Status check_stages(const PipelineSpec& p) {
   std::set<std::string> names;
   for (const StageSpec& s : p.stages) {
@@ -48,6 +69,7 @@ Status check_stages(const PipelineSpec& p) {
     if (s.kind == StageKind::kExternal && s.backend.empty())
       return Status::invalid_argument(
           fmt::format("stage '{}': an external stage names its backend", s.name));
+    RETURN_IF_ERROR(check_server_fields(s));
   }
   return Status();
 }

@@ -138,6 +138,29 @@ TEST(PipelineGraph, StageDeclarationErrorsAreNamed) {
                  "kind external and placement external go together");
 }
 
+TEST(PipelineGraph, ExternalStagesNameTheirServerFlavourAndArguments) {
+  const std::string ext =
+      "stages:\n" +
+      stage("ext", "external", "text.generate@1",
+            "    placement: external\n    backend: external.openai.text.v1\n"
+            "    server_flavour: llama-server\n    server_args: [-ngl, 99, --device, Vulkan0]\n") +
+      "routes: [input.p -> ext.prompt, ext.text -> output.t]\n";
+  auto p = parse_pipeline(ext, "/tmp");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->stages[0].server_flavour, "llama-server");
+  EXPECT_EQ(p->stages[0].server_args,
+            (std::vector<std::string>{"-ngl", "99", "--device", "Vulkan0"}));
+  expect_refused(replace(ext, "flavour: llama-server", "flavour: vllm"),
+                 "server_flavour 'vllm' is not one of edge-infer, llama-server");
+  expect_refused(replace(ext, "-ngl, 99", "--port, 99"), "server_args may not set --port");
+  expect_refused(replace(ext, "-ngl, 99", "--model=x.gguf"), "server_args may not set --model");
+  expect_refused(replace(ext, "[-ngl, 99, --device, Vulkan0]", "[[-ngl]]"),
+                 "server_args must be strings");
+  expect_refused(replace(kTts, "    placement: worker\n",
+                         "    placement: worker\n    server_args: [-ngl, 99]\n"),
+                 "stage 'vocoder': server_flavour and server_args apply to external stages only");
+}
+
 TEST(PipelineGraph, MalformedFilesAreErrorsNotCrashes) {
   expect_refused("stages: [", "pipeline file");
   expect_refused("just a string", "must be a map");
