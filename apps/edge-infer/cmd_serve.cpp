@@ -157,11 +157,12 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
   Status st = load_graph(a, graph, loaded);
   if (st.ok()) st = (*srv)->attach(*loaded.graph);
   if (st.ok()) {
-    const EngineOptions& eo = loaded.graph->text_engine()->options();
+    const pipeline::StageSpec& text = *loaded.graph->text_stage();
+    const int64_t ctx = text.engine.ctx > 0 ? text.engine.ctx : loaded.graph->options().ctx;
     std::printf("edge-infer: serving %s (context %lld, up to %d sequences; graph '%s', %zu stages, "
                 "%s reserved)\n",
-                a.server.model_names[0].c_str(), static_cast<long long>(eo.max_model_len), eo.max_seqs,
-                graph.name.c_str(), graph.stages.size(), format_bytes(loaded.ledger->reserved()).c_str());
+                a.server.model_names[0].c_str(), static_cast<long long>(ctx), text.capacity, graph.name.c_str(),
+                graph.stages.size(), format_bytes(loaded.ledger->reserved()).c_str());
     // The placement proof an orchestrator reads (a pipeline's external stage): where the
     // weights actually are. Always the CPU here; llama-server reports offloaded layers.
     std::printf("edge-infer: placement cpu (%s; dense kernels %s)\n", cpu_info().model_name.c_str(),

@@ -244,6 +244,22 @@ Status Model::load_hf(const LoadOptions& o) {
   return Status();
 }
 
+Expected<std::unique_ptr<Tokenizer>> load_model_tokenizer(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    ASSIGN_OR_RETURN(HfModelDir d, HfModelDir::open(path));
+    if (d.tokenizer_json_path.empty()) return std::unique_ptr<Tokenizer>();
+    ASSIGN_OR_RETURN(Tokenizer t,
+                     Tokenizer::from_tokenizer_json(d.tokenizer_json_path, d.tokenizer_config_path));
+    return std::make_unique<Tokenizer>(std::move(t));
+  }
+  if (!has_gguf_magic(path)) return std::unique_ptr<Tokenizer>();  // llama2.c: none
+  ASSIGN_OR_RETURN(GgufFile g, GgufFile::open(path, packed_gguf_types()));
+  if (!g.find("tokenizer.ggml.model")) return std::unique_ptr<Tokenizer>();
+  ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_gguf(g));
+  return std::make_unique<Tokenizer>(std::move(t));
+}
+
 Status Model::load_llama2c() {
   auto f = Llama2cFile::open(path_);
   if (!f)

@@ -44,6 +44,10 @@ struct ModelMemory {
 enum class ModelFormat { kGguf, kHfDir, kLlama2c };
 const char* model_format_name(ModelFormat f);
 
+// The tokenizer of a model file or directory without its weights (for a process that
+// templates and tokenises for a model another process runs). Null when it has none.
+Expected<std::unique_ptr<Tokenizer>> load_model_tokenizer(const std::string& path);
+
 class Model {
  public:
   static Expected<std::unique_ptr<Model>> load(const std::string& path,

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -23,6 +24,7 @@ namespace edge::pipeline {
 struct PipelineRuntime::Request {
   uint64_t epoch = 0;
   std::map<std::string, PortValue> inputs;
+  std::optional<RequestParams> params;
   std::mutex mu;
   std::condition_variable cv;
   std::deque<StageEvent> queue;
@@ -159,13 +161,15 @@ PipelineRuntime::~PipelineRuntime() {
   }
 }
 
-Expected<PipelineHandle> PipelineRuntime::submit(const std::map<std::string, PortValue>& inputs) {
+Expected<PipelineHandle> PipelineRuntime::submit(const std::map<std::string, PortValue>& inputs,
+                                                 const RequestParams* params) {
   for (const Route& r : spec_.routes)
     if (r.from.stage == "input" && !inputs.count(r.from.port))
       return Status::invalid_argument(
           fmt::format("no value for graph input '{}' (route {})", r.from.port, r.str()));
   auto req = std::make_shared<Request>();
   req->inputs = inputs;
+  if (params) req->params = *params;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (closing_) return Status::unavailable("the pipeline is shutting down");
@@ -297,7 +301,9 @@ Status PipelineRuntime::run_stages(Request& r) {
     r.stage_index = static_cast<int>(i);
     if (r.cancelled) return Status::cancelled("the request was cancelled");
     RETURN_IF_ERROR(ensure_reserved(st));
-    const Status ran = st.runner->run(r.epoch, in, emit);
+    const bool text = st.spec->contract.name == "text.generate";
+    const RequestParams* params = text && r.params ? &*r.params : nullptr;
+    const Status ran = st.runner->run_with_params(r.epoch, in, params, emit);
     if (!ran.ok()) {
       release_if_dead(st);  // a dead process holds no memory
       return ran;
@@ -327,12 +333,16 @@ Status PipelineRuntime::retire_stage(const std::string& stage) {
   return Status::not_found(fmt::format("pipeline '{}' has no stage '{}'", spec_.name, stage));
 }
 
+const StageSpec* PipelineRuntime::text_stage() const {
+  for (const Route& r : spec_.routes)
+    if (r.to.stage == "output" && r.to.port == "text") return spec_.stage(r.from.stage);
+  return nullptr;
+}
+
 Engine* PipelineRuntime::text_engine() const {
-  for (const Route& r : spec_.routes) {
-    if (r.to.stage != "output" || r.to.port != "text") continue;
-    for (const auto& st : stages_)
-      if (st->spec->name == r.from.stage) return st->runner->engine();
-  }
+  const StageSpec* s = text_stage();
+  for (const auto& st : stages_)
+    if (s && st->spec == s) return st->runner->engine();
   return nullptr;
 }
 

@@ -44,6 +44,7 @@ struct StageEvent {
   std::string stage, port;         // who produced it ("output.X" names come from routes)
   PortValue value;
   Status error;  // set on a terminal event that ends the request in error
+  std::string finish_reason;  // a text stage's terminal event: "stop" | "length"
   // The request's last event (no stage, no port): it has ended, in error when error is set.
   bool end_of_request = false;
 };
@@ -74,6 +75,16 @@ class StageRunner {
   // Called from up to `capacity` threads at once, one request (epoch) per call.
   virtual Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
                      const std::function<void(StageEvent)>& emit) = 0;
+  // run() with per-request generation settings (max_tokens, sampling, stop strings) for a
+  // text.generate stage; null: the stage's defaults (greedy, the run's max_tokens). A stage
+  // that cannot honour them refuses instead of ignoring them.
+  virtual Status run_with_params(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
+                                 const RequestParams* params,
+                                 const std::function<void(StageEvent)>& emit) {
+    if (params)
+      return Status::unsupported("this stage does not take per-request generation settings");
+    return run(epoch, inputs, emit);
+  }
   // From another thread: the request `epoch` (being run, or about to be) is no longer
   // wanted; run() ends soon with a kCancelled status. Unknown epochs are ignored.
   virtual void cancel(uint64_t epoch) = 0;
@@ -107,7 +118,9 @@ class PipelineRuntime {
 
   // Starts one request: graph inputs by name ("input.NAME" -> NAME). Refused (kUnavailable)
   // when `capacity` requests are in flight or the runtime is shutting down.
-  Expected<PipelineHandle> submit(const std::map<std::string, PortValue>& inputs);
+  // `params` go to the stages of contract text.generate (null: their defaults).
+  Expected<PipelineHandle> submit(const std::map<std::string, PortValue>& inputs,
+                                  const RequestParams* params = nullptr);
   // The next event routed to a graph output (its port renamed to the output's name), and
   // finally one end_of_request event; deadline_exceeded when none came within `timeout`.
   Expected<StageEvent> next(const PipelineHandle& h, std::chrono::milliseconds timeout);
@@ -127,6 +140,9 @@ class PipelineRuntime {
   // The engine of the in-process lm stage whose text reaches the graph's output "text"
   // (for `serve`); null when that stage runs elsewhere.
   Engine* text_engine() const;
+  // The stage whose text reaches the graph's output "text" (null: none).
+  const StageSpec* text_stage() const;
+  const PipelineRunOptions& options() const { return options_; }
   const PipelineSpec& spec() const { return spec_; }
   int32_t capacity() const { return capacity_; }
   uint64_t epochs_issued() const { return epochs_.issued(); }

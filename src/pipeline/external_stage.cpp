@@ -132,11 +132,11 @@ struct Stream {
   SseReader sse;
 
   void emit_pair(const std::string& text, const std::vector<int32_t>& tokens, bool terminal,
-                 const Status& error) {
+                 const Status& error, const std::string& finish_reason = "") {
     for (const char* port : {"tokens", "text"}) {
       StageEvent e;
       e.epoch = epoch, e.seq = seq, e.terminal = terminal, e.worker_generation = generation;
-      e.stage = stage, e.port = port, e.error = error;
+      e.stage = stage, e.port = port, e.error = error, e.finish_reason = finish_reason;
       if (std::string_view(port) == "tokens")
         e.value.tokens = tokens;
       else
@@ -164,7 +164,7 @@ struct Stream {
     }
     const bool finished = !d->finish_reason.empty();
     if (finished || !d->text.empty() || !d->tokens.empty())
-      emit_pair(d->text, d->tokens, finished, Status());
+      emit_pair(d->text, d->tokens, finished, Status(), d->finish_reason);
     return true;
   }
 
@@ -191,6 +191,12 @@ class ExternalStageRunner final : public StageRunner {
 
   Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
              const std::function<void(StageEvent)>& emit) override {
+    return run_with_params(epoch, inputs, nullptr, emit);
+  }
+
+  Status run_with_params(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
+                         const RequestParams* params,
+                         const std::function<void(StageEvent)>& emit) override {
     if (inputs.count("media"))
       return Status::unsupported(
           fmt::format("stage '{}': media input needs an encoder stage (not built yet)", name_));
@@ -201,7 +207,7 @@ class ExternalStageRunner final : public StageRunner {
     std::shared_ptr<InFlight> f = enter(epoch);
     Stream s;
     s.stage = name_, s.epoch = epoch, s.generation = b.generation, s.emit = &emit;
-    const httplib::Error err = send(b, request_body(it->second), *f, s);
+    const httplib::Error err = send(b, request_body(it->second, params), *f, s);
     leave(epoch);
     if (s.ended && s.failure.ok()) return Status();  // all out, even if cancelled since
     if (f->cancelled)
@@ -281,13 +287,28 @@ class ExternalStageRunner final : public StageRunner {
     flights_.erase(epoch);
   }
 
-  std::string request_body(const PortValue& prompt) const {
-    // Greedy, as the in-process stage's default request. return_tokens asks llama.cpp-style
-    // servers for the generated ids (ours ignores it); llama-server's OpenAI stream carries
-    // ids only inside logprobs: asked for as "logprobs" (the OpenAI name) and as "n_probs"
-    // (llama.cpp's own, which some of its versions read instead).
+  std::string request_body(const PortValue& prompt, const RequestParams* params) const {
+    // Greedy, as the in-process stage's default request, unless the client's settings came
+    // with the request (serve --pipeline). return_tokens asks llama.cpp-style servers for the
+    // generated ids (ours ignores it); llama-server's OpenAI stream carries ids only inside
+    // logprobs: asked for as "logprobs" (the OpenAI name) and as "n_probs" (llama.cpp's own,
+    // which some of its versions read instead).
     json body = {
         {"max_tokens", max_tokens_}, {"stream", true}, {"temperature", 0}, {"return_tokens", true}};
+    if (params) {
+      const SamplingParams& sp = params->sampling;
+      body["max_tokens"] = params->max_tokens;
+      body["temperature"] = sp.temperature;
+      body["top_p"] = sp.top_p;
+      body["top_k"] = sp.top_k;
+      body["min_p"] = sp.min_p;
+      body["seed"] = static_cast<int64_t>(sp.seed);  // the API takes a signed 64-bit seed
+      body["presence_penalty"] = sp.presence_penalty;
+      body["frequency_penalty"] = sp.frequency_penalty;
+      body["repeat_penalty"] = sp.repeat_penalty;
+      if (!params->stop.empty()) body["stop"] = params->stop;
+      if (params->ignore_eos) body["ignore_eos"] = true;
+    }
     if (!prompt.tokens.empty())
       body["prompt"] = prompt.tokens;
     else

@@ -39,6 +39,12 @@ class LmStageRunner final : public StageRunner {
 
   Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
              const std::function<void(StageEvent)>& emit) override {
+    return run_with_params(epoch, inputs, nullptr, emit);
+  }
+
+  Status run_with_params(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
+                         const RequestParams* params,
+                         const std::function<void(StageEvent)>& emit) override {
     if (inputs.count("media"))
       return Status::unsupported(
           fmt::format("stage '{}': media input needs an encoder stage (not built yet)", name_));
@@ -54,7 +60,10 @@ class LmStageRunner final : public StageRunner {
             fmt::format("stage '{}': text prompt but the model has no tokenizer", name_));
       req.prompt = tok->encode(it->second.text);
     }
-    req.params.max_tokens = max_tokens_;
+    if (params)
+      req.params = *params;
+    else
+      req.params.max_tokens = max_tokens_;  // greedy by default
     ASSIGN_OR_RETURN(SessionId session, engine_->open_session());
     auto h = engine_->submit(session, std::move(req));
     Status st = h.ok() ? track(epoch, *h) : h.status();
@@ -104,6 +113,7 @@ class LmStageRunner final : public StageRunner {
         else
           e.value.text = c->text;
         if (c->kind == ChunkKind::kError || c->kind == ChunkKind::kCancelled) e.error = c->error;
+        e.finish_reason = c->finish_reason;
         emit(std::move(e));
       }
       ++seq;

@@ -8,11 +8,13 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "pipeline/artifact.h"
 #include "pipeline/credits.h"
 #include "pipeline/lm_stage.h"
+#include "pipeline/request_params_json.h"
 #include "pipeline/shm_tensor.h"
 #include "pipeline/worker_protocol.h"
 
@@ -158,17 +160,25 @@ class WorkerLoop {
     } catch (const nlohmann::json::exception& e) {
       parsed = Status::invalid_argument(e.what());
     }
+    std::optional<RequestParams> params;
+    if (parsed.ok() && req.contains("params")) {
+      auto p = request_params_from_json(req["params"]);
+      if (p.ok()) params = *p;
+      parsed = p.status();
+    }
     if (!parsed.ok()) {
       (void)send({{"type", "failed"}, {"epoch", epoch}, {"error", parsed.to_string()}});
       return;
     }
     Status link;
-    const Status st = runner_.run(epoch, inputs, [&](StageEvent e) {
+    const Status st = runner_.run_with_params(epoch, inputs, params ? &*params : nullptr,
+                                              [&](StageEvent e) {
       if (!link.ok() || !gate.acquire(kForever)) return;  // closed: cancelled
       nlohmann::json m = {{"type", "event"},        {"epoch", e.epoch}, {"seq", e.seq},
                           {"terminal", e.terminal}, {"port", e.port},   {"text", e.value.text},
                           {"tokens", e.value.tokens}};
       if (!e.error.ok()) m["error"] = e.error.to_string();
+      if (!e.finish_reason.empty()) m["finish_reason"] = e.finish_reason;
       link = send(m);
     });
     if (!link.ok()) return;  // the pipeline is gone

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/process_rss.h"
+#include "pipeline/request_params_json.h"
 #include "pipeline/shm_tensor.h"
 #include "pipeline/worker.h"
 #include "pipeline/worker_protocol.h"
@@ -104,7 +105,7 @@ class WorkerConn {
   // retiring. One lock with retire(): a request is never sent after the retire message.
   // Token lists of at least `shm_min_bytes` go through the shared-memory pool.
   bool request(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
-               uint64_t shm_min_bytes, Status* sent) {
+               const RequestParams* params, uint64_t shm_min_bytes, Status* sent) {
     std::lock_guard<std::mutex> s(send_mu_);
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -125,7 +126,9 @@ class WorkerConn {
       }
       in[port] = {{"text", v.text}, {"tensor", *tensor}};
     }
-    *sent = send_message(proc_.fd, {{"type", "request"}, {"epoch", epoch}, {"inputs", in}});
+    nlohmann::json msg = {{"type", "request"}, {"epoch", epoch}, {"inputs", in}};
+    if (params) msg["params"] = request_params_json(*params);
+    *sent = send_message(proc_.fd, msg);
     return true;
   }
   nlohmann::json transport_stats() const {
@@ -246,6 +249,7 @@ StageEvent event_from(const nlohmann::json& m, const std::string& stage, uint32_
   e.value.text = m.value("text", "");
   e.value.tokens = m.value("tokens", std::vector<int32_t>{});
   if (m.contains("error")) e.error = Status::internal(m["error"].get<std::string>());
+  e.finish_reason = m.value("finish_reason", "");
   return e;
 }
 
@@ -310,12 +314,18 @@ class WorkerStageRunner final : public StageRunner {
 
   Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
              const std::function<void(StageEvent)>& emit) override {
+    return run_with_params(epoch, inputs, nullptr, emit);
+  }
+
+  Status run_with_params(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
+                         const RequestParams* params,
+                         const std::function<void(StageEvent)>& emit) override {
     std::shared_ptr<WorkerConn> c;
     Status st;
     // A generation retired (or found dead) between choosing it and sending: the next one.
     for (int attempt = 0; !c; ++attempt) {
       ASSIGN_OR_RETURN(c, connection_for(epoch));
-      if (!c->request(epoch, inputs, o_.run.shm_min_bytes, &st)) {
+      if (!c->request(epoch, inputs, params, o_.run.shm_min_bytes, &st)) {
         if (attempt == 3)
           return Status::unavailable(fmt::format("stage '{}': no worker took request epoch {}",
                                                  spec_.name, epoch));

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 
+#include "pipeline/graph_engine.h"
 #include "server/auth.h"
 #include "server/connection_watch.h"
 #include "server/server_context.h"
@@ -162,13 +163,17 @@ Status HttpServer::attach(Engine& engine) {
 }
 
 Status HttpServer::attach(pipeline::PipelineRuntime& graph) {
+  ServerContext& ctx = impl_->ctx;
   Engine* engine = graph.text_engine();
-  if (!engine)
-    return Status::unsupported(fmt::format(
-        "pipeline '{}': the OpenAI endpoints need the stage whose text reaches output.text to be "
-        "a language model in this process (route one: STAGE.text -> output.text)",
-        graph.spec().name));
-  impl_->ctx.pipeline = &graph;  // published with the engine by attach()'s set_ready
+  if (!engine) {  // the text stage runs in another process: the same calls, through the graph
+    auto adapter = pipeline::make_graph_engine(graph);
+    if (!adapter)
+      return adapter.status().with_context(
+          fmt::format("pipeline '{}' cannot answer the OpenAI endpoints", graph.spec().name));
+    ctx.graph_engine = std::move(*adapter);
+    engine = ctx.graph_engine.get();
+  }
+  ctx.pipeline = &graph;  // published with the engine by attach()'s set_ready
   return attach(*engine);
 }
 

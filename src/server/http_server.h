@@ -44,7 +44,8 @@ class HttpServer {
   // Starts serving `engine` (it must outlive the server): the server is ready. Once only.
   Status attach(Engine& engine);
   // Serves a pipeline (it must outlive the server): the chat and completion endpoints
-  // drive the engine of its in-process text stage; /metrics and /v1/pipeline add its
+  // drive the engine of its text stage (in this process; or, in a worker or an external
+  // server, the same Engine calls through the graph); /metrics and /v1/pipeline add its
   // stages' reservations. `serve -m MODEL` serves a one-stage graph this way.
   Status attach(pipeline::PipelineRuntime& graph);
 

@@ -29,6 +29,8 @@ struct ServerContext {
   // The graph being served (`serve -m` serves a one-stage graph); its text stage's engine
   // is engine_ptr. Null only for a server attached straight to an engine (tests).
   pipeline::PipelineRuntime* pipeline = nullptr;
+  // When the graph's text stage runs in another process: the Engine API over the graph.
+  std::unique_ptr<Engine> graph_engine;
   std::optional<ChatPrompt> chat;  // empty when the model has no tokenizer
 
   Engine& engine() const { return *engine_ptr; }

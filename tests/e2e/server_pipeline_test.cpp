@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "pipeline/artifact.h"
@@ -21,16 +22,26 @@ class ServerPipeline : public ::testing::Test {
     ASSERT_FALSE(tiny_model().empty()) << "make-model failed: the server cannot be tested";
     hash_ = *pipeline::sha256_file(tiny_model());
   }
-  // A pipeline file with one lm stage named `stage`, placed `placement`, pinned to `hash`.
+  // A pipeline file with one text stage "chat", placed `placement` (in_process, worker, or
+  // external: our own server binary, copied so that a relink cannot change its pinned hash).
   std::string write_pipeline(const std::string& name, const std::string& placement,
                              const std::string& hash) {
     const std::string path = server_tmp_dir() + "/" + name + ".yaml";
-    std::ofstream(path) << "pipeline: " << name << "\nstages:\n  - name: chat\n    kind: lm\n"
-                        << "    contract: text.generate@1\n    placement: " << placement
+    std::string kind = "lm", server;
+    if (placement == "external") {
+      const std::string copy = server_tmp_dir() + "/edge-infer-backend";
+      std::filesystem::copy_file(EDGE_BINARY, copy,
+                                 std::filesystem::copy_options::overwrite_existing);
+      kind = "external\n    backend: external.openai.text.v1";
+      server = "{role: server, path: " + copy + ", sha256: " + *pipeline::sha256_file(copy) + "}, ";
+    }
+    std::ofstream(path) << "pipeline: " << name << "\nstages:\n  - name: chat\n    kind: " << kind
+                        << "\n    contract: text.generate@1\n    placement: " << placement
                         << "\n    capacity: 2\n    ctx: 512\n    reservation: 1GiB\n"
-                        << "    artifacts: [{role: model, path: " << tiny_model()
+                        << "    artifacts: [" << server << "{role: model, path: " << tiny_model()
                         << ", sha256: " << hash << "}]\n"
-                        << "routes: [input.prompt -> chat.prompt, chat.text -> output.text]\n";
+                        << "routes: [input.prompt -> chat.prompt, chat.text -> output.text, "
+                        << "chat.tokens -> output.tokens]\n";
     return path;
   }
   static json post(const ServerProcess& s, const std::string& path, const json& body) {
@@ -86,6 +97,54 @@ TEST_F(ServerPipeline, APipelineFileAndTheModelAloneAnswerAlikeAndShowTheirReser
   EXPECT_EQ(via_graph, via_model) << "the graph and the model alone answered differently";
 }
 
+// The text stage in a worker process or in an external server (our own `serve`): the same
+// API calls go through the graph (the client's max_tokens and sampling reach that
+// process), with the same answer as in process.
+class ServerPipelineRemote : public ServerPipeline,
+                             public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(ServerPipelineRemote, ATextStageInAnotherProcessAnswersThroughTheGraph) {
+  const std::string placement = GetParam();
+  std::string local, remote;
+  {
+    ServerProcess s;
+    ASSERT_TRUE(s.start("", {"--pipeline", write_pipeline("local", "in_process", hash_)}));
+    local = post(s, "/v1/completions", completion())["choices"][0]["text"];
+    EXPECT_EQ(s.stop(), 0);
+  }
+  ServerProcess s;
+  ASSERT_TRUE(s.start("", {"--pipeline", write_pipeline("remote", placement, hash_)}));
+  const json r = post(s, "/v1/completions", completion());
+  remote = r["choices"][0]["text"];
+  EXPECT_EQ(r["usage"]["prompt_tokens"].get<int>() > 0, true) << r.dump();
+  EXPECT_EQ(remote, local) << "a worker answered differently from the stage in process";
+  const json chat = post(s, "/v1/chat/completions",
+                         {{"messages", {{{"role", "user"}, {"content", "hello"}}}},
+                          {"max_tokens", 5},
+                          {"temperature", 0}});
+  EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant") << chat.dump();
+  if (placement == "worker")  // our server reports no token ids to an external stage yet
+    EXPECT_EQ(chat["usage"]["completion_tokens"], 5) << chat.dump();
+  const json state = json::parse(get(s, "/v1/pipeline"));
+  EXPECT_EQ(state["stages"][0]["placement_actual"].get<std::string>().rfind(
+                placement == "worker" ? "worker pid " : "external pid ", 0),
+            0u)
+      << state.dump();
+  EXPECT_EQ(state["epochs_issued"], 2);
+  // What a process boundary cannot carry is refused with the reason, not dropped.
+  httplib::Client c("127.0.0.1", s.port());
+  json with_logprobs = completion();
+  with_logprobs["logprobs"] = 2;
+  auto bad = c.Post("/v1/completions", with_logprobs.dump(), "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_GE(bad->status, 400);
+  EXPECT_NE(bad->body.find("logprobs"), std::string::npos) << bad->body;
+  EXPECT_EQ(s.stop(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Placements, ServerPipelineRemote, ::testing::Values("worker", "external"),
+                         [](const auto& info) { return info.param; });
+
 TEST_F(ServerPipeline, WhatCannotBeServedIsRefusedWithTheReason) {
   const std::string bin = EDGE_BINARY;
   const std::string wrong(64, 'a');
@@ -93,11 +152,6 @@ TEST_F(ServerPipeline, WhatCannotBeServedIsRefusedWithTheReason) {
                        write_pipeline("wronghash", "in_process", wrong) + " 2>&1");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("differs from the declared artifact hash"), std::string::npos) << r.out;
-
-  r = run_command(bin + " serve --port 0 --pipeline " +
-                  write_pipeline("inworker", "worker", hash_) + " 2>&1");
-  EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("a language model in this process"), std::string::npos) << r.out;
 
   r = run_command(bin + " serve --port 0 -m " + tiny_model() + " --pipeline " +
                   write_pipeline("both", "in_process", hash_) + " 2>&1");
