@@ -38,11 +38,11 @@ if [ "${EDGE_ASAN:-0}" = 1 ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --preset asan -j "$JOBS" --timeout 900
 
-  stamp "tsan: build runtime, server"
-  build tsan --target edge_runtime_tests edge_server_tests
+  stamp "tsan: build runtime, pipeline, server"
+  build tsan --target edge_runtime_tests edge_pipeline_tests edge_server_tests
   stamp "tsan: tests"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    ctest --preset tsan -j "$JOBS" --timeout 900 -L '^(runtime|server)$'
+    ctest --preset tsan -j "$JOBS" --timeout 900 -L '^(runtime|pipeline|server)$'
 
   stamp "fuzz"
   bash scripts/run-fuzz.sh
