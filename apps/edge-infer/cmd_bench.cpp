@@ -1,5 +1,7 @@
-// edge-infer bench -m MODEL -p 512 -n 128 -r 5 -t THREADS -o json|md
-// llama-bench semantics and field names; see src/harness/bench.h.
+// edge-infer bench -m MODEL -p 512 -n 128 -r 5 -t THREADS -o json|md [--roofline-bytes B]
+// llama-bench semantics and field names; see src/harness/bench.h. tg records also carry
+// decode's bytes per token, effective GB/s and fraction of the bandwidth ceiling measured
+// in the same run ("roofline").
 #include <cstdio>
 
 #include "commands.h"
@@ -57,6 +59,9 @@ void register_bench(CLI::App& app, Context& ctx) {
   sub->add_option("-o,--output", a->output, "md | json")->capture_default_str();
   sub->add_option("--cache-type-k,--kv-type", a->kv_type, "KV cache type: f32 | f16 | bf16 | q8")->capture_default_str();
   sub->add_option("--ubatch-size", a->o.n_ubatch, "prompt tokens per forward step")->capture_default_str();
+  sub->add_option("--roofline-bytes", a->o.roofline_bytes,
+                  "buffer of the bandwidth probe that measures decode's ceiling in the same run (0: no probe)")
+      ->capture_default_str();
   sub->callback([a, &ctx] { ctx.exit_code = run_bench_cmd(*a); });
 }
 

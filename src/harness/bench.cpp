@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
 
+#include "harness/bandwidth.h"
 #include "harness/provenance.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -41,6 +44,29 @@ Sizes weight_sizes(const Model& m) {
   s.bytes += static_cast<uint64_t>(c.n_embd) * 4;
   s.params += static_cast<uint64_t>(c.n_embd);
   return s;
+}
+
+// The ceiling probe, or nothing (roofline off).
+std::optional<BandwidthResult> probe_ceiling(Model& model, const BenchOptions& o) {
+  if (o.roofline_bytes == 0) return std::nullopt;
+  auto r = measure_read_bandwidth(model.pool(), o.roofline_bytes, std::max(1, o.roofline_passes));
+  if (!r) return std::nullopt;
+  return *r;
+}
+
+// Adds decode's bytes per token, effective GB/s and fraction of the ceiling to a tg record.
+void add_roofline(nlohmann::json& r, const DecodeBytes& db, int n_gen, const BandwidthResult& ceiling) {
+  // The mean over the test's positions 0..n_gen-1 (the tg test starts from an empty context).
+  double bytes = 0;
+  for (int p = 0; p < n_gen; ++p) bytes += static_cast<double>(db.at(p));
+  bytes /= std::max(1, n_gen);
+  const double gbps = bytes * r["avg_ts"].get<double>() / 1e9;
+  r["roofline"] = {{"bytes_per_token", static_cast<uint64_t>(bytes)},
+                   {"weight_bytes_per_token", db.weights},
+                   {"effective_gbps", gbps},
+                   {"ceiling_gbps", ceiling.best_gbps},
+                   {"fraction_of_ceiling", ceiling.best_gbps > 0 ? gbps / ceiling.best_gbps : 0.0},
+                   {"ceiling", ceiling.to_json()}};
 }
 
 // One timed run in nanoseconds: pp (n_prompt > 0) or tg (n_gen > 0).
@@ -107,6 +133,34 @@ nlohmann::json make_record(const Model& model, const BenchOptions& o, const Size
 
 }  // namespace
 
+uint64_t DecodeBytes::at(int64_t pos) const {
+  uint64_t b = weights + kv_per_position * static_cast<uint64_t>(pos + 1);
+  for (int32_t w : sliding_windows)
+    b += kv_sliding_window_bytes * static_cast<uint64_t>(std::min<int64_t>(pos + 1, w));
+  return b;
+}
+
+DecodeBytes decode_bytes(const Model& model, KvType kv_type) {
+  DecodeBytes d;
+  const ModelWeights& w = model.weights();
+  const ModelConfig& c = model.config();
+  d.weights = w.output.nbytes + w.token_embd.nbytes / std::max<int64_t>(1, c.n_vocab);
+  for (const LayerWeights& l : w.layers) {
+    for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      d.weights += t->nbytes;
+    d.weights += (l.attn_norm.size() + l.ffn_norm.size()) * 4;
+  }
+  const uint64_t kv_row = 2 * static_cast<uint64_t>(kv_row_bytes(kv_type, c.n_head_kv, c.head_dim));
+  d.kv_sliding_window_bytes = kv_row;
+  for (const LayerConfig& lc : c.layers) {
+    if (lc.sliding)
+      d.sliding_windows.push_back(lc.window);
+    else
+      d.kv_per_position += kv_row;
+  }
+  return d;
+}
+
 Expected<nlohmann::json> run_bench(Model& model, const BenchOptions& o) {
   if (o.reps < 1) return Status::invalid_argument("repetitions must be >= 1");
   const Sizes sz = weight_sizes(model);
@@ -125,8 +179,19 @@ Expected<nlohmann::json> run_bench(Model& model, const BenchOptions& o) {
   };
   for (int p : o.n_prompt)
     if (p > 0) RETURN_IF_ERROR(run_test(p, 0));
+  const bool decode = std::any_of(o.n_gen.begin(), o.n_gen.end(), [](int g) { return g > 0; });
+  const size_t first_tg = out.size();
+  // The ceiling on the same threads, just before and just after the decode tests.
+  std::optional<BandwidthResult> before = decode ? probe_ceiling(model, o) : std::nullopt;
   for (int g : o.n_gen)
     if (g > 0) RETURN_IF_ERROR(run_test(0, g));
+  std::optional<BandwidthResult> after = decode ? probe_ceiling(model, o) : std::nullopt;
+  if (before && after && after->best_gbps > before->best_gbps) before = after;
+  if (before) {
+    const DecodeBytes db = decode_bytes(model, o.kv_type);
+    for (size_t i = first_tg; i < out.size(); ++i)
+      add_roofline(out[i], db, out[i]["n_gen"].get<int>(), *before);
+  }
   return out;
 }
 
@@ -141,6 +206,11 @@ std::string bench_markdown(const nlohmann::json& records) {
                      r["model_n_params"].get<double>() / 1e6, r["backends"].get<std::string>(),
                      r["provenance"]["engine"]["kernel_path"].get<std::string>(), r["n_threads"].get<int>(),
                      test, r["avg_ts"].get<double>(), r["stddev_ts"].get<double>());
+    if (r.contains("roofline"))
+      s += fmt::format("|   roofline | {:.2f} MiB/token | | {:.1f} GB/s | | of {:.1f} GB/s | {:.0f}% |\n",
+                       r["roofline"]["bytes_per_token"].get<double>() / 1048576.0,
+                       r["roofline"]["effective_gbps"].get<double>(), r["roofline"]["ceiling_gbps"].get<double>(),
+                       100.0 * r["roofline"]["fraction_of_ceiling"].get<double>());
   }
   return s;
 }

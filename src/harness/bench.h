@@ -23,7 +23,25 @@ struct BenchOptions {
   uint64_t seed = 1234;  // for the random prompt tokens
   KvType kv_type = KvType::kF16;  // llama-bench's default cache type
   int64_t n_ubatch = 512;         // prompt tokens per forward step
+  // Decode against the machine's streaming-read ceiling measured in the same run (the
+  // bandwidth probe, before and after the tg tests; the better pass is the ceiling): each
+  // tg record gets the bytes of weights and KV read per token, the effective GB/s and the
+  // fraction of the ceiling. 0 bytes: no probe.
+  uint64_t roofline_bytes = uint64_t{1} << 30;
+  int roofline_passes = 3;
 };
+
+// Bytes one decode step at position `pos` reads: every layer's matrices, the output head,
+// one embedding row, the norms, and the K and V rows its attention visits (global layers
+// all pos + 1 of them, sliding layers at most their window).
+struct DecodeBytes {
+  uint64_t weights = 0;
+  uint64_t kv_per_position = 0;  // K + V rows of one position, summed over global layers
+  uint64_t kv_sliding_window_bytes = 0;  // the same for sliding layers, per position
+  std::vector<int32_t> sliding_windows;  // one per sliding layer
+  uint64_t at(int64_t pos) const;
+};
+DecodeBytes decode_bytes(const Model& model, KvType kv_type);
 
 // Runs every pp and tg test (n = 0 entries skipped) and returns one JSON record each.
 Expected<nlohmann::json> run_bench(Model& model, const BenchOptions& o);
