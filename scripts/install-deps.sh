@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 PKGS=(g++ cmake ninja-build ccache pkg-config
       nlohmann-json3-dev libfmt-dev libcli11-dev libcpp-httplib-dev
-      libpcre2-dev libutf8proc-dev libcpuinfo-dev libyaml-cpp-dev libssl-dev
+      libpcre2-dev libutf8proc-dev libcpuinfo-dev libyaml-cpp-dev libssl-dev libkissfft-dev
       libgtest-dev libgmock-dev libbenchmark-dev curl)
 
 missing=()
