@@ -48,6 +48,7 @@ struct ServeArgs {
   int threads = 0;
   int32_t max_seqs = 8;
   int64_t max_batched_tokens = 512;
+  double itl_target_ms = 0;
   double drain_timeout_s = 10;
   server::ServerOptions server;
 };
@@ -100,6 +101,7 @@ Expected<pipeline::PipelineSpec> served_graph(const ServeArgs& a, const std::str
   e.ctx = served_ctx(a, fp);
   e.max_batched_tokens = a.max_batched_tokens;
   e.kv_type = a.kv_type;
+  e.itl_target_ms = a.itl_target_ms;
   if (!a.kv_budget.empty()) {
     ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_byte_size(a.kv_budget));
   }
@@ -236,6 +238,10 @@ void register_serve(CLI::App& app, Context& ctx) {
   sub->add_option("--max-batched-tokens", a->max_batched_tokens, "tokens per forward step")->capture_default_str();
   sub->add_option("--kv-budget", a->kv_budget, "KV cache bytes, e.g. 512M (default: max-seqs full contexts)");
   sub->add_option("--kv-type", a->kv_type, "f32 | f16 | bf16 | q8")->capture_default_str();
+  sub->add_option("--itl-target-ms", a->itl_target_ms,
+                  "inter-token latency running streams keep while prompts are computed: caps a step's "
+                  "prompt tokens (0: twice a decode step, measured; < 0: no cap)")
+      ->capture_default_str();
   sub->add_option("--memory-limit", a->memory_limit,
                   "memory this process may use (e.g. 2GiB; default: MemAvailable and the cgroup limit)");
   sub->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template overriding the model's");

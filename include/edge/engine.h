@@ -40,6 +40,11 @@ struct EngineOptions {
   std::string kv_type = "f16";      // f32 | f16 | bf16 | q8
   bool prefix_cache = true;
   int32_t stream_queue_limit = 64;  // chunks buffered per request before it is paused
+  // Inter-token latency the running streams should keep while new prompts are computed:
+  // a step that carries prompt tokens next to decoding sequences is capped at what the
+  // measured step costs say fits in it. 0: twice a decode-only step (measured); < 0: no
+  // cap (prompt chunks up to max_batched_tokens whatever runs beside them).
+  double itl_target_ms = 0;
   std::string activations = "auto"; // LoadOptions::activations
   uint64_t memory_limit_bytes = 0;  // 0: MemAvailable / cgroup limit only (memory plan)
   // Fault injection for tests of the failure paths: called before each forward step; a
@@ -96,6 +101,10 @@ struct EngineStats {
   uint64_t prompt_tokens = 0, generated_tokens = 0;
   uint64_t requests_finished = 0, requests_cancelled = 0, preemptions = 0;
   int32_t stream_high_water = 0;  // most chunks ever queued on one stream
+  // Decode-first planning: measured step costs and the prompt tokens allowed per step
+  // while sequences decode (0: no cap yet / not capped).
+  double decode_step_ms = 0, prefill_token_ms = 0;
+  int64_t prefill_cap = 0;
 };
 
 class Engine {

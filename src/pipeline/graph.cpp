@@ -102,6 +102,13 @@ Status parse_engine_settings(const YAML::Node& n, EngineSettings& e) {
   if (e.kv_type != "f32" && e.kv_type != "f16" && e.kv_type != "bf16" && e.kv_type != "q8")
     return Status::invalid_argument(
         fmt::format("kv_type '{}' is not one of f32, f16, bf16, q8", e.kv_type));
+  const std::string itl = scalar(n, "itl_target_ms");
+  if (!itl.empty()) {
+    char* end = nullptr;
+    e.itl_target_ms = std::strtod(itl.c_str(), &end);
+    if (*end != '\0' || !(e.itl_target_ms > -1e9 && e.itl_target_ms < 1e9))
+      return Status::invalid_argument(fmt::format("itl_target_ms '{}' must be a number", itl));
+  }
   const std::string budget = scalar(n, "kv_budget");
   if (!budget.empty()) {
     auto bytes = parse_byte_size(budget);

@@ -33,6 +33,7 @@ class LmStageRunner final : public StageRunner {
     eo.max_batched_tokens = s.engine.max_batched_tokens;
     eo.kv_type = s.engine.kv_type;
     eo.kv_budget_bytes = static_cast<uint64_t>(s.engine.kv_budget_bytes);
+    eo.itl_target_ms = s.engine.itl_target_ms;
     ASSIGN_OR_RETURN(r->engine_, Engine::create(*r->model_, eo));
     return std::unique_ptr<StageRunner>(std::move(r));
   }

@@ -289,6 +289,7 @@ class WorkerStageRunner final : public StageRunner {
                                   {"max_batched_tokens", spec_.engine.max_batched_tokens},
                                   {"kv_type", spec_.engine.kv_type},
                                   {"kv_budget_bytes", spec_.engine.kv_budget_bytes},
+                                  {"itl_target_ms", spec_.engine.itl_target_ms},
                                   {"max_tokens", o_.run.max_tokens},
                                   {"threads", o_.run.n_threads},
                                   {"generation", generation_},

@@ -76,6 +76,9 @@ class EngineImpl final : public Engine {
   // engine_loop.cpp
   void loop();
   bool run_step(std::unique_lock<std::mutex>& lk);
+  // Learns the step costs (decode-only steps; the extra time per prompt token) and sets
+  // the scheduler's prompt cap from the ITL target. mu_ held.
+  void learn_step_cost(const StepPlan& plan, double ms);
   // The token (and logprobs) sampled for one request of a step, computed without the lock.
   struct Sampled {
     int32_t token = -1;  // -1: the request wanted no logits this step
@@ -110,6 +113,7 @@ class EngineImpl final : public Engine {
   std::set<SessionId> sessions_;
   std::map<uint64_t, std::unique_ptr<EngineRequest>> requests_;
   EngineStats stats_;
+  double decode_step_ms_ = 0, prefill_token_ms_ = 0;  // moving averages (0: not seen yet)
   std::thread thread_;
 };
 

@@ -2,6 +2,9 @@
 // sample, apply stop rules and push chunks to the requests' bounded streams.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "runtime/engine_impl.h"
 
 namespace edge {
@@ -100,6 +103,31 @@ std::vector<EngineImpl::Sampled> EngineImpl::sample_step(const std::vector<Engin
   return out;
 }
 
+void EngineImpl::learn_step_cost(const StepPlan& plan, double ms) {
+  int64_t decoding = 0, prompt = 0;
+  for (const PlannedSeq& p : plan.seqs) (p.n_tokens == 1 ? decoding : prompt) += p.n_tokens;
+  constexpr double kKeep = 0.8;  // moving averages: recent steps count most
+  auto average = [&](double& avg, double x) { avg = avg == 0 ? x : kKeep * avg + (1 - kKeep) * x; };
+  if (prompt == 0) {
+    average(decode_step_ms_, ms);
+  } else if (decoding > 0 && decode_step_ms_ > 0) {
+    average(prefill_token_ms_, std::max(0.0, ms - decode_step_ms_) / static_cast<double>(prompt));
+  } else {
+    average(prefill_token_ms_, ms / static_cast<double>(prompt));  // an upper bound: no decode beside
+  }
+  int64_t cap = 0;  // no cap until both costs are known, or when the target says so
+  if (options_.itl_target_ms >= 0 && decode_step_ms_ > 0 && prefill_token_ms_ > 0) {
+    const double target = options_.itl_target_ms > 0 ? options_.itl_target_ms : 2 * decode_step_ms_;
+    const double room = std::max(0.0, target - decode_step_ms_);
+    cap = std::clamp<int64_t>(static_cast<int64_t>(room / prefill_token_ms_), 1,
+                              options_.max_batched_tokens);
+  }
+  scheduler_.set_prefill_cap(cap);
+  stats_.decode_step_ms = decode_step_ms_;
+  stats_.prefill_token_ms = prefill_token_ms_;
+  stats_.prefill_cap = cap;
+}
+
 // One step. Returns false when nothing could be scheduled.
 bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
   StepPlan plan = scheduler_.schedule();
@@ -126,12 +154,16 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
   // The step reads only the planned sequences' block tables and tokens, which nothing
   // else changes while in_flight is set (cancel and close defer to us).
   lk.unlock();
+  const auto t0 = std::chrono::steady_clock::now();
   Status fault = options_.step_fault ? options_.step_fault() : Status();
   Expected<std::span<const float>> logits =
       fault.ok() ? pass_.run(tokens, steps, kv_.storage()) : Expected<std::span<const float>>(fault);
+  const double step_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::vector<Sampled> sampled;
   if (logits.ok()) sampled = sample_step(reqs, wants_logits, *logits);
   lk.lock();
+  if (logits.ok()) learn_step_cost(plan, step_ms);
   // Only a step that wrote its KV may publish the blocks' prefix hashes: a failed one ends
   // its requests below, and their blocks go back to the pool unhashed.
   if (logits.ok()) scheduler_.complete(plan);

@@ -47,15 +47,15 @@ bool Scheduler::reserve_or_preempt(SchedSeq* s, int64_t n_pos, const StepPlan& p
   return true;
 }
 
-StepPlan Scheduler::schedule() {
-  StepPlan plan;
-  int64_t budget = config_.max_batched_tokens;
-  // Running sequences first, oldest first (a copy: preemption edits running_).
+void Scheduler::plan_running(bool prefill, int64_t& budget, int64_t& prefill_budget,
+                             StepPlan& plan) {
+  // Oldest first (a copy: preemption edits running_).
   const std::vector<SchedSeq*> running = running_;
   for (SchedSeq* s : running) {
-    if (budget == 0) break;
+    if (budget == 0 || (prefill && prefill_budget == 0)) break;
     if (s->state != SchedSeq::State::kRunning || s->paused || s->pending() <= 0) continue;
-    const int64_t n = std::min(s->pending(), budget);
+    if ((s->pending() > 1) != prefill) continue;
+    const int64_t n = std::min({s->pending(), budget, prefill ? prefill_budget : int64_t{1}});
     if (!reserve_or_preempt(s, s->n_computed + n, plan, &plan)) {
       preempt(s);  // nothing else to take from: wait until others finish
       plan.preempted.push_back(s);
@@ -63,15 +63,26 @@ StepPlan Scheduler::schedule() {
     }
     plan.seqs.push_back({s, s->n_computed, n, s->n_computed + n == static_cast<int64_t>(s->tokens.size())});
     budget -= n;
+    if (prefill) prefill_budget -= n;
   }
+}
+
+StepPlan Scheduler::schedule() {
+  StepPlan plan;
+  int64_t budget = config_.max_batched_tokens;
+  int64_t prefill_budget = budget;
+  plan_running(/*prefill=*/false, budget, prefill_budget, plan);  // decoding: one token each
+  if (!plan.seqs.empty() && prefill_cap_ > 0) prefill_budget = std::min(budget, prefill_cap_);
+  plan_running(/*prefill=*/true, budget, prefill_budget, plan);   // prompts being computed
   // Then the queue, in order, while there is room.
-  while (budget > 0 && !waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs) {
+  while (budget > 0 && prefill_budget > 0 && !waiting_.empty() &&
+         static_cast<int32_t>(running_.size()) < config_.max_seqs) {
     SchedSeq* s = waiting_.front();
     if (s->kv.blocks[0].empty() && s->kv.blocks[1].empty()) {
       s->n_computed = kv_->attach_prefix(s->kv, s->tokens);
       if (!s->admitted_once) s->cached_prompt = s->n_computed;
     }
-    const int64_t n = std::min(s->pending(), budget);
+    const int64_t n = std::min({s->pending(), budget, prefill_budget});
     if (n <= 0 || !kv_->reserve(s->kv, s->n_computed + n)) break;  // FIFO: nobody jumps the queue
     waiting_.pop_front();
     s->state = SchedSeq::State::kRunning;
@@ -79,6 +90,7 @@ StepPlan Scheduler::schedule() {
     running_.push_back(s);
     plan.seqs.push_back({s, s->n_computed, n, s->n_computed + n == static_cast<int64_t>(s->tokens.size())});
     budget -= n;
+    prefill_budget -= n;
   }
   for (const PlannedSeq& p : plan.seqs) plan.n_tokens += p.n_tokens;
   return plan;

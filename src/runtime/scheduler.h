@@ -5,6 +5,12 @@
 // out for a running sequence, the most recently arrived running sequence is preempted:
 // its blocks are freed and it goes back to the front of the queue, to be recomputed.
 //
+// Decode first: sequences generating (one token each) are planned before any prompt
+// chunk, and while any of them runs a step's prompt tokens are capped (set_prefill_cap,
+// from the engine's measured step costs and its inter-token latency target) so that a
+// new prompt does not stretch the running streams' inter-token gaps. With nothing
+// decoding, prompts get the whole budget.
+//
 // The scheduler's only contract with the executor is the StepPlan: which sequences run
 // how many tokens from which position this step.
 #pragma once
@@ -58,6 +64,9 @@ class Scheduler {
   void add(SchedSeq* s);       // joins the back of the queue
   void remove(SchedSeq* s);    // finished or cancelled: frees its KV at once
   StepPlan schedule();
+  // Prompt tokens a step may carry while sequences are decoding (0: no cap).
+  void set_prefill_cap(int64_t tokens) { prefill_cap_ = tokens; }
+  int64_t prefill_cap() const { return prefill_cap_; }
   // After the executor ran the plan: advances n_computed, commits the KV (prefix hashes,
   // sliding ring).
   void complete(const StepPlan& plan);
@@ -68,6 +77,8 @@ class Scheduler {
 
  private:
   bool reserve_or_preempt(SchedSeq* s, int64_t n_pos, const StepPlan& plan, StepPlan* out);
+  // Plans running sequences: decoding ones (prefill = false) or those with prompt left.
+  void plan_running(bool prefill, int64_t& budget, int64_t& prefill_budget, StepPlan& plan);
   void preempt(SchedSeq* victim);
 
   SchedulerConfig config_;
@@ -75,6 +86,7 @@ class Scheduler {
   std::vector<SchedSeq*> running_;  // admission order
   std::deque<SchedSeq*> waiting_;
   uint64_t preemptions_ = 0;
+  int64_t prefill_cap_ = 0;
 };
 
 }  // namespace edge

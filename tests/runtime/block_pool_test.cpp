@@ -197,6 +197,48 @@ TEST(Scheduler, TokenBudgetChunksPromptsAndDecodesTogether) {
   EXPECT_EQ(p4.seqs[0].seq, &d);
 }
 
+// Decode first: a sequence that is generating gets its token before any prompt chunk, and
+// while one decodes a step carries at most the prompt cap; alone, a prompt gets the budget.
+TEST(Scheduler, DecodesComeFirstAndPromptsBesideThemAreCapped) {
+  const ModelConfig c = tiny_config(2, 0, 0);
+  KvCacheOptions o;
+  o.settings = {KvType::kF16, 4};
+  o.max_model_len = 64;
+  o.max_seqs = 4;
+  auto kv = KvCache::create(c, o);
+  ASSERT_TRUE(kv.ok());
+  Scheduler sched({4, 16}, &*kv);
+  sched.set_prefill_cap(3);
+  SchedSeq a, b;
+  a.id = 1, a.tokens.assign(4, 3), a.n_prompt = 4;
+  sched.add(&a);
+  StepPlan p1 = sched.schedule();  // nothing decodes: the prompt is not capped
+  ASSERT_EQ(p1.seqs.size(), 1u);
+  EXPECT_EQ(p1.n_tokens, 4);
+  sched.complete(p1);
+  a.tokens.push_back(9);  // a decodes from here
+  b.id = 2, b.tokens.assign(20, 4), b.n_prompt = 20;
+  sched.add(&b);
+  StepPlan p2 = sched.schedule();
+  ASSERT_EQ(p2.seqs.size(), 2u);
+  EXPECT_EQ(p2.seqs[0].seq, &a);  // the decode token first
+  EXPECT_EQ(p2.seqs[0].n_tokens, 1);
+  EXPECT_EQ(p2.seqs[1].seq, &b);
+  EXPECT_EQ(p2.seqs[1].n_tokens, 3) << "the prompt beside a decode is capped";
+  sched.complete(p2);
+  a.tokens.push_back(9);
+  StepPlan p3 = sched.schedule();  // b's prompt (running now) is capped too
+  ASSERT_EQ(p3.seqs.size(), 2u);
+  EXPECT_EQ(p3.seqs[0].seq, &a);
+  EXPECT_EQ(p3.seqs[1].n_tokens, 3);
+  sched.complete(p3);
+  sched.remove(&a);  // the decoder is gone: b gets the whole budget
+  StepPlan p4 = sched.schedule();
+  ASSERT_EQ(p4.seqs.size(), 1u);
+  EXPECT_EQ(p4.seqs[0].n_tokens, 14);
+  sched.set_prefill_cap(0);
+}
+
 TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOut) {
   const ModelConfig c = tiny_config(2, 0, 0);
   KvCacheOptions o;

@@ -150,6 +150,41 @@ TEST(Engine, ConcurrentSeededRequestsEqualTheSameRequestsAlone) {
   EXPECT_EQ(e->stats().kv_blocks_used, 0);
 }
 
+// Decode-first planning learns the step costs and caps the prompt tokens that run beside
+// decoding sequences (an ITL target < 0 turns the cap off); tokens are the same either way.
+TEST(Engine, PromptsBesideDecodesAreCappedFromMeasuredStepCosts) {
+  auto m = load_model();
+  std::vector<std::vector<int32_t>> got;
+  for (double target : {0.0, -1.0}) {
+    EngineOptions o;
+    o.itl_target_ms = target;
+    o.max_batched_tokens = 64;
+    auto e = make_engine(*m, o);
+    auto s = e->open_session();
+    auto first = e->submit(*s, request(prompt_of(8, 1), 60));
+    ASSERT_TRUE(first.ok());
+    // Wait until it decodes alone for a while (decode-only steps measured).
+    ASSERT_TRUE(e->wait_for_stats([](const EngineStats& st) { return st.decode_step_ms > 0; }, 20s));
+    auto second = e->submit(*s, request(prompt_of(200, 2), 8));
+    ASSERT_TRUE(second.ok());
+    const Result b = drain(*e, *second);
+    const Result a = drain(*e, *first);
+    EXPECT_EQ(a.tokens.size(), 60u);
+    EXPECT_EQ(b.tokens.size(), 8u);
+    const EngineStats st = e->stats();
+    EXPECT_GT(st.decode_step_ms, 0);
+    EXPECT_GT(st.prefill_token_ms, 0);
+    if (target == 0)
+      EXPECT_GE(st.prefill_cap, 1) << "a cap from the measured costs";
+    else
+      EXPECT_EQ(st.prefill_cap, 0) << "itl_target_ms < 0: no cap";
+    got.push_back(a.tokens);
+    got.push_back(b.tokens);
+  }
+  EXPECT_EQ(got[0], got[2]);
+  EXPECT_EQ(got[1], got[3]);
+}
+
 TEST(Engine, CancelEndsTheStreamAndFreesTheKv) {
   auto m = load_model();
   auto e = make_engine(*m);
