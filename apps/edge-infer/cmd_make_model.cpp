@@ -22,6 +22,7 @@ int run_make_model(MakeModelArgs& a) {
   if (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16)
     return report_error(Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
   a.o.dtype = *dt;
+  if (a.o.arch == "wavtokenizer-dec") return make_vocoder(a.o, a.out);
   if (a.tied && a.untied) return report_error(Status::invalid_argument("--tied and --untied together"));
   if (a.tied) a.o.tied = true;
   if (a.untied) a.o.tied = false;
@@ -36,7 +37,7 @@ int run_make_model(MakeModelArgs& a) {
 void register_make_model(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<MakeModelArgs>();
   CLI::App* sub = app.add_subcommand("make-model", "Write a model with deterministic random weights");
-  sub->add_option("--arch", a->o.arch, "llama | qwen2 | qwen3 | gemma3 | spark")->capture_default_str();
+  sub->add_option("--arch", a->o.arch, "llama | qwen2 | qwen3 | gemma3 | spark | wavtokenizer-dec")->capture_default_str();
   sub->add_option("--layers", a->o.n_layer)->capture_default_str();
   sub->add_option("--dim", a->o.n_embd, "hidden size")->capture_default_str();
   sub->add_option("--heads", a->o.n_head)->capture_default_str();

@@ -9,6 +9,10 @@
 
 #include "core/status.h"
 
+namespace edge {
+struct RandomModelOptions;  // model/random_model.h
+}  // namespace edge
+
 namespace edge::cli {
 
 struct Context {
@@ -32,6 +36,10 @@ void register_bench_init(CLI::App& app, Context& ctx);
 void register_measure_rss(CLI::App& app, Context& ctx);
 void register_pipeline(CLI::App& app, Context& ctx);
 void register_worker(CLI::App& app, Context& ctx);
+void register_vocode(CLI::App& app, Context& ctx);
+
+// make-model --arch wavtokenizer-dec: a random-weight vocoder (cmd_vocode.cpp).
+int make_vocoder(const RandomModelOptions& m, const std::string& out);
 
 // Prints "edge-infer: error: ..." and returns the exit code for a failed Status.
 int report_error(const Status& s);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernels/api.h"
 
 namespace edge {
@@ -81,10 +83,13 @@ void write_wavtokenizer_hparams(const WavTokenizerHparams& h, const std::string&
                                 GgufWriter& w) {
   w.set_string("general.architecture", kWavTokenizerArch);
   w.set_string("general.name", name);
+  w.set_string("tokenizer.ggml.model", "none");  // llama.cpp requires the key: no tokenizer
   w.set_u32(key("vocab_size"), static_cast<uint32_t>(h.n_vocab));
   w.set_u32(key("context_length"), 8192);
   w.set_u32(key("embedding_length"), static_cast<uint32_t>(h.n_out));
-  w.set_u32(key("block_count"), static_cast<uint32_t>(h.n_convnext));
+  // llama.cpp keeps pos-net and ConvNeXt blocks in one per-layer array sized block_count.
+  w.set_u32(key("block_count"),
+            static_cast<uint32_t>(std::max<int64_t>(h.n_convnext, kWavTokenizerPosnetBlocks)));
   w.set_u32(key("feed_forward_length"), static_cast<uint32_t>(h.n_ff));
   w.set_u32(key("features_length"), static_cast<uint32_t>(h.n_features));
   w.set_u32(key("attention.head_count"), 1);
