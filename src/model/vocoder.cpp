@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "formats/gguf.h"
+#include "kernels/api.h"
 
 namespace edge {
 
@@ -21,6 +22,8 @@ Expected<std::unique_ptr<Vocoder>> Vocoder::load(const std::string& path, const 
   v->hp_ = *hp;
   v->w_ = std::move(w).value();
   v->opts_ = o;
+  v->pool_ =
+      std::make_unique<ThreadPool>(o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads());
   RETURN_IF_ERROR(validate_istft_params(v->istft_params()).with_context(path));
   return v;
 }
@@ -36,7 +39,7 @@ Status Vocoder::check_codes(const int32_t* codes, int64_t n) const {
 Expected<std::vector<float>> Vocoder::head(const int32_t* codes, int64_t n) const {
   RETURN_IF_ERROR(check_codes(codes, n));
   if (n == 0) return std::vector<float>();
-  return wavtokenizer_forward(hp_, w_, codes, n);
+  return wavtokenizer_forward({select_kernels(), *pool_}, hp_, w_, codes, n);
 }
 
 std::vector<float> Vocoder::spectrum(const float* rows, int64_t n) const {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/thread_pool.h"
 #include "kernels/istft.h"
 #include "model/arch/wavtokenizer_dec.h"
 
@@ -30,6 +31,7 @@ struct VocoderOptions {
   // How inverse frames are scaled (kernels/istft.h): llama.cpp's tts example by default,
   // the reference this decoder is checked against; kTorch is WavTokenizer's definition.
   IstftScale scale = IstftScale::kLlamaCpp;
+  int32_t n_threads = 0;  // matmul threads; 0: ThreadPool::default_threads()
 };
 
 struct VocoderStreamOptions {
@@ -38,6 +40,8 @@ struct VocoderStreamOptions {
   int32_t lookahead = 0;  // codes after a window decoded with it (windowed mode)
 };
 
+// One decode at a time per Vocoder (its thread pool runs one region at a time); streams
+// of one Vocoder must not decode concurrently.
 class Vocoder {
  public:
   static Expected<std::unique_ptr<Vocoder>> load(const std::string& path,
@@ -63,6 +67,7 @@ class Vocoder {
 
  private:
   Vocoder() = default;
+  std::unique_ptr<ThreadPool> pool_;
   WavTokenizerHparams hp_;
   WavTokenizerWeights w_;
   VocoderOptions opts_;

@@ -23,6 +23,9 @@
 
 namespace edge {
 
+struct KernelTable;
+class ThreadPool;
+
 inline constexpr const char* kWavTokenizerArch = "wavtokenizer-dec";
 inline constexpr int32_t kWavTokenizerSampleRate = 24000;  // fixed by the model family
 inline constexpr int kWavTokenizerPosnetBlocks = 6;        // the layout is fixed (above)
@@ -85,8 +88,15 @@ struct WavTokenizerWeights {
 Expected<WavTokenizerWeights> bind_wavtokenizer_weights(const WavTokenizerHparams& h,
                                                         const TensorSet& tensors);
 
+// Where the forward runs: a kernel table (kernels/api.h) and a pool for its matmuls.
+struct WavTokenizerExec {
+  const KernelTable& kernels;
+  ThreadPool& pool;
+};
+
 // codes [n] (each < n_vocab; checked by the caller) -> head output [n][n_out].
-std::vector<float> wavtokenizer_forward(const WavTokenizerHparams& h, const WavTokenizerWeights& w,
-                                        const int32_t* codes, int64_t n);
+std::vector<float> wavtokenizer_forward(const WavTokenizerExec& ex, const WavTokenizerHparams& h,
+                                        const WavTokenizerWeights& w, const int32_t* codes,
+                                        int64_t n);
 
 }  // namespace edge
