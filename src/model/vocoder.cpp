@@ -5,20 +5,21 @@
 #include <algorithm>
 #include <cmath>
 
-#include "formats/gguf.h"
 #include "kernels/api.h"
 
 namespace edge {
 
 Expected<std::unique_ptr<Vocoder>> Vocoder::load(const std::string& path, const VocoderOptions& o) {
-  auto f = GgufFile::open(path);
-  if (!f) return f.status();
+  auto opened = GgufFile::open(path);
+  if (!opened) return opened.status();
+  auto f = std::make_unique<GgufFile>(std::move(opened).value());
   auto hp = read_wavtokenizer_hparams(*f);
   if (!hp) return hp.status().with_context(path);
   RETURN_IF_ERROR(wavtokenizer_schema(*hp).check(f->tensors()).with_context(path));
   auto w = bind_wavtokenizer_weights(*hp, f->tensors());
   if (!w) return w.status().with_context(path);
   std::unique_ptr<Vocoder> v(new Vocoder());
+  v->file_ = std::move(f);
   v->hp_ = *hp;
   v->w_ = std::move(w).value();
   v->opts_ = o;

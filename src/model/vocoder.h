@@ -22,6 +22,7 @@
 
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "formats/gguf.h"
 #include "kernels/istft.h"
 #include "model/arch/wavtokenizer_dec.h"
 
@@ -68,6 +69,7 @@ class Vocoder {
  private:
   Vocoder() = default;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<GgufFile> file_;  // mapped: the weights' matrices point into it
   WavTokenizerHparams hp_;
   WavTokenizerWeights w_;
   VocoderOptions opts_;

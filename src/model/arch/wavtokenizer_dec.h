@@ -54,37 +54,45 @@ void write_wavtokenizer_hparams(const WavTokenizerHparams& h, const std::string&
 // Every tensor with its row-major shape (GGUF ne[] reversed), as llama.cpp declares them.
 TensorSchema wavtokenizer_schema(const WavTokenizerHparams& h);
 
-// All weights as F32 (the file's F16/BF16 converted at load; see Vocoder::load).
+// Weights. Matrices (and convolution kernels, viewed as [c_out, c_in * k], the order an
+// im2col row has) are views into the mapped file in its own type (F32/F16/BF16), read in
+// place by the matmul: no anonymous copy. Vectors (norms, biases, layer scales, the small
+// depthwise kernels) are F32 copies.
 struct WavTokenizerWeights {
   struct Resnet {                         // pos-net blocks 0, 1, 3, 4
     std::vector<float> norm1_w, norm1_b;  // [C]
-    std::vector<float> conv1_w, conv1_b;  // [C, C, 3], [C]
+    TensorView conv1_w;                   // [C, C * 3]  (file: [C, C, 3])
+    std::vector<float> conv1_b;           // [C]
     std::vector<float> norm2_w, norm2_b;  // [C]
-    std::vector<float> conv2_w, conv2_b;  // [C, C, 3], [C]
+    TensorView conv2_w;                   // [C, C * 3]
+    std::vector<float> conv2_b;           // [C]
   };
   struct ConvNext {
     std::vector<float> dw_w, dw_b;      // [C, 1, 7], [C]
     std::vector<float> norm_w, norm_b;  // [C]
-    std::vector<float> pw1_w, pw1_b;    // [n_ff, C], [n_ff]
-    std::vector<float> pw2_w, pw2_b;    // [C, n_ff], [C]
+    TensorView pw1_w;                   // [n_ff, C]
+    std::vector<float> pw1_b;           // [n_ff]
+    TensorView pw2_w;                   // [C, n_ff]
+    std::vector<float> pw2_b;           // [C]
     std::vector<float> gamma;           // [C]
   };
-  std::vector<float> tok_embd;                  // [vocab, F]
-  std::vector<float> conv_in_w, conv_in_b;      // [C, F, 7], [C]
-  Resnet resnet[4];                             // pos-net blocks 0, 1, 3, 4
-  std::vector<float> attn_norm_w, attn_norm_b;  // [C]  (pos-net block 2)
-  std::vector<float> attn_q_w, attn_q_b;        // [C, C, 1], [C]
-  std::vector<float> attn_k_w, attn_k_b;
-  std::vector<float> attn_v_w, attn_v_b;
-  std::vector<float> attn_o_w, attn_o_b;
-  std::vector<float> posnet_norm_w, posnet_norm_b;  // [C]  (pos-net block 5)
-  std::vector<float> embd_norm_w, embd_norm_b;      // [C]
+  TensorView tok_embd;                                        // [vocab, F]
+  TensorView conv_in_w;                                       // [C, F * 7]  (file: [C, F, 7])
+  std::vector<float> conv_in_b;                               // [C]
+  Resnet resnet[4];                                           // pos-net blocks 0, 1, 3, 4
+  std::vector<float> attn_norm_w, attn_norm_b;                // [C]  (pos-net block 2)
+  TensorView attn_q_w, attn_k_w, attn_v_w, attn_o_w;          // [C, C]  (file: [C, C, 1])
+  std::vector<float> attn_q_b, attn_k_b, attn_v_b, attn_o_b;  // [C]
+  std::vector<float> posnet_norm_w, posnet_norm_b;            // [C]  (pos-net block 5)
+  std::vector<float> embd_norm_w, embd_norm_b;                // [C]
   std::vector<ConvNext> convnext;
   std::vector<float> out_norm_w, out_norm_b;  // [C]
-  std::vector<float> out_w, out_b;            // [n_out, C], [n_out]
+  TensorView out_w;                           // [n_out, C]
+  std::vector<float> out_b;                   // [n_out]
 };
 
-// Copies (and converts) every tensor; the set must already have passed the schema check.
+// Binds views and copies vectors; the set must already have passed the schema check, and
+// the memory it points into must outlive the weights.
 Expected<WavTokenizerWeights> bind_wavtokenizer_weights(const WavTokenizerHparams& h,
                                                         const TensorSet& tensors);
 

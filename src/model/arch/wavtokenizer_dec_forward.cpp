@@ -27,10 +27,12 @@ TensorView f32_view(const Vec& w, int64_t rows, int64_t cols) {
   return v;
 }
 
-// y [T][out] = x [T][in] . w[out][in]^T (+ b[out]): the dispatched, threaded matmul.
-void linear(const WavTokenizerExec& ex, const float* x, int64_t t, int64_t in, const Vec& w,
-            const Vec* b, int64_t out, float* y) {
-  matmul(ex.kernels, x, t, f32_view(w, out, in), y, ex.pool);
+// y [T][out] = x [T][in] . w[out][in]^T (+ b[out]): the dispatched, threaded matmul, reading
+// w in its own type.
+void linear(const WavTokenizerExec& ex, const float* x, int64_t t, const TensorView& w,
+            const Vec* b, float* y) {
+  matmul(ex.kernels, x, t, w, y, ex.pool);
+  const int64_t out = w.shape[0];
   if (b)
     for (int64_t i = 0; i < t; ++i) ex.kernels.add(y + i * out, b->data(), out);
 }
@@ -38,7 +40,7 @@ void linear(const WavTokenizerExec& ex, const float* x, int64_t t, int64_t in, c
 // "Same" convolution [c_in][T] -> [c_out][T] (odd kernel, stride 1, dense) as one matmul:
 // im2col rows [T][c_in * k] (index ci * k + j, the order of w [c_out][c_in][k]) times w.
 Vec conv_same(const WavTokenizerExec& ex, const Vec& x, int64_t t, int64_t c_in, int64_t c_out,
-              int64_t k, const Vec& w, const Vec& b) {
+              int64_t k, const TensorView& w, const Vec& b) {
   const int64_t pad = k / 2, ck = c_in * k;
   Vec cols(static_cast<size_t>(t * ck), 0.0f);
   for (int64_t i = 0; i < t; ++i)
@@ -48,7 +50,7 @@ Vec conv_same(const WavTokenizerExec& ex, const Vec& x, int64_t t, int64_t c_in,
         if (src >= 0 && src < t) cols[i * ck + ci * k + j] = x[ci * t + src];
       }
   Vec yt(static_cast<size_t>(t * c_out));  // [T][c_out]
-  linear(ex, cols.data(), t, ck, w, &b, c_out, yt.data());
+  linear(ex, cols.data(), t, w, &b, yt.data());
   Vec y(yt.size());
   ref::transpose(yt.data(), t, c_out, y.data());
   return y;
@@ -80,20 +82,20 @@ void attention_block(const WavTokenizerExec& ex, const WavTokenizerHparams& hp,
                   w.attn_norm_b.data(), n.data());
   Vec nt(n.size()), q(n.size()), k(n.size()), v(n.size());  // [T][C]
   ref::transpose(n.data(), c, t, nt.data());
-  linear(ex, nt.data(), t, c, w.attn_q_w, &w.attn_q_b, c, q.data());
-  linear(ex, nt.data(), t, c, w.attn_k_w, &w.attn_k_b, c, k.data());
-  linear(ex, nt.data(), t, c, w.attn_v_w, &w.attn_v_b, c, v.data());
+  linear(ex, nt.data(), t, w.attn_q_w, &w.attn_q_b, q.data());
+  linear(ex, nt.data(), t, w.attn_k_w, &w.attn_k_b, k.data());
+  linear(ex, nt.data(), t, w.attn_v_w, &w.attn_v_b, v.data());
   Vec p(static_cast<size_t>(t * t));  // [T_q][T_k] = q . k^T
-  linear(ex, q.data(), t, c, k, nullptr, t, p.data());
+  linear(ex, q.data(), t, f32_view(k, t, c), nullptr, p.data());
   const float scale = 1.0f / std::sqrt(static_cast<float>(c));
   for (int64_t i = 0; i < t; ++i) {
     float* row = p.data() + i * t;
     for (int64_t j = 0; j < t; ++j) row[j] *= scale;
     ex.kernels.softmax(row, t);
   }
-  ref::transpose(v.data(), t, c, n.data());             // v^T [C][T]
-  linear(ex, p.data(), t, t, n, nullptr, c, q.data());  // o [T][C] = p . v
-  linear(ex, q.data(), t, c, w.attn_o_w, &w.attn_o_b, c, k.data());
+  ref::transpose(v.data(), t, c, n.data());                       // v^T [C][T]
+  linear(ex, p.data(), t, f32_view(n, c, t), nullptr, q.data());  // o [T][C] = p . v
+  linear(ex, q.data(), t, w.attn_o_w, &w.attn_o_b, k.data());
   ref::transpose(k.data(), t, c, n.data());  // back to [C][T]
   for (size_t i = 0; i < h.size(); ++i) h[i] += n[i];
 }
@@ -110,9 +112,9 @@ void convnext_block(const WavTokenizerExec& ex, const WavTokenizerHparams& hp,
   ref::transpose(dw.data(), c, t, a.data());  // [T][C]
   ref::layer_norm(a.data(), t, c, hp.norm_eps, l.norm_w.data(), l.norm_b.data(), a.data());
   Vec mid(static_cast<size_t>(t * ff));
-  linear(ex, a.data(), t, c, l.pw1_w, &l.pw1_b, ff, mid.data());  // [T][n_ff]
+  linear(ex, a.data(), t, l.pw1_w, &l.pw1_b, mid.data());  // [T][n_ff]
   ex.kernels.gelu(mid.data(), t * ff);
-  linear(ex, mid.data(), t, ff, l.pw2_w, &l.pw2_b, c, a.data());  // [T][C]
+  linear(ex, mid.data(), t, l.pw2_w, &l.pw2_b, a.data());  // [T][C]
   for (int64_t i = 0; i < t; ++i)
     for (int64_t ch = 0; ch < c; ++ch) x[i * c + ch] += l.gamma[ch] * a[i * c + ch];
 }
@@ -123,9 +125,11 @@ std::vector<float> wavtokenizer_forward(const WavTokenizerExec& ex, const WavTok
                                         const WavTokenizerWeights& w, const int32_t* codes,
                                         int64_t t) {
   const int64_t f = hp.n_features, c = hp.n_embd;
-  Vec e(static_cast<size_t>(f * t));  // [F][T]
-  for (int64_t i = 0; i < t; ++i)
-    for (int64_t j = 0; j < f; ++j) e[j * t + i] = w.tok_embd[codes[i] * f + j];
+  Vec row(static_cast<size_t>(f)), e(static_cast<size_t>(f * t));  // e [F][T]
+  for (int64_t i = 0; i < t; ++i) {
+    embedding_row(ex.kernels, w.tok_embd, codes[i], row.data());
+    for (int64_t j = 0; j < f; ++j) e[j * t + i] = row[j];
+  }
   Vec h = conv_same(ex, e, t, f, c, 7, w.conv_in_w, w.conv_in_b);  // [C][T]
   resnet_block(ex, hp, w.resnet[0], h, t);
   resnet_block(ex, hp, w.resnet[1], h, t);
@@ -141,7 +145,7 @@ std::vector<float> wavtokenizer_forward(const WavTokenizerExec& ex, const WavTok
   for (const WavTokenizerWeights::ConvNext& l : w.convnext) convnext_block(ex, hp, l, x, t);
   ref::layer_norm(x.data(), t, c, hp.norm_eps, w.out_norm_w.data(), w.out_norm_b.data(), x.data());
   Vec out(static_cast<size_t>(t * hp.n_out));  // [T][n_fft + 2]
-  linear(ex, x.data(), t, c, w.out_w, &w.out_b, hp.n_out, out.data());
+  linear(ex, x.data(), t, w.out_w, &w.out_b, out.data());
   return out;
 }
 
