@@ -31,7 +31,7 @@ struct PipelineRuntime::Request {
   int32_t high_water = 0;  // most events that waited at once
   bool finished = false;   // the end_of_request event is queued
   std::atomic<bool> cancelled{false};
-  std::atomic<int> stage_index{-1};  // the stage running now
+  std::atomic<int> stage_index{-1};  // >= 0 once its stages have started
   std::thread thread;
 };
 
@@ -233,8 +233,8 @@ Status PipelineRuntime::cancel(const PipelineHandle& h) {
   std::shared_ptr<Request> r = find(h);
   if (!r) return stale(h);
   r->cancelled = true;
-  const int i = r->stage_index;
-  if (i >= 0) stages_[i]->runner->cancel(r->epoch);
+  if (r->stage_index >= 0)  // its stages run at once: each forgets an epoch it does not hold
+    for (auto& st : stages_) st->runner->cancel(r->epoch);
   r->cv.notify_all();
   return Status();
 }
@@ -263,54 +263,86 @@ void PipelineRuntime::run_request(Request& r) {
   r.cv.notify_all();
 }
 
-Status PipelineRuntime::run_stages(Request& r) {
-  std::map<std::string, PortValue> produced;  // "stage.port" -> gathered value
-  // Queues an event for the caller; waits while the queue is at its high-water mark.
-  auto deliver = [&](StageEvent e) {
-    std::unique_lock<std::mutex> l(r.mu);
-    r.cv.wait(l, [&] {
-      return r.cancelled || static_cast<int32_t>(r.queue.size()) < options_.stream_high_water;
-    });
-    if (r.cancelled) return;  // nobody wants it: only the end of the request is queued
-    r.queue.push_back(std::move(e));
-    r.high_water = std::max(r.high_water, static_cast<int32_t>(r.queue.size()));
-    l.unlock();
-    r.cv.notify_all();
-  };
-  for (size_t i = 0; i < stages_.size(); ++i) {
-    Started& st = *stages_[i];
-    std::map<std::string, PortValue> in;
+// Queues an event for the caller; waits while the queue is at its high-water mark.
+void PipelineRuntime::deliver(Request& r, StageEvent e) {
+  std::unique_lock<std::mutex> l(r.mu);
+  r.cv.wait(l, [&] {
+    return r.cancelled || static_cast<int32_t>(r.queue.size()) < options_.stream_high_water;
+  });
+  if (r.cancelled) return;  // nobody wants it: only the end of the request is queued
+  r.queue.push_back(std::move(e));
+  r.high_water = std::max(r.high_water, static_cast<int32_t>(r.queue.size()));
+  l.unlock();
+  r.cv.notify_all();
+}
+
+Status PipelineRuntime::run_stage(Request& r, Started& st, StageInputs& in,
+                                  const std::map<std::string, std::shared_ptr<Channel>>& channels) {
+  const std::string& name = st.spec->name;
+  auto emit = [&](StageEvent e) {
     for (const Route& route : spec_.routes) {
-      if (route.to.stage != st.spec->name) continue;
-      in[route.to.port] = route.from.stage == "input" ? r.inputs.at(route.from.port)
-                                                      : produced[route.from.str()];
-    }
-    auto emit = [&](StageEvent e) {
-      PortValue& acc = produced[e.stage + "." + e.port];
-      acc.text += e.value.text;
-      acc.tokens.insert(acc.tokens.end(), e.value.tokens.begin(), e.value.tokens.end());
-      for (const Route& route : spec_.routes) {
-        if (route.to.stage != "output" || route.from.stage != e.stage ||
-            route.from.port != e.port)
-          continue;
+      if (route.from.stage != e.stage || route.from.port != e.port) continue;
+      if (route.to.stage == "output") {
         StageEvent out = e;
         out.port = route.to.port;
-        deliver(std::move(out));
+        deliver(r, std::move(out));
+      } else if (!e.value.empty()) {
+        (void)channels.at(route.to.str())->push(e.value, r.cancelled);
       }
-    };
-    r.stage_index = static_cast<int>(i);
-    if (r.cancelled) return Status::cancelled("the request was cancelled");
-    RETURN_IF_ERROR(ensure_reserved(st));
+    }
+  };
+  Status ran = ensure_reserved(st);
+  if (ran.ok() && r.cancelled) ran = Status::cancelled("the request was cancelled");
+  if (ran.ok()) {
     const bool text = st.spec->contract.name == "text.generate";
     const RequestParams* params = text && r.params ? &*r.params : nullptr;
-    const Status ran = st.runner->run_with_params(r.epoch, in, params, emit);
-    if (!ran.ok()) {
-      release_if_dead(st);  // a dead process holds no memory
-      return ran;
-    }
-    RETURN_IF_ERROR(check_rss(st));  // held to its reservation while it runs, not only at start
+    ran = st.runner->run_streaming(r.epoch, in, params, emit);
+    if (!ran.ok()) release_if_dead(st);  // a dead process holds no memory
   }
-  return Status();
+  if (ran.ok()) ran = check_rss(st);  // held to its reservation while it runs, not only at start
+  in.abandon_all();                   // what still comes in is not wanted any more
+  for (const Route& route : spec_.routes)
+    if (route.from.stage == name && route.to.stage != "output")
+      channels.at(route.to.str())->close(ran.ok() ? Status() : Status::cancelled(fmt::format(
+                                                                  "stage '{}' failed", name)));
+  return ran;
+}
+
+Status PipelineRuntime::run_stages(Request& r) {
+  // One bounded channel per route into a stage; the graph's inputs are already whole.
+  constexpr int32_t kChannelChunks = 16;
+  std::map<std::string, std::shared_ptr<Channel>> channels;  // by "stage.port" (the route's end)
+  for (const Route& route : spec_.routes) {
+    if (route.to.stage == "output") continue;
+    auto ch = std::make_shared<Channel>(kChannelChunks);
+    if (route.from.stage == "input") {
+      (void)ch->push(r.inputs.at(route.from.port), r.cancelled);
+      ch->close();
+    }
+    channels[route.to.str()] = ch;
+  }
+  std::vector<StageInputs> inputs;
+  for (const auto& st : stages_) {
+    std::map<std::string, std::shared_ptr<Channel>> ports;
+    for (const Route& route : spec_.routes)
+      if (route.to.stage == st->spec->name) ports[route.to.port] = channels.at(route.to.str());
+    inputs.emplace_back(std::move(ports), r.cancelled);
+  }
+  r.stage_index = 0;  // every stage may be running from here on
+  std::vector<Status> results(stages_.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < stages_.size(); ++i)
+    threads.emplace_back([&, i] { results[i] = run_stage(r, *stages_[i], inputs[i], channels); });
+  results[0] = run_stage(r, *stages_[0], inputs[0], channels);  // the first on this thread
+  for (auto& t : threads) t.join();
+  // The root cause: the first failure that is not a stage giving up after another failed.
+  Status first_cancel;
+  for (const Status& s : results) {
+    if (s.ok()) continue;
+    if (s.code() != StatusCode::kCancelled) return s;
+    if (first_cancel.ok()) first_cancel = s;
+  }
+  return first_cancel;
 }
 
 Status PipelineRuntime::run(const std::map<std::string, PortValue>& inputs,

@@ -5,10 +5,12 @@
 // per stage port, a terminal flag and the worker generation.
 //
 // Requests run concurrently (each on its own thread, at most the graph's capacity at
-// once). A stage's outputs are gathered before the stages it feeds run; events reaching
-// the graph's outputs stream to the caller through a bounded queue per request: a caller
-// that stops reading stalls the request at the queue's high-water mark (and, through
-// credits, the workers behind it) instead of growing memory.
+// once). Within a request every stage runs on its own thread and routes are bounded
+// channels (stage_inputs.h): a stage starts on its first input chunk while its producer
+// goes on, and a slow stage stalls the one before it. Events reaching the graph's outputs
+// stream to the caller through a bounded queue per request: a caller that stops reading
+// stalls the request at the queue's high-water mark (and, through channels and credits,
+// every stage and worker behind it) instead of growing memory.
 #pragma once
 
 #include <atomic>
@@ -27,14 +29,9 @@
 #include "pipeline/credits.h"
 #include "pipeline/graph.h"
 #include "pipeline/ledger.h"
+#include "pipeline/stage_inputs.h"
 
 namespace edge::pipeline {
-
-// A value on a port: text, or token ids (one of them).
-struct PortValue {
-  std::string text;
-  std::vector<int32_t> tokens;
-};
 
 struct StageEvent {
   uint64_t epoch = 0;
@@ -84,6 +81,14 @@ class StageRunner {
     if (params)
       return Status::unsupported("this stage does not take per-request generation settings");
     return run(epoch, inputs, emit);
+  }
+  // The streaming form the runtime calls: inputs arrive chunk by chunk while the stages
+  // before run. The default gathers them whole, then run_with_params(); a stage that can
+  // start on part of its input (a vocoder on the first codes) overrides this.
+  virtual Status run_streaming(uint64_t epoch, StageInputs& in, const RequestParams* params,
+                               const std::function<void(StageEvent)>& emit) {
+    ASSIGN_OR_RETURN(auto all, in.gather());
+    return run_with_params(epoch, all, params, emit);
   }
   // From another thread: the request `epoch` (being run, or about to be) is no longer
   // wanted; run() ends soon with a kCancelled status. Unknown epochs are ignored.
@@ -173,6 +178,11 @@ class PipelineRuntime {
   static uint64_t reservation_of(Started& st);
   void run_request(Request& r);
   Status run_stages(Request& r);
+  // One stage of a request: reads its channels, feeds the channels of its routes (and the
+  // request's output queue), closes them at its end.
+  Status run_stage(Request& r, Started& st, StageInputs& in,
+                   const std::map<std::string, std::shared_ptr<Channel>>& channels);
+  void deliver(Request& r, StageEvent e);
   std::shared_ptr<Request> find(const PipelineHandle& h) const;
 
   PipelineSpec spec_;
