@@ -3,9 +3,11 @@
 // Audio codes -> 24 kHz 16-bit mono WAV through the WavTokenizer decoder. --window > 0
 // decodes as the streaming path does (windowed, see model/vocoder.h); 0 is exact.
 // --f32 also writes the float samples (little-endian float32) for numeric comparisons.
+// Prints the decode time (load excluded) and the real-time factor on stderr.
 //
 // Also `make-model --arch wavtokenizer-dec` (make_vocoder below): a random-weight vocoder.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -20,6 +22,7 @@ namespace {
 
 struct VocodeArgs {
   std::string vocoder, codes, out, f32, scale = "llama";
+  int32_t threads = 0;
   VocoderStreamOptions stream;
 };
 
@@ -27,6 +30,7 @@ int run_vocode(const VocodeArgs& a) {
   auto codes = parse_id_list(a.codes);
   if (!codes) return report_error(codes.status());
   VocoderOptions vo;
+  vo.n_threads = a.threads;
   if (a.scale == "torch") {
     vo.scale = IstftScale::kTorch;
   } else if (a.scale != "llama") {
@@ -34,7 +38,10 @@ int run_vocode(const VocodeArgs& a) {
   }
   auto v = Vocoder::load(a.vocoder, vo);
   if (!v) return report_error(v.status());
+  const auto t0 = std::chrono::steady_clock::now();
   auto pcm = a.stream.window > 0 ? (*v)->decode_windowed(*codes, a.stream) : (*v)->decode(*codes);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!pcm) return report_error(pcm.status());
   RETURN_CODE_IF_ERROR(write_wav16(a.out, *pcm, (*v)->sample_rate()));
   if (!a.f32.empty()) {
@@ -43,8 +50,12 @@ int run_vocode(const VocodeArgs& a) {
             static_cast<std::streamsize>(pcm->size() * sizeof(float)));
     if (!f) return report_error(Status::io_error(a.f32 + ": write failed"));
   }
-  std::fprintf(stderr, "edge-infer: %zu codes -> %zu samples at %d Hz -> %s\n", codes->size(),
-               pcm->size(), (*v)->sample_rate(), a.out.c_str());
+  const double audio_s = static_cast<double>(pcm->size()) / (*v)->sample_rate();
+  std::fprintf(stderr,
+               "edge-infer: %zu codes -> %zu samples at %d Hz -> %s\n"
+               "edge-infer: decode %.1f ms for %.2f s of audio (real-time factor %.3f)\n",
+               codes->size(), pcm->size(), (*v)->sample_rate(), a.out.c_str(), ms, audio_s,
+               audio_s > 0 ? ms / 1000.0 / audio_s : 0.0);
   return 0;
 }
 
@@ -84,6 +95,7 @@ void register_vocode(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   sub->add_option("--context", a->stream.context, "codes of left context per window");
   sub->add_option("--lookahead", a->stream.lookahead, "codes of lookahead per window");
+  sub->add_option("-t,--threads", a->threads, "matmul threads (0: all the process may use)");
   sub->callback([a, &ctx] { ctx.exit_code = run_vocode(*a); });
 }
 
