@@ -15,6 +15,7 @@
 #include "pipeline/external_stage.h"
 #include "pipeline/lm_stage.h"
 #include "pipeline/plan.h"
+#include "pipeline/vocoder_stage.h"
 #include "pipeline/worker.h"
 
 namespace edge::pipeline {
@@ -57,11 +58,12 @@ PipelineRuntime::PipelineRuntime(const PipelineSpec& spec, RamLedger& ledger,
 Status PipelineRuntime::start_stage(const StageSpec& s) {
   const PipelineRunOptions& o = options_;
   const bool external = s.placement == Placement::kExternal;
-  if (!external && s.kind != StageKind::kLm)
+  const bool vocoder = s.kind == StageKind::kVocoder && s.placement == Placement::kInProcess;
+  if (!external && !vocoder && s.kind != StageKind::kLm)
     return Status::unsupported(fmt::format(
-        "stage '{}': {} stages cannot run yet (lm stages in process or in a worker, and "
-        "external.openai.text.v1 backends, can)",
-        s.name, stage_kind_name(s.kind)));
+        "stage '{}': {} stages placed {} cannot run yet (lm stages in process or in a worker, "
+        "vocoders in process, and external.openai.text.v1 backends can)",
+        s.name, stage_kind_name(s.kind), placement_name(s.placement)));
   PipelinePlanOptions po;
   po.ctx = o.ctx;
   ASSIGN_OR_RETURN(StagePlan plan, plan_stage(spec_, s, po));
@@ -79,7 +81,9 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
   const Artifact* model = model_artifact(s);
   if (!model) return Status::invalid_argument(fmt::format("stage '{}': no model artifact", s.name));
   const std::string path = artifact_path(spec_, *model);
-  if (s.placement == Placement::kWorker) {
+  if (vocoder) {
+    ASSIGN_OR_RETURN(started.runner, start_vocoder_stage(path, s, o));
+  } else if (s.placement == Placement::kWorker) {
     ASSIGN_OR_RETURN(started.runner, start_worker_stage(path, s, WorkerOptions{o.worker_binary, o}));
   } else {
     ASSIGN_OR_RETURN(started.runner, start_lm_stage(path, s, o));

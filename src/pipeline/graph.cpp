@@ -84,7 +84,7 @@ Expected<Artifact> parse_artifact(const YAML::Node& n, const std::string& stage)
   return a;
 }
 
-Status parse_engine_settings(const YAML::Node& n, EngineSettings& e) {
+Status parse_engine_settings(const YAML::Node& n, EngineSettings& e, VocoderSettings& v) {
   auto integer = [&](const char* key, int64_t lo, int64_t hi, int64_t& out) {
     const std::string v = scalar(n, key);
     if (v.empty()) return Status();
@@ -97,6 +97,12 @@ Status parse_engine_settings(const YAML::Node& n, EngineSettings& e) {
     return Status();
   };
   RETURN_IF_ERROR(integer("ctx", 1, int64_t{1} << 26, e.ctx));
+  int64_t window = 0, context = 0, lookahead = 0;
+  RETURN_IF_ERROR(integer("window", 0, 1 << 16, window));
+  RETURN_IF_ERROR(integer("context", 0, 1 << 16, context));
+  RETURN_IF_ERROR(integer("lookahead", 0, 1 << 16, lookahead));
+  v = VocoderSettings{static_cast<int32_t>(window), static_cast<int32_t>(context),
+                      static_cast<int32_t>(lookahead)};
   RETURN_IF_ERROR(integer("max_batched_tokens", 1, 1 << 20, e.max_batched_tokens));
   e.kv_type = scalar(n, "kv_type", e.kv_type);
   if (e.kv_type != "f32" && e.kv_type != "f16" && e.kv_type != "bf16" && e.kv_type != "q8")
@@ -178,7 +184,8 @@ Expected<StageSpec> parse_stage(const YAML::Node& n) {
     return ctx(
         Status::invalid_argument(fmt::format("capacity '{}' must be an integer in 1..4096", cap)));
   s.capacity = static_cast<int32_t>(c);
-  RETURN_IF_ERROR(parse_engine_settings(n, s.engine).with_context("stage '" + s.name + "'"));
+  RETURN_IF_ERROR(
+      parse_engine_settings(n, s.engine, s.vocoder).with_context("stage '" + s.name + "'"));
   const std::string res = scalar(n, "reservation", "plan");
   if (res != "plan") {
     auto bytes = parse_byte_size(res);

@@ -53,6 +53,12 @@ struct EngineSettings {
   double itl_target_ms = 0;     // EngineOptions::itl_target_ms (file key itl_target_ms)
 };
 
+// A vocoder stage's streaming (model/vocoder.h VocoderStreamOptions), in codes. File keys
+// window, context, lookahead; window 0: exact (the PCM at the end of the utterance).
+struct VocoderSettings {
+  int32_t window = 0, context = 0, lookahead = 0;
+};
+
 struct StageSpec {
   std::string name;
   StageKind kind = StageKind::kLm;
@@ -70,6 +76,7 @@ struct StageSpec {
   int32_t capacity = 1;
   int64_t reservation_bytes = -1;  // -1: "plan" (computed from the model by the memory plan)
   EngineSettings engine;
+  VocoderSettings vocoder;
 };
 
 // One end of a route: a stage's port, or the graph's own input/output ("input"/"output").
