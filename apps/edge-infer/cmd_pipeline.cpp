@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "core/memory_ledger.h"
+#include "formats/wav.h"
 #include "pipeline/executor.h"
 #include "pipeline/plan.h"
 #include "plan_options.h"
@@ -49,6 +50,7 @@ struct PipelineRunArgs {
   int threads = 0;
   std::string memory_limit;
   bool events = false;
+  std::string wav;  // the audio reaching the graph's outputs, as a 16-bit WAV
 };
 
 Expected<std::map<std::string, pipeline::PortValue>> parse_inputs(
@@ -76,6 +78,7 @@ nlohmann::json event_json(const pipeline::StageEvent& e) {
                       {"stage", e.stage},       {"output", e.port}};
   if (!e.value.tokens.empty()) j["tokens"] = e.value.tokens;
   if (!e.value.text.empty()) j["text"] = e.value.text;
+  if (!e.value.samples.empty()) j["samples"] = e.value.samples.size();  // the PCM goes to --wav
   if (!e.error.ok()) j["error"] = e.error.to_string();
   return j;
 }
@@ -93,7 +96,9 @@ int run_pipeline_run(const PipelineRunArgs& a) {
   o.ctx = a.ctx, o.max_tokens = a.max_tokens, o.n_threads = a.threads;
   auto rt = pipeline::PipelineRuntime::start(*spec, ledger, o);
   if (!rt) return report_error(rt.status());
+  std::vector<float> audio;
   const Status st = (*rt)->run(*inputs, [&](const pipeline::StageEvent& e) {
+    audio.insert(audio.end(), e.value.samples.begin(), e.value.samples.end());
     if (a.events) {
       std::printf("%s\n", event_json(e).dump().c_str());
     } else if (!e.value.text.empty()) {
@@ -105,7 +110,15 @@ int run_pipeline_run(const PipelineRunArgs& a) {
     std::printf("%s\n", nlohmann::json{{"state", (*rt)->state_json()}}.dump().c_str());
   else
     std::printf("\n");
-  return st.ok() ? 0 : report_error(st);
+  if (!st.ok()) return report_error(st);
+  if (!a.wav.empty()) {
+    if (audio.empty())
+      return report_error(Status::invalid_argument("--wav: no audio reached the graph's outputs"));
+    RETURN_CODE_IF_ERROR(write_wav16(a.wav, audio, 24000));  // audio.pcm@1 is 24 kHz mono
+    std::fprintf(stderr, "edge-infer: wrote %zu samples (%.2f s) to %s\n", audio.size(),
+                 static_cast<double>(audio.size()) / 24000.0, a.wav.c_str());
+  }
+  return 0;
 }
 
 }  // namespace
@@ -133,6 +146,7 @@ void register_pipeline(CLI::App& app, Context& ctx) {
   run->add_option("--ctx", r->ctx, "context of each language-model stage (default 4096)");
   run->add_option("-t,--threads", r->threads, "threads (default: all allowed cores)");
   run->add_option("--memory-limit", r->memory_limit, "RAM the pipeline may use, e.g. 4GiB");
+  run->add_option("--wav", r->wav, "write the audio reaching the graph's outputs to this WAV file");
   run->add_flag("--events", r->events,
                 "print every output event as a JSON line, then the runtime state");
   run->callback([r, &ctx] { ctx.exit_code = run_pipeline_run(*r); });
