@@ -37,11 +37,13 @@ float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 // Copies a GGUF, letting `edit` drop (return false) or reshape a tensor on the way.
 using TensorEdit = std::function<bool(const TensorView&, std::vector<int64_t>* shape)>;
-std::string rewrite(const std::string& src, const std::string& name, const TensorEdit& edit) {
+std::string rewrite(const std::string& src, const std::string& name, const TensorEdit& edit,
+                    const std::string& drop_key = "") {
   auto f = GgufFile::open(src);
   EXPECT_TRUE(f.ok());
   GgufWriter w;
-  for (const auto& [k, v] : f->metadata()) w.set_value(k, v);
+  for (const auto& [k, v] : f->metadata())
+    if (k != drop_key) w.set_value(k, v);
   for (const TensorView& t : f->tensors().all()) {
     std::vector<int64_t> shape = t.shape;
     if (!edit(t, &shape)) continue;
@@ -135,6 +137,32 @@ TEST(Vocoder, MisShapedTensorIsNamedWithBothShapes) {
   EXPECT_NE(m.find("convnext.1.dw.weight"), std::string::npos) << m;
   EXPECT_NE(m.find("[32, 1, 7]"), std::string::npos) << m;
   EXPECT_NE(m.find("[32, 1, 5]"), std::string::npos) << m;
+}
+
+TEST(Vocoder, MissingOrInconsistentHparamIsNamed) {
+  const auto keep = [](const TensorView&, std::vector<int64_t>*) { return true; };
+  auto v = Vocoder::load(rewrite(random_vocoder("hp_missing"), "hp_missing", keep,
+                                 "wavtokenizer-dec.features_length"));
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("wavtokenizer-dec.features_length"), std::string::npos)
+      << v.status().message();
+  // 5 groups do not divide 32 channels: refused at the hparams, before any tensor is read.
+  RandomVocoderOptions o;
+  o.n_groups = 4;
+  const std::string path = random_vocoder("hp_groups", o);
+  auto f = GgufFile::open(path);
+  ASSERT_TRUE(f.ok());
+  GgufWriter w;
+  for (const auto& [k, val] : f->metadata()) w.set_value(k, val);
+  w.set_u32("wavtokenizer-dec.attention.group_norm_groups", 5);
+  for (const TensorView& t : f->tensors().all())
+    ASSERT_TRUE(w.add_tensor(t.name, t.dtype, t.shape, t.data, t.nbytes).ok());
+  const std::string bad = testing::temp_dir("vocoder_hp_groups_bad") + "/voc.gguf";
+  ASSERT_TRUE(w.write(bad).ok());
+  v = Vocoder::load(bad);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("group_norm_groups"), std::string::npos)
+      << v.status().message();
 }
 
 TEST(Vocoder, RefusesOtherArchitecturesAndBadCodes) {
