@@ -23,6 +23,7 @@ struct StreamState {
   bool chat = false;
   bool include_usage = false;
   bool logprobs = false;
+  bool return_tokens = false;  // completions: token ids beside the text (llama.cpp's extension)
   const Tokenizer* tok = nullptr;
   std::vector<size_t> tool_calls_sent;  // per choice: index of its next tool call
   std::vector<int64_t> text_offset;     // per choice (completion logprobs)
@@ -56,8 +57,11 @@ bool write_event(StreamState& st, ChoiceEvent& ev, Write&& write) {
     lp = completion_logprobs_json(ev.logprobs, st.tok, st.text_offset[i]);
     for (const auto& t : lp["tokens"]) st.text_offset[i] += static_cast<int64_t>(t.get<std::string>().size());
   }
-  if (ev.delta.content.empty() && lp.is_null() && ev.finish_reason.empty()) return true;
-  return write(sse_data(text_chunk_json(st.meta, ev.choice, ev.delta.content, lp, ev.finish_reason)));
+  const bool ids = st.return_tokens && !ev.tokens.empty();
+  if (ev.delta.content.empty() && lp.is_null() && ev.finish_reason.empty() && !ids) return true;
+  json chunk = text_chunk_json(st.meta, ev.choice, ev.delta.content, lp, ev.finish_reason);
+  if (st.return_tokens) chunk["choices"][0]["tokens"] = ev.tokens;
+  return write(sse_data(chunk));
 }
 
 // One step of the chunked content provider: waits briefly for the next event and writes
@@ -204,8 +208,12 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   st->tok = tok;
   st->include_usage = cr.common.include_usage;
   st->logprobs = cr.common.params.logprobs >= 0;
+  st->return_tokens = cr.return_tokens;
   respond(req, res, st, cr.common.stream, [&](const std::vector<ChoiceResult>& results) {
-    return text_completion_json(st->meta, results, st->gen->usage(), st->logprobs, tok);
+    json body = text_completion_json(st->meta, results, st->gen->usage(), st->logprobs, tok);
+    if (st->return_tokens)
+      for (size_t i = 0; i < results.size(); ++i) body["choices"][i]["tokens"] = results[i].tokens;
+    return body;
   });
 }
 

@@ -65,6 +65,7 @@ Generation::Poll Generation::on_chunk(int index, StreamChunk chunk, ChoiceEvent&
   }
   record_tokens(c, chunk.tokens.size());
   c.n_tokens += static_cast<int64_t>(chunk.tokens.size());
+  ev.tokens = std::move(chunk.tokens);
   if (!chunk.text.empty()) ev.delta = c.output.push(chunk.text);
   ev.logprobs = std::move(chunk.logprobs);
   if (chunk.kind == ChunkKind::kDone) {
@@ -135,6 +136,7 @@ std::optional<ApiError> collect_all(Generation& g, std::vector<ChoiceResult>& ou
     r.reasoning += ev.delta.reasoning;
     for (auto& c : ev.delta.calls) r.calls.push_back(std::move(c));
     for (auto& lp : ev.logprobs) r.logprobs.push_back(std::move(lp));
+    r.tokens.insert(r.tokens.end(), ev.tokens.begin(), ev.tokens.end());
     if (!ev.finish_reason.empty()) r.finish_reason = ev.finish_reason;
   }
 }

@@ -30,7 +30,8 @@ struct ChoiceEvent {
   int choice = 0;
   OutputDelta delta;
   std::vector<TokenLogprob> logprobs;
-  std::string finish_reason;  // set on the choice's last event
+  std::vector<int32_t> tokens;  // the token ids behind this event's text
+  std::string finish_reason;    // set on the choice's last event
 };
 
 class Generation {

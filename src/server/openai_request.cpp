@@ -269,6 +269,7 @@ std::optional<ApiError> parse_completion_request(const json& body, const Serving
   f.integer("best_of", 1, 1, best_of);
   bool echo = false;
   f.boolean("echo", echo);
+  f.boolean("return_tokens", out.return_tokens);
   std::optional<std::string> suffix;
   f.string("suffix", suffix);
   if (f.error()) return f.error();

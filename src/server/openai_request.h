@@ -50,6 +50,7 @@ struct ChatRequest {
 struct CompletionRequest {
   CommonRequest common;
   bool prompt_is_ids = false;
+  bool return_tokens = false;  // llama.cpp's extension: each choice also carries its token ids
   std::string prompt_text;
   std::vector<int32_t> prompt_ids;
 };

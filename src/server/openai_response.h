@@ -28,6 +28,7 @@ struct ChoiceResult {
   std::string content, reasoning;
   std::vector<ToolCallOut> calls;
   std::vector<TokenLogprob> logprobs;
+  std::vector<int32_t> tokens;
   std::string finish_reason;
 };
 

@@ -153,8 +153,8 @@ TEST_F(PipelineExternal, OurServerAsTheBackendGivesTheTextOfTheStageInProcess) {
     ASSERT_TRUE(got.status.ok()) << got.status.to_string();
     EXPECT_EQ(got.text, want_ids.text);
     EXPECT_TRUE(got.last_text_terminal);
-    // Our server does not report token ids (see CompletionDelta): none, never wrong ones.
-    if (!got.ids.empty()) EXPECT_EQ(got.ids, want_ids.ids);
+    // Our server reports the ids behind its text (return_tokens): the same ids.
+    EXPECT_EQ(got.ids, want_ids.ids);
   }
   const Output got = run(**rt, text_prompt);
   ASSERT_TRUE(got.status.ok()) << got.status.to_string();

@@ -70,6 +70,12 @@ TEST_F(ServerPipeline, APipelineFileAndTheModelAloneAnswerAlikeAndShowTheirReser
     ServerProcess s;
     ASSERT_TRUE(s.start(tiny_model(), {"--ctx", "512", "--max-seqs", "2"}));
     via_model = post(s, "/v1/completions", completion())["choices"][0]["text"];
+    // llama.cpp's return_tokens: the ids behind the text (what an external stage passes on).
+    json with_ids = completion();
+    with_ids["return_tokens"] = true;
+    const json r = post(s, "/v1/completions", with_ids);
+    EXPECT_EQ(r["choices"][0]["tokens"].size(), 12u) << r.dump();
+    EXPECT_EQ(r["choices"][0]["text"], via_model);
     const json state = json::parse(get(s, "/v1/pipeline"));
     EXPECT_EQ(state["pipeline"], "single-model");
     EXPECT_EQ(state["stages"][0]["stage"], "lm");
@@ -123,8 +129,7 @@ TEST_P(ServerPipelineRemote, ATextStageInAnotherProcessAnswersThroughTheGraph) {
                           {"max_tokens", 5},
                           {"temperature", 0}});
   EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant") << chat.dump();
-  if (placement == "worker")  // our server reports no token ids to an external stage yet
-    EXPECT_EQ(chat["usage"]["completion_tokens"], 5) << chat.dump();
+  EXPECT_EQ(chat["usage"]["completion_tokens"], 5) << chat.dump();  // ids crossed over too
   const json state = json::parse(get(s, "/v1/pipeline"));
   EXPECT_EQ(state["stages"][0]["placement_actual"].get<std::string>().rfind(
                 placement == "worker" ? "worker pid " : "external pid ", 0),
