@@ -8,10 +8,10 @@ import { openaiClient, collectChatStream, metricValue } from "./server_common.mj
 const { client } = await openaiClient();
 const model = (await client.models.list()).data[0].id;
 const N = 8;
-const req = (i) => ({
+const req = (i, maxTokens = 24 + 4 * i) => ({
   model,
   messages: [{ role: "user", content: `Request number ${i}: ${"abcdefgh".slice(0, i + 1)}` }],
-  max_tokens: 24 + 4 * i,
+  max_tokens: maxTokens,
   temperature: 0.9,
   top_p: 0.95,
   seed: 100 + i,
@@ -37,9 +37,13 @@ for (let i = 0; i < N; i++) {
 }
 
 // Cancel half mid-stream (the client's stream ends quietly on abort: it yields no more).
+// Those get room for 400 tokens: a tiny model could otherwise finish a short request in the
+// milliseconds before the server's next write finds the client gone, and then it would
+// count as finished, not cancelled. Seeded, their first tokens are the sequential run's.
 const results = await Promise.all([...Array(N).keys()].map(async (i) => {
   const controller = new AbortController();
-  const stream = await client.chat.completions.create(req(i), { signal: controller.signal });
+  const stream = await client.chat.completions.create(req(i, i % 2 === 1 ? 400 : undefined),
+                                                      { signal: controller.signal });
   let content = "", chunks = 0;
   try {
     for await (const chunk of stream) {
