@@ -1,11 +1,5 @@
-// Panel quantiser: scale search per (row, group), code packing via cell.h.
-//
-// The candidate fits below are the quantiser's hot loop (~50 passes over each group).
-// GCC if-converts their clamps, and so vectorises them, only when it may assume FP
-// operations do not trap; that changes no result (no value, rounding or order differs).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
+// Panel quantiser: scale search per (row, group), code packing via cell.h. The candidate
+// fits, the hot loop, are in quant_fit.{h,cpp}.
 #include "quant/quantize.h"
 
 #include <algorithm>
@@ -19,6 +13,7 @@
 #include "core/thread_pool.h"
 #include "quant/cell.h"
 #include "quant/gguf_blocks.h"
+#include "quant/quant_fit.h"
 
 namespace edge {
 
@@ -31,39 +26,11 @@ struct GroupCode {
   uint8_t codes[128];
 };
 
-// Sums for one candidate: squared error plus the moments the least-squares refit needs.
-struct Fit {
-  float err = 0, sq = 0, sqq = 0, sxq = 0;
-};
-
-// Symmetric codes c = clamp(round(x / d), -8, 7) for scale d (fp16-exact, nonzero).
-// Rounding after the clamp, on the non-negative code scale, is a plain truncation of
-// v + 0.5 (no libm call, no sign test: the loops vectorise).
-inline int sym_code(float x, float inv) {
-  return static_cast<int>(std::min(std::max(x * inv + 8.0f, 0.0f), 15.0f) + 0.5f) - 8;
-}
-// 8 independent accumulators: lets the compiler vectorise the sums without reassociating
-// (G is a multiple of 8).
-Fit sym_fit(const float* x, int g, float d) {
-  const float inv = 1.0f / d;
-  float err[8] = {}, sxq[8] = {}, sqq[8] = {};
-  for (int i = 0; i < g; i += 8) {
-    for (int j = 0; j < 8; ++j) {
-      const float c = static_cast<float>(sym_code(x[i + j], inv));
-      const float e = x[i + j] - c * d;
-      err[j] += e * e;
-      sxq[j] += x[i + j] * c;
-      sqq[j] += c * c;
-    }
-  }
-  Fit f;
-  for (int j = 0; j < 8; ++j) {
-    f.err += err[j];
-    f.sxq += sxq[j];
-    f.sqq += sqq[j];
-  }
-  return f;
-}
+using quant_fit::asym_code;
+using quant_fit::asym_fit;
+using quant_fit::Fit;
+using quant_fit::sym_code;
+using quant_fit::sym_fit;
 
 // Searches the scale; returns the fp16 bits of the best one (0 if none beats zero).
 uint16_t search_w4_sym(const float* x, int g, float m, ScaleSearch search) {
@@ -105,33 +72,6 @@ void encode_w4_sym(const float* x, int g, ScaleSearch search, GroupCode* out) {
   }
   const float inv = 1.0f / d;
   for (int i = 0; i < g; ++i) out->codes[i] = static_cast<uint8_t>(sym_code(x[i], inv) + 8);
-}
-
-// Asymmetric codes q = clamp(round((x - mn) / s), 0, 15) for (s, mn), both fp16-exact.
-inline int asym_code(float x, float mn, float inv) {
-  return static_cast<int>(std::min(std::max((x - mn) * inv, 0.0f), 15.0f) + 0.5f);
-}
-Fit asym_fit(const float* x, int g, float s, float mn) {
-  const float inv = 1.0f / s;
-  float err[8] = {}, sq[8] = {}, sqq[8] = {}, sxq[8] = {};
-  for (int i = 0; i < g; i += 8) {
-    for (int j = 0; j < 8; ++j) {
-      const float q = static_cast<float>(asym_code(x[i + j], mn, inv));
-      const float e = x[i + j] - (q * s + mn);
-      err[j] += e * e;
-      sq[j] += q;
-      sqq[j] += q * q;
-      sxq[j] += x[i + j] * q;
-    }
-  }
-  Fit f;
-  for (int j = 0; j < 8; ++j) {
-    f.err += err[j];
-    f.sq += sq[j];
-    f.sqq += sqq[j];
-    f.sxq += sxq[j];
-  }
-  return f;
 }
 
 void encode_w4_asym(const float* x, int g, ScaleSearch search, GroupCode* out) {
