@@ -1,4 +1,4 @@
-// edge-infer make-model --arch llama|qwen2|qwen3|gemma3|spark [--layers N --dim D ...]
+// edge-infer make-model --arch llama|qwen2|qwen3|gemma3|spark|outetts|wavtokenizer-dec [--layers N --dim D ...]
 //   --type f32|f16|bf16 -o FILE.gguf|DIR
 // Deterministic random weights: the same flags give the same bytes.
 #include <cstdio>
@@ -23,6 +23,10 @@ int run_make_model(MakeModelArgs& a) {
     return report_error(Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
   a.o.dtype = *dt;
   if (a.o.arch == "wavtokenizer-dec") return make_vocoder(a.o, a.out);
+  if (a.o.arch == "outetts") {  // OuteTTS 0.2/0.3: a Qwen2 LM whose vocabulary holds audio codes
+    a.o.arch = "qwen2";
+    if (a.o.outetts.empty()) a.o.outetts = "0.2";
+  }
   if (a.tied && a.untied) return report_error(Status::invalid_argument("--tied and --untied together"));
   if (a.tied) a.o.tied = true;
   if (a.untied) a.o.tied = false;
@@ -37,7 +41,7 @@ int run_make_model(MakeModelArgs& a) {
 void register_make_model(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<MakeModelArgs>();
   CLI::App* sub = app.add_subcommand("make-model", "Write a model with deterministic random weights");
-  sub->add_option("--arch", a->o.arch, "llama | qwen2 | qwen3 | gemma3 | spark | wavtokenizer-dec")->capture_default_str();
+  sub->add_option("--arch", a->o.arch, "llama | qwen2 | qwen3 | gemma3 | spark | outetts | wavtokenizer-dec")->capture_default_str();
   sub->add_option("--layers", a->o.n_layer)->capture_default_str();
   sub->add_option("--dim", a->o.n_embd, "hidden size")->capture_default_str();
   sub->add_option("--heads", a->o.n_head)->capture_default_str();
@@ -52,6 +56,9 @@ void register_make_model(CLI::App& app, Context& ctx) {
   sub->add_flag("--untied", a->untied, "separate output head");
   sub->add_option("--type", a->type, "f32 | f16 | bf16")->capture_default_str();
   sub->add_option("--seed", a->o.seed)->capture_default_str();
+  sub->add_option("--outetts-version", a->o.outetts,
+                  "0.2 | 0.3: an OuteTTS speech-code LM (qwen2 with the OuteTTS tokens; --arch outetts "
+                  "defaults to 0.2)");
   sub->add_option("-o,--output", a->out, "FILE.gguf, or a directory for Hugging Face format")->required();
   sub->callback([a, &ctx] { ctx.exit_code = run_make_model(*a); });
 }

@@ -60,6 +60,10 @@ struct RequestParams {
   std::vector<int32_t> stop_ids;        // extra stop token ids (EOS/EOG always stop unless ignore_eos)
   bool ignore_eos = false;
   int32_t logprobs = -1;                // -1: none; 0..20: chosen token + that many alternatives
+  // Constrained decoding (runtime/sampler.h): only the tokens it allows are sampled. One
+  // guide per request (it may keep state); in this process only (it does not travel to a
+  // worker or an external server).
+  std::shared_ptr<TokenGuide> guide;
 };
 
 struct GenerateRequest {

@@ -11,6 +11,7 @@
 #include "model/gguf_hparams.h"
 #include "model/random_model_internal.h"
 #include "model/registry.h"
+#include "tokenizer/outetts_tokens.h"
 #include "tokenizer/synthetic_vocab.h"
 #include "tokenizer/vocab_io.h"
 
@@ -127,9 +128,11 @@ Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
     return Status::invalid_argument(std::string("make-model: weight type ") + dtype_name(o.dtype) +
                                     " (f32, f16 or bf16)");
   if (o.n_head <= 0) return Status::invalid_argument("make-model: heads must be positive");
+  if (!o.outetts.empty() && o.outetts != "0.2" && o.outetts != "0.3")
+    return Status::invalid_argument("make-model: OuteTTS version '" + o.outetts + "' (0.2 or 0.3)");
   ModelConfig c;
   c.arch = o.arch;
-  c.n_vocab = o.n_vocab;
+  c.n_vocab = o.n_vocab + (o.outetts.empty() ? 0 : outetts_token_count());
   c.n_embd = o.n_embd;
   c.n_layer = o.n_layer;
   c.n_head = o.n_head;
@@ -181,6 +184,7 @@ Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab
   GgufWriter w;
   write_gguf_hparams(o, c, w);
   RETURN_IF_ERROR(write_vocab_gguf(vocab, w));
+  if (o.outetts == "0.3") w.set_string("tokenizer.chat_template", "outetts-0.3");
   for (const random_model::Tensor& t : random_model::make_tensors(o, c)) {
     // llama.cpp convention: 1-D tensors (norms, biases) F32, matrices in the chosen type.
     const DType dt = t.shape.size() == 1 ? DType::F32 : o.dtype;
@@ -203,11 +207,14 @@ Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab
 
 Status write_random_model(const RandomModelOptions& o, const std::string& out) {
   ASSIGN_OR_RETURN(ModelConfig c, random_model_config(o));
-  ASSIGN_OR_RETURN(Vocab vocab, make_synthetic_vocab(c.n_vocab, o.seed));
+  ASSIGN_OR_RETURN(Vocab vocab, make_synthetic_vocab(o.n_vocab, o.seed));
+  if (!o.outetts.empty()) append_outetts_tokens(vocab);
   if (vocab.n_tokens() != c.n_vocab)
     return Status::internal(fmt::format("synthetic vocabulary has {} tokens, wanted {}",
                                         vocab.n_tokens(), c.n_vocab));
   const bool gguf = out.size() > 5 && out.compare(out.size() - 5, 5, ".gguf") == 0;
+  if (!gguf && !o.outetts.empty())
+    return Status::invalid_argument("make-model: an OuteTTS model is written as GGUF (-o FILE.gguf)");
   Status st = gguf ? write_gguf(o, c, vocab, out) : random_model::write_hf_dir(o, c, vocab, out);
   return st.with_context("writing random model " + out);
 }

@@ -38,6 +38,10 @@ struct RandomModelOptions {
   // rope_freqs.weight tensor, HF a rope_scaling object (low 1, high 4, original ctx 8192).
   float llama3_rope_factor = 0.0f;
   DType dtype = DType::F32;    // 2-D weights: F32 | F16 | BF16 (GGUF norms stay F32)
+  // "0.2" | "0.3": an OuteTTS speech-code LM (arch qwen2): the OuteTTS tokens
+  // (tokenizer/outetts_tokens.h) follow the n_vocab synthetic ones; 0.3 is marked by the
+  // chat template "outetts-0.3" as llama.cpp does. GGUF only.
+  std::string outetts;
   uint64_t seed = 1;
 };
 

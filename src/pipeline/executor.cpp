@@ -15,6 +15,7 @@
 #include "pipeline/external_stage.h"
 #include "pipeline/lm_stage.h"
 #include "pipeline/plan.h"
+#include "pipeline/speech_codes_stage.h"
 #include "pipeline/vocoder_stage.h"
 #include "pipeline/worker.h"
 
@@ -58,11 +59,13 @@ PipelineRuntime::PipelineRuntime(const PipelineSpec& spec, RamLedger& ledger,
 Status PipelineRuntime::start_stage(const StageSpec& s) {
   const PipelineRunOptions& o = options_;
   const bool external = s.placement == Placement::kExternal;
-  const bool vocoder = s.kind == StageKind::kVocoder && s.placement == Placement::kInProcess;
-  if (!external && !vocoder && s.kind != StageKind::kLm)
+  const bool in_process = s.placement == Placement::kInProcess;
+  const bool vocoder = s.kind == StageKind::kVocoder;
+  const bool speech = s.kind == StageKind::kSpeechCodes && in_process;
+  if (!external && !vocoder && !speech && s.kind != StageKind::kLm)
     return Status::unsupported(fmt::format(
-        "stage '{}': {} stages placed {} cannot run yet (lm stages in process or in a worker, "
-        "vocoders in process, and external.openai.text.v1 backends can)",
+        "stage '{}': {} stages placed {} cannot run yet (lm stages and vocoders in process or in "
+        "a worker, speech_codes stages in process, and external.openai.text.v1 backends can)",
         s.name, stage_kind_name(s.kind), placement_name(s.placement)));
   PipelinePlanOptions po;
   po.ctx = o.ctx;
@@ -81,8 +84,10 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
   const Artifact* model = model_artifact(s);
   if (!model) return Status::invalid_argument(fmt::format("stage '{}': no model artifact", s.name));
   const std::string path = artifact_path(spec_, *model);
-  if (vocoder) {
+  if (vocoder && in_process) {
     ASSIGN_OR_RETURN(started.runner, start_vocoder_stage(path, s, o));
+  } else if (speech) {
+    ASSIGN_OR_RETURN(started.runner, start_speech_codes_stage(path, s, o));
   } else if (s.placement == Placement::kWorker) {
     ASSIGN_OR_RETURN(started.runner, start_worker_stage(path, s, WorkerOptions{o.worker_binary, o}));
   } else {
@@ -239,6 +244,12 @@ Status PipelineRuntime::cancel(const PipelineHandle& h) {
   r->cancelled = true;
   if (r->stage_index >= 0)  // its stages run at once: each forgets an epoch it does not hold
     for (auto& st : stages_) st->runner->cancel(r->epoch);
+  {
+    // Nothing produced before the cancel is read after it (no audio after an abort):
+    // only the end of the request is still to come.
+    std::lock_guard<std::mutex> l(r->mu);
+    std::erase_if(r->queue, [](const StageEvent& e) { return !e.end_of_request; });
+  }
   r->cv.notify_all();
   return Status();
 }

@@ -129,7 +129,8 @@ class PipelineRuntime {
   // The next event routed to a graph output (its port renamed to the output's name), and
   // finally one end_of_request event; deadline_exceeded when none came within `timeout`.
   Expected<StageEvent> next(const PipelineHandle& h, std::chrono::milliseconds timeout);
-  // The request ends soon with a kCancelled end_of_request (its stages are told).
+  // The request ends soon with a kCancelled end_of_request (its stages are told); events
+  // not read yet are dropped: after cancel() next() gives only that end.
   Status cancel(const PipelineHandle& h);
   // Events of the request waiting to be read, and the most that ever waited at once.
   Expected<std::pair<int32_t, int32_t>> stream_depth(const PipelineHandle& h) const;

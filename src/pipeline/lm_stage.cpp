@@ -3,13 +3,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <map>
-#include <mutex>
-#include <set>
 
-#include "core/process_rss.h"
-#include "edge/engine.h"
-#include "model/model.h"
+#include "pipeline/engine_stage.h"
 
 namespace edge::pipeline {
 
@@ -17,24 +12,13 @@ namespace {
 
 // text.generate@1 on our engine, in this process: prompt tokens (or text, tokenised with
 // the model's tokenizer) in; generated tokens and text out, one event per engine chunk.
-class LmStageRunner final : public StageRunner {
+class LmStageRunner final : public EngineStage {
  public:
   static Expected<std::unique_ptr<StageRunner>> start(const std::string& model_path,
                                                       const StageSpec& s,
                                                       const PipelineRunOptions& o) {
     auto r = std::unique_ptr<LmStageRunner>(new LmStageRunner(s.name, o.max_tokens));
-    LoadOptions lo;
-    lo.n_threads = o.n_threads;
-    ASSIGN_OR_RETURN(r->model_, Model::load(model_path, lo));
-    EngineOptions eo;
-    eo.max_model_len = s.engine.ctx > 0 ? s.engine.ctx : o.ctx;
-    eo.max_seqs = s.capacity;
-    eo.n_threads = o.n_threads;
-    eo.max_batched_tokens = s.engine.max_batched_tokens;
-    eo.kv_type = s.engine.kv_type;
-    eo.kv_budget_bytes = static_cast<uint64_t>(s.engine.kv_budget_bytes);
-    eo.itl_target_ms = s.engine.itl_target_ms;
-    ASSIGN_OR_RETURN(r->engine_, Engine::create(*r->model_, eo));
+    RETURN_IF_ERROR(r->load(model_path, s, o));
     return std::unique_ptr<StageRunner>(std::move(r));
   }
 
@@ -65,39 +49,15 @@ class LmStageRunner final : public StageRunner {
       req.params = *params;
     else
       req.params.max_tokens = max_tokens_;  // greedy by default
-    ASSIGN_OR_RETURN(SessionId session, engine_->open_session());
-    auto h = engine_->submit(session, std::move(req));
-    Status st = h.ok() ? track(epoch, *h) : h.status();
-    if (st.ok()) st = drain(*h, epoch, emit);
-    if (h.ok()) untrack(epoch);
-    (void)engine_->close_session(session);
-    return st;
-  }
-
-  void cancel(uint64_t epoch) override {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = running_.find(epoch);
-    if (it != running_.end())
-      (void)engine_->cancel(it->second);  // its stream ends with a kCancelled chunk
-    else
-      cancelled_early_.insert(epoch);  // run() has not submitted it yet
+    return submit_and_drain(epoch, std::move(req),
+                            [&](const RequestHandle& h) { return drain(h, epoch, emit); });
   }
 
   Engine* engine() override { return engine_.get(); }
 
-  int64_t resident_bytes() const override {
-    const ModelMemory& m = model_->memory();
-    int64_t bytes = m.weights_anon + m.tokenizer + static_cast<int64_t>(engine_->stats().kv_bytes);
-    for (const auto& [data, len] : m.mapped_ranges) {
-      auto r = mincore_residency(data, len);
-      bytes += r.ok() ? r->resident : static_cast<int64_t>(len);
-    }
-    return bytes;
-  }
-
  private:
   LmStageRunner(std::string name, int32_t max_tokens)
-      : name_(std::move(name)), max_tokens_(max_tokens) {}
+      : EngineStage(std::move(name)), max_tokens_(max_tokens) {}
 
   Status drain(const RequestHandle& h, uint64_t epoch,
                const std::function<void(StageEvent)>& emit) {
@@ -122,26 +82,7 @@ class LmStageRunner final : public StageRunner {
     }
   }
 
-  // Registers a submitted request for cancel(); one cancelled before it was submitted is
-  // cancelled now.
-  Status track(uint64_t epoch, const RequestHandle& h) {
-    std::lock_guard<std::mutex> l(mu_);
-    running_[epoch] = h;
-    if (cancelled_early_.erase(epoch)) (void)engine_->cancel(h);
-    return Status();
-  }
-  void untrack(uint64_t epoch) {
-    std::lock_guard<std::mutex> l(mu_);
-    running_.erase(epoch);
-  }
-
-  std::string name_;
   int32_t max_tokens_;
-  std::mutex mu_;
-  std::map<uint64_t, RequestHandle> running_;
-  std::set<uint64_t> cancelled_early_;
-  std::unique_ptr<Model> model_;  // declared before engine_: destroyed after it
-  std::unique_ptr<Engine> engine_;
 };
 
 }  // namespace

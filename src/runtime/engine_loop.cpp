@@ -92,7 +92,12 @@ std::vector<EngineImpl::Sampled> EngineImpl::sample_step(const std::vector<Engin
     if (!wants_logits[i]) continue;
     const std::span<const float> l = logits.subspan(row++ * n_vocab, n_vocab);
     EngineRequest& r = *reqs[i];
-    out[i].token = r.sampler.sample(l, r.seq.tokens);
+    std::span<const int32_t> allowed;
+    if (r.params.guide) {
+      const std::span<const int32_t> history(r.seq.tokens);
+      allowed = r.params.guide->allowed(history.last(static_cast<size_t>(r.n_generated)));
+    }
+    out[i].token = r.sampler.sample(l, r.seq.tokens, allowed);
     if (r.params.logprobs >= 0) {
       TokenLogprob lp;
       lp.id = out[i].token;

@@ -47,6 +47,20 @@ void Sampler::apply_penalties(std::vector<Candidate>& cands, std::span<const int
   }
 }
 
+// Keeps only the allowed ids (in the order given; duplicates and ids outside the
+// vocabulary dropped). Called after the penalties, which index cands_ by id.
+void Sampler::restrict_to(std::span<const int32_t> allowed) {
+  std::vector<Candidate> kept;
+  kept.reserve(allowed.size());
+  std::vector<bool> seen(cands_.size(), false);
+  for (int32_t id : allowed) {
+    if (id < 0 || static_cast<size_t>(id) >= cands_.size() || seen[id]) continue;
+    seen[id] = true;
+    kept.push_back(cands_[id]);
+  }
+  if (!kept.empty()) cands_.swap(kept);
+}
+
 float finite_logit(float v) {
   if (std::isnan(v)) return -std::numeric_limits<float>::max();
   return std::clamp(v, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max());
@@ -89,11 +103,13 @@ size_t tail_cut(const std::vector<Sampler::Candidate>& c, size_t n, size_t sorte
 // Cost is O(vocab) plus the sort of the head the cuts keep (partial selection, widened
 // until the cut lies inside it): a 150k vocabulary is never sorted whole. Logits are made
 // finite first (NaN -> lowest, +-inf clamped) so every comparison is a strict weak order.
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                        std::span<const int32_t> allowed) {
   const SamplingParams& p = params_;
   cands_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) cands_[i] = {static_cast<int32_t>(i), logits[i], 0.f};
   apply_penalties(cands_, history);
+  if (!allowed.empty()) restrict_to(allowed);
   for (Candidate& c : cands_) c.logit = finite_logit(c.logit);
   if (p.temperature <= 0.f) return std::min_element(cands_.begin(), cands_.end(), by_logit)->id;
 

@@ -34,11 +34,26 @@ struct SamplingParams {
   Status validate() const;
 };
 
+// Constrained decoding: which tokens may come next. One guide per request, called on the
+// engine's loop thread before each sampled token (never concurrently for one request).
+// Tokens outside the allowed set get no probability; penalties, temperature and the cuts
+// apply among the allowed ones.
+class TokenGuide {
+ public:
+  virtual ~TokenGuide() = default;
+  // The ids allowed next (non-empty, each in [0, n_vocab)), given the tokens generated so
+  // far (the prompt excluded). The span stays valid until the next call.
+  virtual std::span<const int32_t> allowed(std::span<const int32_t> generated) = 0;
+};
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
-  // history: tokens seen so far (prompt + generated), for the penalties.
-  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  // history: tokens seen so far (prompt + generated), for the penalties. allowed: when
+  // non-empty, only these ids can be drawn (TokenGuide); ids outside the vocabulary are
+  // ignored.
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
+                 std::span<const int32_t> allowed = {});
   const SamplingParams& params() const { return params_; }
 
   struct Candidate {
@@ -49,6 +64,7 @@ class Sampler {
 
  private:
   void apply_penalties(std::vector<Candidate>& cands, std::span<const int32_t> history) const;
+  void restrict_to(std::span<const int32_t> allowed);
 
   SamplingParams params_;
   std::mt19937_64 rng_;

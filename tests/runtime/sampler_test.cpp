@@ -217,3 +217,33 @@ TEST(Sampler, ValidateRefusesNonsense) {
 
 }  // namespace
 }  // namespace edge
+
+namespace edge {
+namespace {
+
+TEST(Sampler, AllowedSetIsAllThatCanBeDrawn) {
+  // A guide's allowed set wins over larger logits elsewhere: greedy picks the best allowed
+  // id, and a hot temperature over 500 draws never leaves the set.
+  auto l = ramp_logits(300);
+  const std::vector<int32_t> allowed = {5, 77, 150, 299, 1000 /* outside: ignored */};
+  Sampler greedy(SamplingParams::greedy());
+  int32_t best = 5;
+  for (int32_t id : {77, 150, 299})
+    if (l[id] > l[best]) best = id;
+  ASSERT_NE(argmax(l), best);
+  EXPECT_EQ(greedy.sample(l, {}, allowed), best);
+  SamplingParams p;
+  p.temperature = 5.f, p.top_k = 0, p.top_p = 1.f, p.min_p = 0.f, p.seed = 3;
+  Sampler hot(p);
+  std::vector<int> seen(300, 0);
+  for (int i = 0; i < 500; ++i) {
+    const int32_t t = hot.sample(l, {}, allowed);
+    ASSERT_TRUE(t == 5 || t == 77 || t == 150 || t == 299) << t;
+    ++seen[t];
+  }
+  EXPECT_GT(seen[5] + seen[77], 0);  // more than one of them is drawn
+  EXPECT_GT(seen[150] + seen[299], 0);
+}
+
+}  // namespace
+}  // namespace edge
