@@ -29,6 +29,7 @@
 #include "model/model_footprint.h"
 #include "model_source.h"
 #include "pipeline/executor.h"
+#include "pipeline/speech_graph.h"
 #include "plan_options.h"
 #include "server/http_server.h"
 
@@ -50,6 +51,10 @@ struct ServeArgs {
   int64_t max_batched_tokens = 512;
   double itl_target_ms = 0;
   double drain_timeout_s = 10;
+  // /v1/audio/speech: this pair (the demo's when serving the demo model), vocoder where.
+  std::string speech_model, vocoder;
+  bool vocoder_worker = false;
+  pipeline::VocoderSettings vocoder_stream;  // window 0: exact (the audio at the utterance's end)
   server::ServerOptions server;
 };
 
@@ -113,7 +118,25 @@ Expected<pipeline::PipelineSpec> served_graph(const ServeArgs& a, const std::str
 struct Loaded {
   std::unique_ptr<pipeline::RamLedger> ledger;
   std::unique_ptr<pipeline::PipelineRuntime> graph;
+  std::unique_ptr<pipeline::PipelineRuntime> speech;  // /v1/audio/speech (null: none)
 };
+
+// The speech graph on the same ledger, when a speech pair is served.
+Status load_speech(const ServeArgs& a, Loaded& out) {
+  if (a.speech_model.empty()) return Status();
+  pipeline::SpeechGraphOptions so;
+  so.talker_model = a.speech_model;
+  so.vocoder_model = a.vocoder;
+  so.capacity = 2;
+  so.vocoder = a.vocoder_stream;
+  if (a.vocoder_worker) so.vocoder_placement = pipeline::Placement::kWorker;
+  ASSIGN_OR_RETURN(pipeline::PipelineSpec spec, pipeline::speech_pipeline(so));
+  pipeline::PipelineRunOptions o;
+  o.ctx = so.talker_ctx;
+  o.n_threads = a.threads;
+  ASSIGN_OR_RETURN(out.speech, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
+  return Status();
+}
 
 Status load_graph(const ServeArgs& a, const pipeline::PipelineSpec& spec, Loaded& out) {
   ASSIGN_OR_RETURN(MemoryLimit limit, memory_limit_flag(a.memory_limit));
@@ -123,7 +146,7 @@ Status load_graph(const ServeArgs& a, const pipeline::PipelineSpec& spec, Loaded
   o.ctx = a.ctx > 0 ? a.ctx : 4096;
   o.n_threads = a.threads;
   ASSIGN_OR_RETURN(out.graph, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
-  return Status();
+  return load_speech(a, out);
 }
 
 // --served-model-name (aliases), else --name, else the model's file name.
@@ -157,6 +180,7 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
   std::fflush(stdout);
   Loaded loaded;
   Status st = load_graph(a, graph, loaded);
+  if (st.ok() && loaded.speech) st = (*srv)->attach_speech(*loaded.speech);
   if (st.ok()) st = (*srv)->attach(*loaded.graph);
   if (st.ok()) {
     const pipeline::StageSpec& text = *loaded.graph->text_stage();
@@ -169,6 +193,9 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
     // weights actually are. Always the CPU here; llama-server reports offloaded layers.
     std::printf("edge-infer: placement cpu (%s; dense kernels %s)\n", cpu_info().model_name.c_str(),
                 dense_variant_for(cpu_info()).c_str());
+    if (loaded.speech)
+      std::printf("edge-infer: speech at /v1/audio/speech (talker %s, vocoder %s%s)\n", a.speech_model.c_str(),
+                  a.vocoder.c_str(), a.vocoder_worker ? " in a worker" : "");
     std::printf("edge-infer: listening on http://%s:%d\n", a.server.host.c_str(), (*srv)->port());
     std::fflush(stdout);
   } else {
@@ -200,10 +227,17 @@ int run_serve(ServeArgs a) {
   if (!a.pipeline_file.empty() && !a.model.empty())
     return report_error(Status::invalid_argument("-m and --pipeline both name what to serve: use one"));
   std::string path = a.model;
+  if (a.speech_model.empty() != a.vocoder.empty())
+    return report_error(Status::invalid_argument("--speech-model and --vocoder go together"));
   if (path.empty() && a.pipeline_file.empty()) {
     auto demo = demo_model_path();
     if (!demo) return report_error(demo.status());
     path = *demo;
+    if (a.speech_model.empty()) {  // the demo speaks too (random weights: noise)
+      auto speech = demo_speech_paths();
+      if (!speech) return report_error(speech.status());
+      a.speech_model = speech->first, a.vocoder = speech->second;
+    }
   }
   if (!a.chat_template_file.empty()) {
     auto text = read_text_file(a.chat_template_file);
@@ -246,6 +280,15 @@ void register_serve(CLI::App& app, Context& ctx) {
                   "memory this process may use (e.g. 2GiB; default: MemAvailable and the cgroup limit)");
   sub->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template overriding the model's");
   sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
+  sub->add_option("--speech-model", a->speech_model,
+                  "OuteTTS speech-code LM for /v1/audio/speech (with --vocoder; the demo serves its own)");
+  sub->add_option("--vocoder", a->vocoder, "wavtokenizer-dec GGUF for /v1/audio/speech");
+  sub->add_flag("--vocoder-worker", a->vocoder_worker, "run the speech vocoder in a worker process");
+  sub->add_option("--vocoder-window", a->vocoder_stream.window,
+                  "speech: vocoder codes per window, streamed as they are ready (0: exact, at the end)")
+      ->capture_default_str();
+  sub->add_option("--vocoder-context", a->vocoder_stream.context, "speech: codes of left context per window");
+  sub->add_option("--vocoder-lookahead", a->vocoder_stream.lookahead, "speech: codes of lookahead per window");
   sub->add_option("--drain-timeout", a->drain_timeout_s,
                   "seconds in-flight requests may run after SIGTERM before they are cancelled")
       ->capture_default_str();

@@ -8,6 +8,8 @@
 
 #include "formats/gguf.h"
 #include "model/random_model.h"
+#include "model/random_vocoder.h"
+#include "tokenizer/outetts_tokens.h"
 
 namespace edge::cli {
 namespace fs = std::filesystem;
@@ -39,8 +41,11 @@ Expected<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
 
 namespace edge::cli {
 
-Expected<std::string> demo_model_path() {
-  // Written once per version of the demo's shape; the file name carries the version.
+namespace {
+
+// Where the demo models are written once per version of their shape (the file name carries
+// the version).
+Expected<fs::path> demo_dir() {
   const char* cache = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   fs::path dir = cache ? fs::path(cache) : home ? fs::path(home) / ".cache" : fs::temp_directory_path();
@@ -48,6 +53,44 @@ Expected<std::string> demo_model_path() {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::io_error(dir.string() + ": " + ec.message());
+  return dir;
+}
+
+}  // namespace
+
+Expected<std::pair<std::string, std::string>> demo_speech_paths() {
+  ASSIGN_OR_RETURN(fs::path dir, demo_dir());
+  const fs::path lm = dir / "demo-outetts-v1.gguf", voc = dir / "demo-wavtokenizer-v1.gguf";
+  if (!fs::exists(lm)) {
+    RandomModelOptions o;
+    o.arch = "qwen2";
+    o.outetts = "0.2";
+    o.n_layer = 2;
+    o.n_embd = 128;
+    o.n_head = 4;
+    o.n_head_kv = 2;
+    o.n_vocab = 512;
+    o.ctx = 8192;
+    o.dtype = DType::F16;
+    o.seed = 2026;
+    RETURN_IF_ERROR(write_random_model(o, lm.string()));
+  }
+  if (!fs::exists(voc)) {
+    RandomVocoderOptions v;
+    v.n_vocab = kOuteTtsCodes;
+    v.n_features = 64;
+    v.n_embd = 96;
+    v.n_ff = 288;
+    v.n_convnext = 2;
+    v.n_groups = 32;
+    v.seed = 2026;
+    RETURN_IF_ERROR(write_random_vocoder(v, voc.string()));
+  }
+  return std::make_pair(lm.string(), voc.string());
+}
+
+Expected<std::string> demo_model_path() {
+  ASSIGN_OR_RETURN(fs::path dir, demo_dir());
   fs::path path = dir / "demo-llama-v1.gguf";
   std::fprintf(stderr,
                "edge-infer: no model given (-m): using the built-in demo model %s. Its weights are random, "

@@ -16,6 +16,7 @@
 #include "pipeline/lm_stage.h"
 #include "pipeline/request_params_json.h"
 #include "pipeline/shm_tensor.h"
+#include "pipeline/vocoder_stage.h"
 #include "pipeline/worker_protocol.h"
 
 namespace edge::pipeline {
@@ -28,9 +29,11 @@ constexpr auto kForever = std::chrono::hours(24 * 365);
 Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h) {
   ASSIGN_OR_RETURN(ContractRef ref, parse_contract_ref(h.value("contract", "")));
   const Contract* c = find_contract(ref);
-  if (!c || ref.name != "text.generate")
+  const bool vocoder = c && ref.name == "audio.pcm";
+  if (!c || (ref.name != "text.generate" && !vocoder))
     return Status::unsupported(fmt::format(
-        "this worker does not implement contract {} (it implements text.generate@1)", ref.str()));
+        "this worker does not implement contract {} (it implements text.generate@1 and audio.pcm@1)",
+        ref.str()));
   const std::string model = h.value("model", "");
   const std::string pinned = h.value("sha256", "");
   if (!pinned.empty()) {
@@ -52,6 +55,13 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   o.ctx = h.value("ctx", int64_t{4096});
   o.max_tokens = h.value("max_tokens", 64);
   o.n_threads = h.value("threads", 0);
+  if (vocoder) {
+    s.kind = StageKind::kVocoder;
+    s.vocoder.window = h.value("vocoder_window", 0);
+    s.vocoder.context = h.value("vocoder_context", 0);
+    s.vocoder.lookahead = h.value("vocoder_lookahead", 0);
+    return start_vocoder_stage(model, s, o);
+  }
   return start_lm_stage(model, s, o);
 }
 
@@ -178,6 +188,7 @@ class WorkerLoop {
       nlohmann::json m = {{"type", "event"},        {"epoch", e.epoch}, {"seq", e.seq},
                           {"terminal", e.terminal}, {"port", e.port},   {"text", e.value.text},
                           {"tokens", e.value.tokens}};
+      if (!e.value.samples.empty()) m["samples"] = e.value.samples;  // audio PCM in [-1, 1]
       if (!e.error.ok()) m["error"] = e.error.to_string();
       if (!e.finish_reason.empty()) m["finish_reason"] = e.finish_reason;
       link = send(m);

@@ -248,6 +248,7 @@ StageEvent event_from(const nlohmann::json& m, const std::string& stage, uint32_
   e.stage = stage, e.worker_generation = generation;
   e.value.text = m.value("text", "");
   e.value.tokens = m.value("tokens", std::vector<int32_t>{});
+  e.value.samples = m.value("samples", std::vector<float>{});
   if (m.contains("error")) e.error = Status::internal(m["error"].get<std::string>());
   e.finish_reason = m.value("finish_reason", "");
   return e;
@@ -292,6 +293,9 @@ class WorkerStageRunner final : public StageRunner {
                                   {"itl_target_ms", spec_.engine.itl_target_ms},
                                   {"max_tokens", o_.run.max_tokens},
                                   {"threads", o_.run.n_threads},
+                                  {"vocoder_window", spec_.vocoder.window},
+                                  {"vocoder_context", spec_.vocoder.context},
+                                  {"vocoder_lookahead", spec_.vocoder.lookahead},
                                   {"generation", generation_},
                                   {"credits", kCredits}};
     Status st = c->send(hello);

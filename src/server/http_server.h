@@ -48,6 +48,9 @@ class HttpServer {
   // server, the same Engine calls through the graph); /metrics and /v1/pipeline add its
   // stages' reservations. `serve -m MODEL` serves a one-stage graph this way.
   Status attach(pipeline::PipelineRuntime& graph);
+  // Serves POST /v1/audio/speech from a speech graph (input "text", output "audio"; it must
+  // outlive the server); /metrics adds its figures. Before attach().
+  Status attach_speech(pipeline::PipelineRuntime& speech);
 
   // Binds the socket; afterwards port() is the real port (also for port 0).
   Status bind();

@@ -122,7 +122,8 @@ std::string ServerMetrics::render(const EngineStats& e) const {
 
 std::string endpoint_label(const std::string& path) {
   static const char* known[] = {"/v1/models", "/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize",
-                                "/health",    "/health/live",    "/health/ready",        "/metrics"};
+                                "/health",    "/health/live",    "/health/ready",        "/metrics",
+                                "/v1/audio/speech"};
   for (const char* k : known)
     if (path == k) return k;
   return "other";

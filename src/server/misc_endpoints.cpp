@@ -106,6 +106,7 @@ void handle_metrics(ServerContext& ctx, const httplib::Request&, httplib::Respon
     (void)ctx.pipeline->check_reservations();  // measured now; an excess shows in the gauges
     text += ctx.pipeline->metrics_text();
   }
+  if (ctx.speech) text += ctx.speech_figures.metrics_text();
   res.status = 200;
   res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -7,6 +7,7 @@
 
 #include "edge/engine.h"
 #include "pipeline/executor.h"
+#include "pipeline/speech_graph.h"
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
 #include "server/client_limits.h"
@@ -32,6 +33,10 @@ struct ServerContext {
   // When the graph's text stage runs in another process: the Engine API over the graph.
   std::unique_ptr<Engine> graph_engine;
   std::optional<ChatPrompt> chat;  // empty when the model has no tokenizer
+  // The speech graph behind /v1/audio/speech (input "text", output "audio"); null: none.
+  // Set by attach_speech() before the server turns ready.
+  pipeline::PipelineRuntime* speech = nullptr;
+  pipeline::SpeechFigureSet speech_figures;  // per utterance served: TTFA, RTF, underruns
 
   Engine& engine() const { return *engine_ptr; }
 };
@@ -46,6 +51,8 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
 void handle_models(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /v1/audio/speech (speech_endpoint.cpp).
+void handle_speech(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_metrics(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // GET /v1/pipeline: the served graph's stages, reservations, measured RSS, placement.
 void handle_pipeline(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);

@@ -1,0 +1,134 @@
+// edge-infer tts [-m LM --vocoder VOC] -p TEXT -o out.wav [--window W --context C
+//   --lookahead L] [--vocoder-worker] [--json]
+// edge-infer bench-tts [-m LM --vocoder VOC] [-p TEXT] [-r N] [...]
+// Text to speech through the speech graph (pipeline/speech_graph.h): an OuteTTS speech-code
+// LM, then a WavTokenizer vocoder (in this process, or in a worker). Without -m/--vocoder
+// the demo pair (random weights: the audio is noise). `tts` writes a 24 kHz 16-bit mono WAV
+// and prints the utterance's figures on stderr (JSON on stdout with --json); `bench-tts`
+// speaks the text -r times and prints JSON: each run's TTFA, RTF, simulated underruns and
+// the prebuffer they need, and p50/p95 of each.
+#include <cstdio>
+
+#include "commands.h"
+#include "core/memory_ledger.h"
+#include "formats/wav.h"
+#include "model_source.h"
+#include "pipeline/speech_graph.h"
+#include "plan_options.h"
+
+namespace edge::cli {
+namespace {
+
+struct TtsArgs {
+  std::string lm, vocoder, text = "Hello from edge infer, the speech pipeline works.", out;
+  pipeline::SpeechGraphOptions graph;
+  bool vocoder_worker = false, json = false;
+  int threads = 0;
+  int runs = 5;
+};
+
+struct Speech {
+  std::unique_ptr<pipeline::RamLedger> ledger;
+  std::unique_ptr<pipeline::PipelineRuntime> rt;
+};
+
+Expected<Speech> start_speech(TtsArgs& a) {
+  if (a.lm.empty() != a.vocoder.empty())
+    return Status::invalid_argument("-m and --vocoder go together (neither: the demo pair)");
+  if (a.lm.empty()) {
+    ASSIGN_OR_RETURN(auto demo, demo_speech_paths());
+    std::fprintf(stderr, "edge-infer: no models given: the demo pair (random weights, the audio is noise)\n");
+    a.lm = demo.first, a.vocoder = demo.second;
+  }
+  a.graph.talker_model = a.lm;
+  a.graph.vocoder_model = a.vocoder;
+  a.graph.capacity = 1;
+  if (a.vocoder_worker) a.graph.vocoder_placement = pipeline::Placement::kWorker;
+  ASSIGN_OR_RETURN(pipeline::PipelineSpec spec, pipeline::speech_pipeline(a.graph));
+  ASSIGN_OR_RETURN(MemoryLimit limit, memory_limit_flag(""));
+  Speech s;
+  s.ledger = std::make_unique<pipeline::RamLedger>(limit.bytes > 0 ? limit.bytes : INT64_MAX,
+                                                   limit.source.empty() ? "no limit" : limit.source);
+  pipeline::PipelineRunOptions o;
+  o.n_threads = a.threads;
+  o.ctx = a.graph.talker_ctx;
+  ASSIGN_OR_RETURN(s.rt, pipeline::PipelineRuntime::start(spec, *s.ledger, o));
+  return s;
+}
+
+int run_tts(TtsArgs& a) {
+  auto s = start_speech(a);
+  if (!s) return report_error(s.status());
+  std::vector<float> pcm;
+  auto f = pipeline::speak(*s->rt, a.text, [&](const std::vector<float>& chunk) {
+    pcm.insert(pcm.end(), chunk.begin(), chunk.end());
+    return true;
+  });
+  if (!f) return report_error(f.status());
+  RETURN_CODE_IF_ERROR(write_wav16(a.out, pcm, 24000));
+  std::fprintf(stderr,
+               "edge-infer: %lld samples (%.2f s) -> %s; time to first audio %.3f s, real-time "
+               "factor %.3f, %d underruns, prebuffer %.3f s\n",
+               static_cast<long long>(f->samples), f->audio_s, a.out.c_str(), f->ttfa_s, f->rtf,
+               f->underruns, f->prebuffer_s);
+  if (a.json) std::printf("%s\n", pipeline::figures_json(*f).dump(2).c_str());
+  return 0;
+}
+
+int run_bench_tts(TtsArgs& a) {
+  if (a.runs < 1) return report_error(Status::invalid_argument("-r must be at least 1"));
+  auto s = start_speech(a);
+  if (!s) return report_error(s.status());
+  pipeline::SpeechFigureSet set;
+  nlohmann::json runs = nlohmann::json::array();
+  for (int i = 0; i < a.runs; ++i) {
+    auto f = pipeline::speak(*s->rt, a.text, [](const std::vector<float>&) { return true; });
+    if (!f) return report_error(f.status());
+    set.add(*f);
+    runs.push_back(pipeline::figures_json(*f));
+  }
+  nlohmann::json out = {{"talker", a.lm},
+                        {"vocoder", a.vocoder},
+                        {"vocoder_placement", a.vocoder_worker ? "worker" : "in_process"},
+                        {"window", a.graph.vocoder.window},
+                        {"context", a.graph.vocoder.context},
+                        {"lookahead", a.graph.vocoder.lookahead},
+                        {"threads", a.threads},
+                        {"text", a.text},
+                        {"runs", runs},
+                        {"summary", set.summary_json()}};
+  std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
+
+void add_common(CLI::App* sub, TtsArgs& a) {
+  sub->add_option("-m,--model", a.lm, "OuteTTS speech-code LM (GGUF; default: the demo pair)");
+  sub->add_option("--vocoder", a.vocoder, "wavtokenizer-dec GGUF");
+  sub->add_option("-p,--prompt", a.text, "text to speak");
+  sub->add_option("--window", a.graph.vocoder.window, "vocoder codes per window (0: exact)")
+      ->capture_default_str();
+  sub->add_option("--context", a.graph.vocoder.context, "codes of left context per window");
+  sub->add_option("--lookahead", a.graph.vocoder.lookahead, "codes of lookahead per window");
+  sub->add_option("--ctx", a.graph.talker_ctx, "the speech LM's context")->capture_default_str();
+  sub->add_flag("--vocoder-worker", a.vocoder_worker, "run the vocoder in an edge-infer worker process");
+  sub->add_option("-t,--threads", a.threads, "threads (0: all the process may use)");
+}
+
+}  // namespace
+
+void register_tts(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<TtsArgs>();
+  CLI::App* sub = app.add_subcommand("tts", "Text to speech (OuteTTS LM + WavTokenizer) into a WAV");
+  add_common(sub, *a);
+  sub->add_option("-o,--output", a->out, "output WAV (24 kHz 16-bit mono)")->required();
+  sub->add_flag("--json", a->json, "print the utterance's figures as JSON");
+  sub->callback([a, &ctx] { ctx.exit_code = run_tts(*a); });
+
+  auto b = std::make_shared<TtsArgs>();
+  CLI::App* bench = app.add_subcommand("bench-tts", "TTFA, RTF, underruns and prebuffer of speech, as JSON");
+  add_common(bench, *b);
+  bench->add_option("-r,--runs", b->runs, "utterances")->capture_default_str();
+  bench->callback([b, &ctx] { ctx.exit_code = run_bench_tts(*b); });
+}
+
+}  // namespace edge::cli

@@ -1,0 +1,194 @@
+// POST /v1/audio/speech (OpenAI's create-speech): text in, audio out, from the server's
+// speech graph (pipeline/speech_graph.h). Fields: model (any id; the graph is the server's),
+// input (1..4096 characters, something speakable), voice (an OpenAI voice name: all speak
+// with the model's default voice), response_format wav | pcm (default wav), speed 0.25..4
+// (resampled), stream_format "audio" (chunked transfer: each chunk as the vocoder produces
+// it; a WAV stream then carries the unknown-length header). Without stream_format the body
+// is the whole file with exact sizes. Errors are 4xx with a clear message and never stop
+// the server; a stream that fails after its first byte is cut short (no final chunk).
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "pipeline/outetts_prompt.h"
+#include "pipeline/speech_graph.h"
+#include "server/connection_watch.h"
+#include "server/server_context.h"
+#include "server/speech_audio.h"
+
+namespace edge::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxInputChars = 4096;
+constexpr int32_t kSampleRate = 24000;  // audio.pcm@1
+const char* const kVoices[] = {"alloy", "ash",  "ballad",  "coral", "echo",  "fable",
+                               "onyx",  "nova", "sage",    "shimmer", "verse"};
+
+struct SpeechRequest {
+  std::string input, voice, format = "wav";
+  double speed = 1.0;
+  bool stream = false;
+};
+
+// Counts UTF-8 characters (continuation bytes excluded).
+size_t utf8_chars(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+std::optional<ApiError> parse_speech(const std::string& body, SpeechRequest& r) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception&) {
+    return ApiError::bad_request("the body is not valid JSON");
+  }
+  if (!j.is_object()) return ApiError::bad_request("the body must be a JSON object");
+  if (!j.contains("model") || !j["model"].is_string() || j["model"].get<std::string>().empty())
+    return ApiError::bad_request("'model' is required (a string)", "model");
+  if (!j.contains("input") || !j["input"].is_string())
+    return ApiError::bad_request("'input' is required (a string)", "input");
+  r.input = j["input"].get<std::string>();
+  if (r.input.empty()) return ApiError::bad_request("'input' is empty: nothing to speak", "input");
+  if (utf8_chars(r.input) > kMaxInputChars)
+    return ApiError::bad_request(fmt::format("'input' is {} characters; at most {}", utf8_chars(r.input),
+                                             kMaxInputChars),
+                                 "input", "input_too_long");
+  if (pipeline::normalize_tts_text(r.input).empty())
+    return ApiError::bad_request("'input' has no words to speak (letters or numbers)", "input");
+  if (!j.contains("voice") || !j["voice"].is_string())
+    return ApiError::bad_request("'voice' is required (a string)", "voice");
+  r.voice = j["voice"].get<std::string>();
+  if (std::find(std::begin(kVoices), std::end(kVoices), r.voice) == std::end(kVoices))
+    return ApiError::bad_request(fmt::format("unknown voice '{}' (alloy, ash, ballad, coral, echo, fable, "
+                                             "onyx, nova, sage, shimmer, verse)", r.voice),
+                                 "voice", "unknown_voice");
+  if (j.contains("response_format")) {
+    if (!j["response_format"].is_string()) return ApiError::bad_request("'response_format' must be a string", "response_format");
+    r.format = j["response_format"].get<std::string>();
+    if (r.format != "wav" && r.format != "pcm")
+      return ApiError::bad_request(fmt::format("response_format '{}' is not supported (wav, pcm)", r.format),
+                                   "response_format", "unsupported_format");
+  }
+  if (j.contains("speed")) {
+    if (!j["speed"].is_number()) return ApiError::bad_request("'speed' must be a number", "speed");
+    r.speed = j["speed"].get<double>();
+    if (!(r.speed >= 0.25 && r.speed <= 4.0))
+      return ApiError::bad_request(fmt::format("speed {} is outside 0.25..4.0", r.speed), "speed");
+  }
+  if (j.contains("stream_format")) {
+    const std::string sf = j["stream_format"].is_string() ? j["stream_format"].get<std::string>() : "";
+    if (sf != "audio")
+      return ApiError::bad_request("stream_format must be \"audio\" (server-sent events are not supported)",
+                                   "stream_format");
+    r.stream = true;
+  }
+  return std::nullopt;
+}
+
+// One streamed utterance: the chunked provider pulls its events.
+struct SpeechStream {
+  Lifecycle::Ticket in_flight;
+  pipeline::PipelineRuntime* rt = nullptr;
+  pipeline::PipelineHandle h;
+  pipeline::SpeechFigureSet* figures = nullptr;
+  pipeline::SpeechTimeline timeline;
+  SpeedChanger speed{1.0};
+  std::unique_ptr<ConnectionWatch> watch;
+  bool wav = true, header_sent = false, ended = false;
+};
+
+// Writes what the next event carries; false ends the response (done, failed, client gone).
+bool speech_step(SpeechStream& st, httplib::DataSink& sink) {
+  if (st.wav && !st.header_sent) {
+    st.header_sent = true;
+    const std::string h = wav_header(kSampleRate, -1);
+    if (!sink.write(h.data(), h.size())) return (void)st.rt->cancel(st.h), false;
+  }
+  auto e = st.rt->next(st.h, std::chrono::milliseconds(100));
+  if (!e.ok()) {
+    if (e.status().code() != StatusCode::kDeadlineExceeded) return false;
+    if (st.watch && st.watch->client_gone()) return (void)st.rt->cancel(st.h), false;
+    return true;
+  }
+  if (e->end_of_request) {
+    st.ended = true;
+    if (!e->error.ok()) return false;  // cut short: the client sees no final chunk
+    st.figures->add(st.timeline.figures());
+    sink.done();
+    return true;
+  }
+  if (e->port != "audio" || e->value.samples.empty()) return true;
+  st.timeline.chunk(static_cast<int64_t>(e->value.samples.size()));
+  const std::string bytes = pcm_s16le(st.speed.push(e->value.samples));
+  if (!bytes.empty() && !sink.write(bytes.data(), bytes.size())) return (void)st.rt->cancel(st.h), false;
+  return true;
+}
+
+void answer_whole(ServerContext& ctx, const httplib::Request& req, const SpeechRequest& r,
+                  httplib::Response& res) {
+  SpeedChanger speed(r.speed);
+  std::string pcm;
+  ConnectionWatch watch({req.local_addr, req.remote_addr, req.local_port, req.remote_port});
+  auto f = pipeline::speak(
+      *ctx.speech, r.input,
+      [&](const std::vector<float>& chunk) {
+        pcm += pcm_s16le(speed.push(chunk));
+        return true;
+      },
+      [&] { return watch.client_gone() || ctx.lifecycle.past_drain_deadline(); });
+  if (!f) return send_error(res, api_error_from_status(f.status()));
+  ctx.speech_figures.add(*f);
+  res.status = 200;
+  if (r.format == "wav")
+    res.set_content(wav_header(kSampleRate, static_cast<int64_t>(pcm.size())) + pcm, "audio/wav");
+  else
+    res.set_content(pcm, "audio/pcm");
+}
+
+}  // namespace
+
+void handle_speech(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (!ctx.speech) {
+    ApiError e;
+    e.http_status = 404, e.type = "not_found_error";
+    e.message = "this server has no speech pipeline (serve with no -m, or --speech-model and --vocoder)";
+    return send_error(res, e);
+  }
+  SpeechRequest r;
+  if (auto e = parse_speech(req.body, r)) return send_error(res, *e);
+  auto ticket = ctx.lifecycle.enter();
+  if (!ticket) return send_error(res, not_ready_error(ctx.lifecycle.state()));
+  if (!r.stream) return answer_whole(ctx, req, r, res);
+  pipeline::PortValue in;
+  in.text = r.input;
+  auto h = ctx.speech->submit({{"text", in}});
+  if (!h) return send_error(res, api_error_from_status(h.status()));
+  auto st = std::make_shared<SpeechStream>();
+  st->in_flight = std::move(ticket);
+  st->rt = ctx.speech;
+  st->h = *h;
+  st->figures = &ctx.speech_figures;
+  st->speed = SpeedChanger(r.speed);
+  st->wav = r.format == "wav";
+  st->watch = std::make_unique<ConnectionWatch>(
+      ConnectionEnds{req.local_addr, req.remote_addr, req.local_port, req.remote_port});
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      st->wav ? "audio/wav" : "audio/pcm",
+      [st](size_t, httplib::DataSink& sink) { return speech_step(*st, sink); },
+      [st](bool) {
+        if (st->ended) return;
+        (void)st->rt->cancel(st->h);  // the client left early: drain the request's end
+        for (int i = 0; i < 600; ++i) {
+          auto e = st->rt->next(st->h, std::chrono::milliseconds(100));
+          if (!e.ok() && e.status().code() != StatusCode::kDeadlineExceeded) break;
+          if (e.ok() && e->end_of_request) break;
+        }
+      });
+}
+
+}  // namespace edge::server

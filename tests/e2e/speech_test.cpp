@@ -1,0 +1,246 @@
+// Speech out, end to end on random weights: an OuteTTS-shaped LM and a WavTokenizer
+// decoder made here. The reliability probes of issue 12 over the speech graph (slow
+// consumer, abort mid-utterance, vocoder worker killed mid-stream), `edge-infer tts` and
+// `bench-tts`, and /v1/audio/speech through curl and the official openai npm client.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "formats/wav.h"
+#include "model/random_model.h"
+#include "model/random_vocoder.h"
+#include "pipeline/speech_graph.h"
+#include "server_process.h"
+#include "test_support.h"
+#include "tokenizer/outetts_tokens.h"
+
+namespace edge::e2e {
+namespace {
+
+using nlohmann::json;
+using pipeline::PipelineRuntime;
+using pipeline::StageEvent;
+using Clock = std::chrono::steady_clock;
+
+// Written once per test run: a tiny OuteTTS 0.2 LM and a 4096-code vocoder.
+const std::pair<std::string, std::string>& speech_pair() {
+  static const std::pair<std::string, std::string> paths = [] {
+    const std::string lm = server_tmp_dir() + "/outetts.gguf", voc = server_tmp_dir() + "/wavtok.gguf";
+    RandomModelOptions o;
+    o.arch = "qwen2", o.outetts = "0.2";
+    o.n_layer = 2, o.n_embd = 64, o.n_head = 4, o.n_head_kv = 2, o.n_vocab = 512, o.ctx = 4096;
+    RandomVocoderOptions v;
+    v.n_vocab = kOuteTtsCodes;
+    if (!write_random_model(o, lm).ok() || !write_random_vocoder(v, voc).ok()) return std::make_pair(std::string(), std::string());
+    return std::make_pair(lm, voc);
+  }();
+  return paths;
+}
+
+constexpr const char* kText = "The quick brown fox jumps over the lazy dog near 42 green hills.";
+
+class Speech : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(speech_pair().first.empty()) << "making the speech pair failed"; }
+
+  // The graph with a windowed vocoder (many chunks per utterance).
+  void start(pipeline::Placement vocoder = pipeline::Placement::kInProcess, int32_t window = 16) {
+    pipeline::SpeechGraphOptions o;
+    o.talker_model = speech_pair().first, o.vocoder_model = speech_pair().second;
+    o.capacity = 1, o.vocoder_placement = vocoder;
+    o.vocoder.window = window, o.vocoder.context = window / 2, o.vocoder.lookahead = window / 4;
+    auto spec = pipeline::speech_pipeline(o);
+    ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+    pipeline::PipelineRunOptions ro;
+    ro.ctx = 4096, ro.worker_binary = EDGE_BINARY, ro.n_threads = 2;
+    auto rt = PipelineRuntime::start(*spec, ledger_, ro);
+    ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+    rt_ = std::move(*rt);
+  }
+  std::vector<float> speak_all() {
+    std::vector<float> pcm;
+    auto f = pipeline::speak(*rt_, kText, [&](const std::vector<float>& c) {
+      pcm.insert(pcm.end(), c.begin(), c.end());
+      return true;
+    });
+    EXPECT_TRUE(f.ok()) << f.status().to_string();
+    return pcm;
+  }
+  pipeline::PipelineHandle submit() {
+    pipeline::PortValue in;
+    in.text = kText;
+    auto h = rt_->submit({{"text", in}});
+    EXPECT_TRUE(h.ok()) << h.status().to_string();
+    return *h;
+  }
+  // The next audio event (skipping empty ones); the end of the request is returned too.
+  StageEvent next_audio(const pipeline::PipelineHandle& h) {
+    for (;;) {
+      auto e = rt_->next(h, std::chrono::seconds(60));
+      EXPECT_TRUE(e.ok()) << e.status().to_string();
+      if (!e.ok() || e->end_of_request || !e->value.samples.empty()) return e.ok() ? *e : StageEvent{};
+    }
+  }
+
+  pipeline::RamLedger ledger_{INT64_MAX, "test"};
+  std::unique_ptr<PipelineRuntime> rt_;
+};
+
+TEST_F(Speech, SlowConsumerLosesNothing) {
+  start();
+  const std::vector<float> baseline = speak_all();
+  ASSERT_GT(baseline.size(), 24000u / 2) << "a sentence should give more than half a second";
+  // The client sleeps 3 s after its first chunk; the graph stalls (bounded queue) meanwhile.
+  const auto h = submit();
+  StageEvent first = next_audio(h);
+  ASSERT_FALSE(first.end_of_request);
+  std::vector<float> pcm = first.value.samples;
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  auto depth = rt_->stream_depth(h);
+  ASSERT_TRUE(depth.ok());
+  EXPECT_LE(depth->second, rt_->options().stream_high_water);
+  for (StageEvent e = next_audio(h); !e.end_of_request; e = next_audio(h))
+    pcm.insert(pcm.end(), e.value.samples.begin(), e.value.samples.end());
+  EXPECT_EQ(pcm, baseline);  // identical: same samples, nothing lost, nothing repeated
+}
+
+TEST_F(Speech, AbortMidUtteranceIsQuickAndFinal) {
+  start();
+  const std::vector<float> baseline = speak_all();
+  const auto h = submit();
+  ASSERT_FALSE(next_audio(h).end_of_request);
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(rt_->cancel(h).ok());
+  int64_t after = 0;
+  for (;;) {
+    auto e = rt_->next(h, std::chrono::seconds(5));
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    if (e->end_of_request) {
+      EXPECT_EQ(e->error.code(), StatusCode::kCancelled) << e->error.to_string();
+      break;
+    }
+    after += static_cast<int64_t>(e->value.samples.size());
+  }
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(after, 0) << "samples arrived after the abort";
+  EXPECT_EQ(speak_all(), baseline);  // the next request succeeds, unchanged
+}
+
+TEST_F(Speech, VocoderWorkerKilledMidStream) {
+  // Small windows: more events than the request's queue, the route and the worker's
+  // credits hold together, so the worker is still decoding when it is killed.
+  start(pipeline::Placement::kWorker, 8);
+  const std::vector<float> baseline = speak_all();
+  const int64_t reserved = ledger_.reserved();
+  const auto h = submit();
+  ASSERT_FALSE(next_audio(h).end_of_request);  // mid-stream: the worker is held by its credits
+  const std::string where = rt_->state_json()["stages"][1]["placement_actual"];
+  ASSERT_EQ(where.rfind("worker pid ", 0), 0u) << where;
+  const pid_t pid = std::stoi(where.substr(11));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  const auto t0 = Clock::now();
+  Status end;
+  for (;;) {
+    auto e = rt_->next(h, std::chrono::seconds(5));
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    if (e->end_of_request) {
+      end = e->error;
+      break;
+    }
+  }
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_FALSE(end.ok());
+  EXPECT_NE(end.to_string().find("generation 1"), std::string::npos) << end.to_string();
+  EXPECT_LT(ledger_.reserved(), reserved) << "a dead worker's reservation is released";
+  EXPECT_EQ(speak_all(), baseline);  // a new generation speaks the same
+  EXPECT_EQ(rt_->state_json()["stages"][1]["worker_generation"], 2);
+  EXPECT_EQ(ledger_.reserved(), reserved);
+}
+
+TEST(SpeechCli, TtsWritesAWavAndBenchPrintsFigures) {
+  const auto& [lm, voc] = speech_pair();
+  ASSERT_FALSE(lm.empty());
+  const std::string wav = server_tmp_dir() + "/tts.wav";
+  const CommandResult r = run_command(std::string(EDGE_BINARY) + " tts -m " + lm + " --vocoder " + voc +
+                                      " -p 'Hello there, 7 apples.' -o " + wav + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string bytes = read_file(wav);
+  auto w = decode_wav16(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  EXPECT_EQ(w->sample_rate, 24000);
+  EXPECT_EQ(w->channels, 1);
+  const json f = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(f.is_object()) << r.out;
+  EXPECT_EQ(f["samples"].get<size_t>(), w->samples.size());
+  EXPECT_GT(f["ttfa_s"].get<double>(), 0.0);
+  const CommandResult b = run_command(std::string(EDGE_BINARY) + " bench-tts -m " + lm + " --vocoder " + voc +
+                                      " -p 'One two three.' -r 3 --window 16 --context 8 --lookahead 4");
+  ASSERT_EQ(b.code, 0) << b.out;
+  const json j = json::parse(b.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << b.out;
+  EXPECT_EQ(j["runs"].size(), 3u);
+  for (const char* k : {"ttfa_s", "rtf", "underruns", "prebuffer_s"}) {
+    EXPECT_TRUE(j["summary"][k].contains("p50")) << k;
+    EXPECT_TRUE(j["summary"][k].contains("p95")) << k;
+  }
+  EXPECT_GT(j["runs"][0]["chunks"].get<int>(), 1);  // windowed: more than one chunk
+}
+
+class SpeechServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tiny_model().empty());
+    ASSERT_FALSE(speech_pair().first.empty());
+    ASSERT_TRUE(server_.start(tiny_model(), {"--speech-model", speech_pair().first, "--vocoder", speech_pair().second,
+                                             "--vocoder-window", "32", "--vocoder-context", "16",
+                                             "--vocoder-lookahead", "8"}));
+  }
+  CommandResult post(const std::string& body, const std::string& out) {
+    return run_command("curl -sS -o " + out + " -w '%{http_code}' -H 'Content-Type: application/json' -d '" + body +
+                       "' " + server_.url() + "/v1/audio/speech");
+  }
+  ServerProcess server_;
+};
+
+TEST_F(SpeechServer, ErrorsAre4xxAndTheServerKeepsServing) {
+  const std::string out = server_tmp_dir() + "/speech_err.json";
+  const std::string big(5000, 'a');
+  for (const auto& [body, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"model":"tts-1","input":"","voice":"alloy"})", "input"},
+           {R"({"model":"tts-1","input":")" + big + R"(","voice":"alloy"})", "input"},
+           {R"({"model":"tts-1","input":"?!","voice":"alloy"})", "input"},
+           {R"({"model":"tts-1","input":"hi","voice":"robot"})", "voice"},
+           {R"({"model":"tts-1","input":"hi","voice":"alloy","response_format":"mp3"})", "response_format"},
+           {R"({"model":"tts-1","input":"hi","voice":"alloy","speed":9})", "speed"},
+           {R"({"input":"hi","voice":"alloy"})", "model"}}) {
+    const CommandResult r = post(body, out);
+    EXPECT_EQ(r.out, "400") << body.substr(0, 80);
+    const json e = json::parse(read_file(out), nullptr, false);
+    EXPECT_EQ(e["error"]["param"], param) << read_file(out);
+  }
+  const CommandResult ok = post(R"({"model":"tts-1","input":"Still here.","voice":"alloy"})", server_tmp_dir() + "/ok.wav");
+  EXPECT_EQ(ok.out, "200") << server_.log();
+  const std::string bytes = read_file(server_tmp_dir() + "/ok.wav");
+  EXPECT_TRUE(decode_wav16(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()).ok());
+  const std::string metrics = run_command("curl -sS " + server_.url() + "/metrics").out;
+  EXPECT_NE(metrics.find("edge_tts_requests 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("edge_tts_ttfa_s{quantile=\"0.95\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("edge_tts_prebuffer_s{quantile=\"0.5\"}"), std::string::npos);
+  EXPECT_EQ(server_.stop(), 0) << server_.log();
+}
+
+TEST_F(SpeechServer, OpenAIClientAudioSpeechCreate) {
+  if (!have_node_openai()) EDGE_SKIP_UNLESS_REQUIRED("node or the openai package (tests/node) is missing");
+  const CommandResult r = run_node("server_speech.mjs", server_.url());
+  EXPECT_EQ(r.code, 0) << r.out << "\n--- server log ---\n" << server_.log();
+  const json summary = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << r.out;
+  EXPECT_GT(summary["samples"].get<int64_t>(), 0);
+  EXPECT_EQ(server_.stop(), 0) << server_.log();
+}
+
+}  // namespace
+}  // namespace edge::e2e
