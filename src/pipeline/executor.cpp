@@ -314,6 +314,11 @@ Status PipelineRuntime::run_stage(Request& r, Started& st, StageInputs& in,
     ran = st.runner->run_streaming(r.epoch, in, params, emit);
     if (!ran.ok()) release_if_dead(st);  // a dead process holds no memory
   }
+  // A failed stage fails the request: the stages before it stop too instead of producing
+  // for nobody (the end of the request waits for every stage).
+  if (!ran.ok() && ran.code() != StatusCode::kCancelled)
+    for (auto& other : stages_)
+      if (other.get() != &st) other->runner->cancel(r.epoch);
   if (ran.ok()) ran = check_rss(st);  // held to its reservation while it runs, not only at start
   in.abandon_all();                   // what still comes in is not wanted any more
   for (const Route& route : spec_.routes)

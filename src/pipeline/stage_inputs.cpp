@@ -44,15 +44,18 @@ void Channel::close(const Status& st) {
 
 Expected<std::optional<PortValue>> Channel::pop(const std::atomic<bool>& stop) {
   std::unique_lock<std::mutex> l(mu_);
-  while (q_.empty() && !closed_) {
+  while (q_.empty() && !closed_ && !abandoned_) {
     if (stop) return Status::cancelled("the request was cancelled");
     cv_.wait_for(l, kStopCheck);
   }
+  if (abandoned_) return Status::cancelled("the consumer has gone");
   if (!q_.empty()) {
     PortValue v = std::move(q_.front());
     q_.pop_front();
+    const std::function<void()> popped = on_pop_;
     l.unlock();
     cv_.notify_all();  // room for the producer
+    if (popped) popped();
     return std::optional<PortValue>(std::move(v));
   }
   if (!end_.ok()) return end_;
@@ -66,6 +69,11 @@ void Channel::abandon() {
     q_.clear();
   }
   cv_.notify_all();
+}
+
+void Channel::set_on_pop(std::function<void()> f) {
+  std::lock_guard<std::mutex> l(mu_);
+  on_pop_ = std::move(f);
 }
 
 int32_t Channel::high_water() const {
@@ -94,6 +102,12 @@ Expected<std::map<std::string, PortValue>> StageInputs::gather() {
 
 void StageInputs::abandon_all() {
   for (auto& [port, ch] : ports_) ch->abandon();
+}
+
+std::vector<std::string> StageInputs::ports() const {
+  std::vector<std::string> out;
+  for (const auto& [port, ch] : ports_) out.push_back(port);
+  return out;
 }
 
 }  // namespace edge::pipeline

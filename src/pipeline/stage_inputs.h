@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,8 +44,11 @@ class Channel {
   // Consumer: the next chunk, nullopt at the end, the producer's error if it failed, or
   // cancelled when `stop` is set.
   Expected<std::optional<PortValue>> pop(const std::atomic<bool>& stop);
-  // Consumer: gone (it failed or ended early); the producer's pushes fail from now on.
+  // Consumer: gone (it failed or ended early); the producer's pushes fail from now on, and
+  // a pop (from another thread of the consumer's) ends with kCancelled.
   void abandon();
+  // Called after every chunk popped (outside the lock): a remote producer's credit returns.
+  void set_on_pop(std::function<void()> f);
   int32_t high_water() const;
 
  private:
@@ -53,6 +57,7 @@ class Channel {
   std::condition_variable cv_;
   std::deque<PortValue> q_;
   bool closed_ = false, abandoned_ = false;
+  std::function<void()> on_pop_;
   Status end_;
   int32_t high_water_ = 0;
 };
@@ -70,6 +75,7 @@ class StageInputs {
   Expected<std::map<std::string, PortValue>> gather();
   // The stage has finished (or failed): producers still pushing stop waiting.
   void abandon_all();
+  std::vector<std::string> ports() const;
 
  private:
   std::map<std::string, std::shared_ptr<Channel>> ports_;

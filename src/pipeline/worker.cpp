@@ -88,10 +88,12 @@ class WorkerLoop {
     }
     auto gate = std::make_shared<CreditGate>(credits_);
     gates_[epoch] = gate;
-    threads_[epoch] = std::thread([this, req, gate, epoch] {
-      serve(req, *gate);
+    auto stream = open_stream(epoch, req);
+    threads_[epoch] = std::thread([this, req, gate, epoch, stream] {
+      serve(req, *gate, stream.get());
       std::lock_guard<std::mutex> l2(mu_);
       gates_.erase(epoch);
+      streams_.erase(epoch);
       finished_.push_back(epoch);
       cv_.notify_all();
     });
@@ -108,6 +110,32 @@ class WorkerLoop {
     std::lock_guard<std::mutex> l(mu_);
     auto it = gates_.find(epoch);
     if (it != gates_.end()) it->second->close();  // an emit waiting for credit gives up
+    auto st = streams_.find(epoch);
+    if (st != streams_.end()) st->second->stop = true;  // a wait for input gives up
+  }
+
+  // A chunk of a streamed input ("input"), or its end ("input_end", with the producer's
+  // error if it failed). The pipeline sends chunks within the input credits, so the
+  // channel always has room.
+  void input(const nlohmann::json& m, bool end) {
+    std::shared_ptr<Channel> ch;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = streams_.find(m.value("epoch", uint64_t{0}));
+      if (it == streams_.end()) return;  // finished or cancelled meanwhile
+      auto p = it->second->ports.find(m.value("port", ""));
+      if (p == it->second->ports.end()) return;
+      ch = p->second;
+    }
+    if (end) {
+      ch->close(m.contains("error") ? Status::cancelled(m["error"].get<std::string>()) : Status());
+      return;
+    }
+    PortValue v;
+    v.text = m.value("text", "");
+    v.tokens = m.value("tokens", std::vector<int32_t>{});
+    const std::atomic<bool> never{false};
+    (void)ch->push(std::move(v), never);
   }
 
   void retire() {
@@ -151,8 +179,26 @@ class WorkerLoop {
     finished_.clear();
   }
 
+  // A request's streamed inputs: a channel per port, fed by input messages; each chunk the
+  // stage takes returns an input credit to the pipeline ("input_ack").
+  struct Stream {
+    std::map<std::string, std::shared_ptr<Channel>> ports;
+    std::atomic<bool> stop{false};
+  };
+  std::shared_ptr<Stream> open_stream(uint64_t epoch, const nlohmann::json& req) {  // under mu_
+    if (!req.contains("streamed")) return nullptr;
+    auto st = std::make_shared<Stream>();
+    for (const auto& port : req["streamed"]) {
+      auto ch = std::make_shared<Channel>(kWorkerInputCredits);
+      ch->set_on_pop([this, epoch] { (void)send({{"type", "input_ack"}, {"epoch", epoch}, {"n", 1}}); });
+      st->ports[port.get<std::string>()] = ch;
+    }
+    streams_[epoch] = st;
+    return st;
+  }
+
   // Runs one request; each event waits for a credit of its request (acks return them).
-  void serve(const nlohmann::json& req, CreditGate& gate) {
+  void serve(const nlohmann::json& req, CreditGate& gate, Stream* stream) {
     const uint64_t epoch = req.value("epoch", uint64_t{0});
     std::map<std::string, PortValue> inputs;
     Status parsed;
@@ -182,8 +228,7 @@ class WorkerLoop {
       return;
     }
     Status link;
-    const Status st = runner_.run_with_params(epoch, inputs, params ? &*params : nullptr,
-                                              [&](StageEvent e) {
+    auto emit = [&](StageEvent e) {
       if (!link.ok() || !gate.acquire(kForever)) return;  // closed: cancelled
       nlohmann::json m = {{"type", "event"},        {"epoch", e.epoch}, {"seq", e.seq},
                           {"terminal", e.terminal}, {"port", e.port},   {"text", e.value.text},
@@ -192,7 +237,23 @@ class WorkerLoop {
       if (!e.error.ok()) m["error"] = e.error.to_string();
       if (!e.finish_reason.empty()) m["finish_reason"] = e.finish_reason;
       link = send(m);
-    });
+    };
+    const RequestParams* p = params ? &*params : nullptr;
+    Status st;
+    if (stream) {  // whole inputs as closed channels beside the streamed ones
+      std::map<std::string, std::shared_ptr<Channel>> ports = stream->ports;
+      for (auto& [port, v] : inputs) {
+        auto ch = std::make_shared<Channel>(1);
+        (void)ch->push(std::move(v), stream->stop);
+        ch->close();
+        ports.emplace(port, ch);
+      }
+      StageInputs in(std::move(ports), stream->stop);
+      st = runner_.run_streaming(epoch, in, p, emit);
+      in.abandon_all();
+    } else {
+      st = runner_.run_with_params(epoch, inputs, p, emit);
+    }
     if (!link.ok()) return;  // the pipeline is gone
     if (st.ok())
       (void)send({{"type", "done"}, {"epoch", epoch}});
@@ -237,6 +298,7 @@ class WorkerLoop {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint64_t, std::shared_ptr<CreditGate>> gates_;
+  std::map<uint64_t, std::shared_ptr<Stream>> streams_;
   std::map<uint64_t, std::thread> threads_;
   std::vector<uint64_t> finished_;
   bool retiring_ = false;
@@ -279,6 +341,8 @@ int run_worker(int fd) {
         if (!loop.announce(*msg, std::move(got->fds)).ok()) return 1;  // a broken pipeline
       } else if (type == "request")
         loop.start(*msg);
+      else if (type == "input" || type == "input_end")
+        loop.input(*msg, type == "input_end");
       else if (type == "ack")
         loop.ack(epoch, msg->value("n", 0));
       else if (type == "cancel")

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/process_rss.h"
+#include "pipeline/credits.h"
 #include "pipeline/request_params_json.h"
 #include "pipeline/shm_tensor.h"
 #include "pipeline/worker.h"
@@ -105,7 +106,8 @@ class WorkerConn {
   // retiring. One lock with retire(): a request is never sent after the retire message.
   // Token lists of at least `shm_min_bytes` go through the shared-memory pool.
   bool request(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
-               const RequestParams* params, uint64_t shm_min_bytes, Status* sent) {
+               const RequestParams* params, uint64_t shm_min_bytes,
+               const std::vector<std::string>& streamed, Status* sent) {
     std::lock_guard<std::mutex> s(send_mu_);
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -128,6 +130,7 @@ class WorkerConn {
     }
     nlohmann::json msg = {{"type", "request"}, {"epoch", epoch}, {"inputs", in}};
     if (params) msg["params"] = request_params_json(*params);
+    if (!streamed.empty()) msg["streamed"] = streamed;
     *sent = send_message(proc_.fd, msg);
     return true;
   }
@@ -325,19 +328,43 @@ class WorkerStageRunner final : public StageRunner {
   Status run_with_params(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
                          const RequestParams* params,
                          const std::function<void(StageEvent)>& emit) override {
+    return serve(epoch, inputs, params, nullptr, emit);
+  }
+
+  // A vocoder starts on the first codes: its inputs stream into the worker as they arrive.
+  // Other stages gather theirs (a language model's prompt is needed whole).
+  Status run_streaming(uint64_t epoch, StageInputs& in, const RequestParams* params,
+                       const std::function<void(StageEvent)>& emit) override {
+    if (spec_.kind != StageKind::kVocoder) return StageRunner::run_streaming(epoch, in, params, emit);
+    return serve(epoch, {}, params, &in, emit);
+  }
+
+  Status serve(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
+               const RequestParams* params, StageInputs* streamed,
+               const std::function<void(StageEvent)>& emit) {
     std::shared_ptr<WorkerConn> c;
     Status st;
     // A generation retired (or found dead) between choosing it and sending: the next one.
     for (int attempt = 0; !c; ++attempt) {
       ASSIGN_OR_RETURN(c, connection_for(epoch));
-      if (!c->request(epoch, inputs, params, o_.run.shm_min_bytes, &st)) {
+      if (!c->request(epoch, inputs, params, o_.run.shm_min_bytes,
+                      streamed ? streamed->ports() : std::vector<std::string>{}, &st)) {
         if (attempt == 3)
           return Status::unavailable(fmt::format("stage '{}': no worker took request epoch {}",
                                                  spec_.name, epoch));
         c.reset();
       }
     }
-    if (st.ok()) st = relay(*c, epoch, emit);
+    CreditGate input_credits(kWorkerInputCredits);
+    std::thread feeder;
+    if (st.ok() && streamed)
+      feeder = std::thread([&, c] { feed(*c, epoch, *streamed, input_credits); });
+    if (st.ok()) st = relay(*c, epoch, emit, input_credits);
+    if (feeder.joinable()) {
+      input_credits.close();   // a feeder waiting for a credit gives up
+      streamed->abandon_all();  // and one waiting for the next chunk
+      feeder.join();
+    }
     c->close(epoch);
     forget(epoch);
     if (st.ok() || st.code() != StatusCode::kUnavailable) return st;
@@ -422,13 +449,41 @@ class WorkerStageRunner final : public StageRunner {
     }
   }
 
+  // Sends each chunk of the streamed ports as it arrives, within the input credits, then
+  // each port's end (with the producer's error, if it failed).
+  static void feed(WorkerConn& c, uint64_t epoch, StageInputs& in, CreditGate& credits) {
+    for (const std::string& port : in.ports()) {
+      for (;;) {
+        auto chunk = in.next(port);
+        nlohmann::json m = {{"epoch", epoch}, {"port", port}};
+        if (!chunk.ok() || !*chunk) {
+          m["type"] = "input_end";
+          if (!chunk.ok()) m["error"] = chunk.status().to_string();
+          (void)c.send(m);
+          if (!chunk.ok()) return;
+          break;
+        }
+        if (!credits.acquire(kEventTimeout)) return;  // the request has ended
+        m["type"] = "input";
+        m["text"] = (*chunk)->text;
+        m["tokens"] = (*chunk)->tokens;
+        if (!c.send(m).ok()) return;  // the worker is gone: relay reports it
+      }
+    }
+  }
+
   // Passes the worker's events on, acknowledging each once consumed (a consumer that
-  // stalls in emit() stalls the worker at its credits).
-  Status relay(WorkerConn& c, uint64_t epoch, const std::function<void(StageEvent)>& emit) {
+  // stalls in emit() stalls the worker at its credits); input acks return input credits.
+  Status relay(WorkerConn& c, uint64_t epoch, const std::function<void(StageEvent)>& emit,
+               CreditGate& input_credits) {
     for (;;) {
       auto m = c.next(epoch);
       if (!m.ok()) return Status::unavailable(m.status().message());
       const std::string type = m->value("type", "");
+      if (type == "input_ack") {
+        (void)input_credits.acknowledge(m->value("n", 1));
+        continue;
+      }
       if (type == "done") return Status();
       if (type == "failed")
         return m->value("code", "") == "cancelled"

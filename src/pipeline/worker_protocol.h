@@ -6,6 +6,10 @@
 //   {epoch, inputs: {port: {text, tokens}}} event    {epoch, seq, terminal, port, text, tokens,
 //   error?}   (at most `credits` unacked) ack      {n} (the pipeline consumed n events) retire {}:
 //   finish what is in flight, accept nothing new, exit 0
+// Streamed inputs (a vocoder's codes while the talker still speaks): request {..., streamed:
+// [port]}, then input {epoch, port, text, tokens} per chunk (at most kWorkerInputCredits
+// unacknowledged; the worker sends input_ack {epoch, n} as its stage takes each) and
+// input_end {epoch, port, error?}. Events may carry samples (audio PCM in [-1, 1]).
 #pragma once
 
 #include <chrono>
@@ -21,6 +25,7 @@
 namespace edge::pipeline {
 
 inline constexpr uint32_t kMaxWorkerMessage = 16u << 20;
+inline constexpr int32_t kWorkerInputCredits = 16;
 
 Status send_message(int fd, const nlohmann::json& msg);
 // Waits up to `timeout` for one whole message. deadline_exceeded when none came in time,

@@ -47,13 +47,15 @@ class Speech : public ::testing::Test {
   void SetUp() override { ASSERT_FALSE(speech_pair().first.empty()) << "making the speech pair failed"; }
 
   // The graph with a windowed vocoder (many chunks per utterance).
-  void start(pipeline::Placement vocoder = pipeline::Placement::kInProcess, int32_t window = 16) {
+  void start(pipeline::Placement vocoder = pipeline::Placement::kInProcess, int32_t window = 16,
+             bool codes_out = false) {
     pipeline::SpeechGraphOptions o;
     o.talker_model = speech_pair().first, o.vocoder_model = speech_pair().second;
     o.capacity = 1, o.vocoder_placement = vocoder;
     o.vocoder.window = window, o.vocoder.context = window / 2, o.vocoder.lookahead = window / 4;
     auto spec = pipeline::speech_pipeline(o);
     ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+    if (codes_out) spec->routes.push_back(pipeline::Route{{"talker", "codes"}, {"output", "codes"}});
     pipeline::PipelineRunOptions ro;
     ro.ctx = 4096, ro.worker_binary = EDGE_BINARY, ro.n_threads = 2;
     auto rt = PipelineRuntime::start(*spec, ledger_, ro);
@@ -158,6 +160,36 @@ TEST_F(Speech, VocoderWorkerKilledMidStream) {
   EXPECT_EQ(speak_all(), baseline);  // a new generation speaks the same
   EXPECT_EQ(rt_->state_json()["stages"][1]["worker_generation"], 2);
   EXPECT_EQ(ledger_.reserved(), reserved);
+}
+
+// The first audio comes out before the talker's last code (its terminal event on the
+// graph's "codes" output): the vocoder starts on the first codes, in process and in a worker
+// (whose codes stream in within input credits).
+TEST_F(Speech, FirstAudioBeforeTheLastCode) {
+  for (auto placement : {pipeline::Placement::kInProcess, pipeline::Placement::kWorker}) {
+    rt_.reset();
+    start(placement, 16, /*codes_out=*/true);
+    const auto h = submit();
+    int64_t audio_before_last_code = 0, codes = 0;
+    bool talker_done = false;
+    for (;;) {
+      auto e = rt_->next(h, std::chrono::seconds(60));
+      ASSERT_TRUE(e.ok()) << e.status().to_string();
+      if (e->end_of_request) {
+        ASSERT_TRUE(e->error.ok()) << e->error.to_string();
+        break;
+      }
+      if (e->port == "codes") {
+        codes += static_cast<int64_t>(e->value.tokens.size());
+        talker_done = talker_done || e->terminal;
+      } else if (!talker_done) {
+        audio_before_last_code += static_cast<int64_t>(e->value.samples.size());
+      }
+    }
+    EXPECT_TRUE(talker_done);
+    EXPECT_GT(codes, 100);
+    EXPECT_GT(audio_before_last_code, 0) << pipeline::placement_name(placement);
+  }
 }
 
 TEST(SpeechCli, TtsWritesAWavAndBenchPrintsFigures) {
