@@ -39,6 +39,14 @@ def wait_ready(port, proc, timeout=300):
     raise RuntimeError("server not ready after %ds" % timeout)
 
 
+def stop_server(proc):
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def model_id(port):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     c.request("GET", "/v1/models")
@@ -128,11 +136,7 @@ def run_arm(label, cmd_tpl, levels, a, prompt):
             out["c%d" % conc] = run_level(port, conc, max(a.requests, conc), prompt, a.max_tokens)
         return out
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
 
 
 def main():

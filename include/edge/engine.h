@@ -101,7 +101,12 @@ struct EngineStats {
   int64_t kv_blocks_total = 0, kv_blocks_used = 0;
   uint64_t kv_bytes = 0;
   int64_t running = 0, waiting = 0, paused = 0;
-  uint64_t prefix_cache_queries = 0, prefix_cache_hit_tokens = 0;
+  // Prefix cache: lookups (one per finished request), requests that reused a prefix, the
+  // prompt tokens reused, and the tokens the global layers had cached but that were
+  // recomputed because the sliding layers' window before them had been reused (the sliding
+  // pool holds max_seqs rings: more sequences keep more windows cached).
+  uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0, prefix_cache_hit_tokens = 0;
+  uint64_t prefix_cache_window_miss_tokens = 0;
   uint64_t prompt_tokens = 0, generated_tokens = 0;
   uint64_t requests_finished = 0, requests_cancelled = 0, preemptions = 0;
   int32_t stream_high_water = 0;  // most chunks ever queued on one stream

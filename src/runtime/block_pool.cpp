@@ -86,17 +86,25 @@ void BlockPool::set_prefix(int32_t b, uint64_t hash, uint64_t parent, std::span<
   by_hash_.emplace(hash, b);
 }
 
-int32_t BlockPool::lookup(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {
+int32_t BlockPool::find(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) const {
   auto [lo, hi] = by_hash_.equal_range(hash);
   for (auto it = lo; it != hi; ++it) {
-    const int32_t b = it->second;
-    const Prefix& p = prefix_[static_cast<size_t>(b)];
-    if (p.parent != parent || !std::equal(p.tokens.begin(), p.tokens.end(), tokens.begin(), tokens.end()))
-      continue;
-    if (refs_[static_cast<size_t>(b)]++ == 0) list_remove(b);
-    return b;
+    const Prefix& p = prefix_[static_cast<size_t>(it->second)];
+    if (p.parent == parent && std::equal(p.tokens.begin(), p.tokens.end(), tokens.begin(), tokens.end()))
+      return it->second;
   }
   return -1;
+}
+
+void BlockPool::take(int32_t b) {
+  CHECK(b >= 0 && b < n_blocks());
+  if (refs_[static_cast<size_t>(b)]++ == 0) list_remove(b);
+}
+
+int32_t BlockPool::lookup(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {
+  const int32_t b = find(hash, parent, tokens);
+  if (b >= 0) take(b);
+  return b;
 }
 
 }  // namespace edge

@@ -38,8 +38,13 @@ class BlockPool {
   // Records that block b (in use, full) holds `tokens` after the prefix `parent`.
   void set_prefix(int32_t b, uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
   // The block holding `tokens` after `parent` (its reference count incremented, taken off
-  // the free list if it was there), or -1.
+  // the free list if it was there), or -1. Same as take(find(...)).
   int32_t lookup(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
+  // The block holding `tokens` after `parent`, or -1; changes nothing (the KV cache first
+  // finds what every layer group has, then decides how much of it to take).
+  int32_t find(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) const;
+  // Adds a reference to block b, in use or free (a free one leaves the free list).
+  void take(int32_t b);
   // Blocks currently holding a cached prefix (in use or free).
   size_t n_cached() const { return by_hash_.size(); }
 

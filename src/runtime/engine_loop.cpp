@@ -46,6 +46,8 @@ void EngineImpl::finish(EngineRequest& r, ChunkKind kind, const std::string& rea
   r.terminal_pushed = true;
   ++stats_.prefix_cache_queries;
   stats_.prefix_cache_hit_tokens += static_cast<uint64_t>(r.seq.cached_prompt);
+  stats_.prefix_cache_hits += r.seq.cached_prompt > 0 ? 1 : 0;
+  stats_.prefix_cache_window_miss_tokens += static_cast<uint64_t>(r.seq.window_miss);
   if (kind == ChunkKind::kDone) ++stats_.requests_finished;
   if (kind == ChunkKind::kCancelled) ++stats_.requests_cancelled;
   r.queue.push_back(std::move(c));

@@ -65,7 +65,7 @@ Expected<KvCache> KvCache::create(const ModelConfig& config, const KvCacheOption
   if (n_blocks[0] > INT32_MAX || n_blocks[1] > INT32_MAX)
     return Status::invalid_argument("KV cache: too many blocks");
   ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create(layout, n_blocks));
-  return KvCache(o, std::move(storage), o.prefix_cache && !layout.has_group(kKvSliding));
+  return KvCache(o, std::move(storage), o.prefix_cache);
 }
 
 std::array<int64_t, 2> KvCache::blocks_per_full_seq() const {
@@ -73,20 +73,63 @@ std::array<int64_t, 2> KvCache::blocks_per_full_seq() const {
           layout().blocks_per_seq(kKvSliding, options_.max_model_len, options_.max_step)};
 }
 
-int64_t KvCache::attach_prefix(SeqKv& s, std::span<const int32_t> prompt) {
-  if (!prefix_ || !s.blocks[0].empty() || prompt.empty()) return 0;
+int64_t KvCache::first_window_block(int64_t pos) const {
+  return std::max<int64_t>(0, pos - layout().window + 1) / layout().settings.block_tokens;
+}
+
+KvCache::CachedRun KvCache::find_cached(std::span<const int32_t> prompt, int64_t max_blocks) const {
   const int64_t bt = layout().settings.block_tokens;
-  const int64_t max_blocks = (static_cast<int64_t>(prompt.size()) - 1) / bt;
+  CachedRun run;
+  uint64_t parent = 0;
   for (int64_t b = 0; b < max_blocks; ++b) {
     const auto toks = prompt.subspan(static_cast<size_t>(b * bt), static_cast<size_t>(bt));
-    const uint64_t h = chain_block_hash(s.last_hash, toks);
-    const int32_t phys = pools_[0].lookup(h, s.last_hash, toks);
-    if (phys < 0) break;
-    s.blocks[0].push_back(phys);
-    s.last_hash = h;
-    ++s.n_hashed;
+    const uint64_t h = chain_block_hash(parent, toks);
+    std::array<int32_t, 2> phys{-1, -1};
+    for (int g = 0; g < 2; ++g)
+      if (layout().has_group(g)) phys[g] = pools_[g].find(h, parent, toks);
+    // Every global block of the prefix is needed; sliding ones only near its end.
+    if (layout().has_group(kKvGlobal) && phys[kKvGlobal] < 0) break;
+    for (int g = 0; g < 2; ++g) run.found[g].push_back(phys[g]);
+    run.hash.push_back(h);
+    parent = h;
   }
-  s.n_pos = s.n_hashed * bt;
+  return run;
+}
+
+int64_t KvCache::longest_window_hit(const std::vector<int32_t>& found) const {
+  const int64_t bt = layout().settings.block_tokens;
+  // cached_run[i]: how many blocks up to and including i are cached without a gap.
+  std::vector<int64_t> cached_run(found.size());
+  for (size_t i = 0; i < found.size(); ++i)
+    cached_run[i] = found[i] < 0 ? 0 : (i > 0 ? cached_run[i - 1] : 0) + 1;
+  for (int64_t n = static_cast<int64_t>(found.size()); n > 0; --n)
+    if (cached_run[static_cast<size_t>(n - 1)] >= n - first_window_block(n * bt)) return n;
+  return 0;
+}
+
+int64_t KvCache::attach_prefix(SeqKv& s, std::span<const int32_t> prompt) {
+  if (!prefix_ || !s.blocks[0].empty() || !s.blocks[1].empty() || prompt.empty()) return 0;
+  const int64_t bt = layout().settings.block_tokens;
+  const CachedRun run = find_cached(prompt, (static_cast<int64_t>(prompt.size()) - 1) / bt);
+  const int64_t found = static_cast<int64_t>(run.hash.size());
+  int64_t n = found;
+  if (layout().has_group(kKvSliding)) {
+    n = longest_window_hit(run.found[kKvSliding]);
+    // Without a global group nothing says how far the prompt was cached: no miss to report.
+    if (layout().has_group(kKvGlobal)) s.window_miss = (found - n) * bt;
+  }
+  const int64_t first = first_window_block(n * bt);
+  for (int g = 0; g < 2; ++g) {
+    if (!layout().has_group(g)) continue;
+    for (int64_t b = 0; b < n; ++b) {
+      const int32_t phys = g == kKvSliding && b < first ? -1 : run.found[g][static_cast<size_t>(b)];
+      if (phys >= 0) pools_[g].take(phys);
+      s.blocks[g].push_back(phys);
+    }
+  }
+  s.n_hashed = n;
+  s.last_hash = n > 0 ? run.hash[static_cast<size_t>(n - 1)] : 0;
+  s.n_pos = n * bt;
   return s.n_pos;
 }
 
@@ -117,18 +160,22 @@ void KvCache::commit(SeqKv& s, std::span<const int32_t> tokens, int64_t n_comput
   const int64_t bt = layout().settings.block_tokens;
   if (prefix_) {
     const int64_t full = std::min<int64_t>(n_computed, static_cast<int64_t>(tokens.size())) / bt;
-    for (int64_t b = s.n_hashed; b < full && b < static_cast<int64_t>(s.blocks[0].size()); ++b) {
+    const int64_t logical = static_cast<int64_t>(std::max(s.blocks[0].size(), s.blocks[1].size()));
+    for (int64_t b = s.n_hashed; b < full && b < logical; ++b) {
       const auto toks = tokens.subspan(static_cast<size_t>(b * bt), static_cast<size_t>(bt));
       const uint64_t h = chain_block_hash(s.last_hash, toks);
-      pools_[0].set_prefix(s.blocks[0][static_cast<size_t>(b)], h, s.last_hash, toks);
+      // Registered before the ring below returns it: a freed sliding block stays findable.
+      for (int g = 0; g < 2; ++g)
+        if (b < static_cast<int64_t>(s.blocks[g].size()) && s.blocks[g][static_cast<size_t>(b)] >= 0)
+          pools_[g].set_prefix(s.blocks[g][static_cast<size_t>(b)], h, s.last_hash, toks);
       s.last_hash = h;
       s.n_hashed = b + 1;
     }
   }
   if (layout().has_group(kKvSliding)) {
-    // The next query (position n_computed) sees keys >= n_computed - window + 1.
-    const int64_t lo = n_computed - layout().window + 1;
-    for (int64_t b = 0; (b + 1) * bt <= lo && b < static_cast<int64_t>(s.blocks[1].size()); ++b) {
+    // The next query (position n_computed) sees no block before first_window_block.
+    const int64_t first = first_window_block(n_computed);
+    for (int64_t b = 0; b < first && b < static_cast<int64_t>(s.blocks[1].size()); ++b) {
       int32_t& phys = s.blocks[1][static_cast<size_t>(b)];
       if (phys >= 0) pools_[1].unref(phys), phys = -1;
     }

@@ -1,8 +1,17 @@
 // The serving KV cache: KvStorage (model/kv_layout.h) carved into paged blocks inside an
 // exact byte budget, one BlockPool per layer group, block tables per sequence, prefix
-// caching on the global group, and a ring for sliding-window layers (a sequence holds only
-// the sliding blocks its window and the step in flight can touch; older ones go back to the
-// pool as the sequence advances).
+// caching, and a ring for sliding-window layers (a sequence holds only the sliding blocks
+// its window and the step in flight can touch; older ones go back to the pool as the
+// sequence advances).
+//
+// Prefix caching covers both groups. Every full block is registered in its group's pool
+// under the same chained hash. A prefix of P positions is reusable when the global group
+// still holds all its blocks and the sliding group the blocks of the window before P (what
+// the query at P can see); sliding blocks freed by the ring keep their hash in the pool's
+// LRU free list until reused, so a repeated system prompt finds its last window there. When
+// that window has been reused, the hit shrinks to the longest P whose window is still
+// cached (or 0): what is attached is always exactly what a sequence that computed those P
+// positions itself would hold, so the result does not depend on the cache.
 //
 // Budget split: sliding layers get enough blocks for max_seqs windows (bounded and small);
 // every remaining byte goes to global-layer blocks. A budget that cannot hold one sequence
@@ -27,15 +36,18 @@ struct KvCacheOptions {
   int64_t max_model_len = 4096;
   int64_t max_step = 512;      // tokens a sequence may add in one step
   int32_t max_seqs = 8;
-  bool prefix_cache = true;    // global group only; off when the model has sliding layers
+  bool prefix_cache = true;    // both groups (see above)
 };
 
 // A sequence's view of the cache.
 struct SeqKv {
   std::array<std::vector<int32_t>, 2> blocks;  // logical -> physical (-1: released ring block)
   int64_t n_pos = 0;          // positions whose blocks are reserved
-  int64_t n_hashed = 0;       // leading global blocks registered in (or taken from) the prefix cache
+  int64_t n_hashed = 0;       // leading blocks registered in (or taken from) the prefix cache
   uint64_t last_hash = 0;     // chain hash of block n_hashed - 1
+  // Set by attach_prefix: prompt positions whose global blocks were cached but that must be
+  // recomputed because the sliding window before them had been reused.
+  int64_t window_miss = 0;
 };
 
 class KvCache {
@@ -50,7 +62,9 @@ class KvCache {
   bool prefix_cache_enabled() const { return prefix_; }
 
   // Takes the longest cached prefix of `prompt` in whole blocks (never the whole prompt:
-  // the last token must be computed to get logits). Returns the positions reused.
+  // the last token must be computed to get logits) whose sliding window is cached too:
+  // global blocks [0, P), sliding blocks from first_window_block(P) to P (the entries before
+  // are -1, as the ring leaves them). Returns the positions reused, P.
   int64_t attach_prefix(SeqKv& s, std::span<const int32_t> prompt);
   // Reserves blocks so positions [0, n_pos) can be written (a sliding ring only the blocks
   // the window of the next step needs). False, with nothing changed, if the pools lack
@@ -58,10 +72,15 @@ class KvCache {
   bool reserve(SeqKv& s, int64_t n_pos);
   // Blocks reserve() would take now.
   std::array<int64_t, 2> blocks_needed(const SeqKv& s, int64_t n_pos) const;
-  // After a step computed positions [0, n_computed): registers newly full global blocks
-  // of `tokens` in the prefix cache and returns sliding blocks no future query can see.
+  // After a step computed positions [0, n_computed): registers newly full blocks of
+  // `tokens` (both groups) in the prefix cache and returns sliding blocks no future query
+  // can see.
   void commit(SeqKv& s, std::span<const int32_t> tokens, int64_t n_computed);
+  // Returns every block (in logical order, so a sequence's last blocks are the last to be
+  // reused: a later turn of the conversation finds them and their window).
   void release(SeqKv& s);
+  // The first logical block the query at position `pos` can see in a sliding layer.
+  int64_t first_window_block(int64_t pos) const;
 
   int64_t n_free(int g) const { return pools_[g].n_free(); }
   int64_t n_blocks(int g) const { return pools_[g].n_blocks(); }
@@ -73,6 +92,16 @@ class KvCache {
 
  private:
   KvCache(KvCacheOptions o, KvStorage storage, bool prefix);
+  // Chain hashes of the prompt's leading whole blocks (at most max_blocks) as long as the
+  // global group holds them, and the block each group holds for each (-1: none).
+  struct CachedRun {
+    std::vector<uint64_t> hash;
+    std::array<std::vector<int32_t>, 2> found;
+  };
+  CachedRun find_cached(std::span<const int32_t> prompt, int64_t max_blocks) const;
+  // The longest n <= found.size() whose sliding window (blocks first_window_block(n * B)
+  // to n) is all cached.
+  int64_t longest_window_hit(const std::vector<int32_t>& found) const;
   KvCacheOptions options_;
   KvStorage storage_;
   std::array<BlockPool, 2> pools_;

@@ -80,10 +80,17 @@ StepPlan Scheduler::schedule() {
     SchedSeq* s = waiting_.front();
     if (s->kv.blocks[0].empty() && s->kv.blocks[1].empty()) {
       s->n_computed = kv_->attach_prefix(s->kv, s->tokens);
-      if (!s->admitted_once) s->cached_prompt = s->n_computed;
+      if (!s->admitted_once) s->cached_prompt = s->n_computed, s->window_miss = s->kv.window_miss;
     }
     const int64_t n = std::min({s->pending(), budget, prefill_budget});
-    if (n <= 0 || !kv_->reserve(s->kv, s->n_computed + n)) break;  // FIFO: nobody jumps the queue
+    if (n <= 0 || !kv_->reserve(s->kv, s->n_computed + n)) {
+      // FIFO: nobody jumps the queue. A waiting sequence holds no blocks: what it attached
+      // stays cached for the next try, and the running sequences keep the whole pool (a
+      // sliding pool sized for max_seqs rings has no room for a waiting sequence's window).
+      kv_->release(s->kv);
+      s->n_computed = 0;
+      break;
+    }
     waiting_.pop_front();
     s->state = SchedSeq::State::kRunning;
     s->admitted_once = true;

@@ -30,6 +30,8 @@ struct SchedSeq {
   int64_t n_prompt = 0;
   int64_t n_computed = 0;       // positions whose K/V are in the cache
   int64_t cached_prompt = 0;    // positions taken from the prefix cache at admission
+  int64_t window_miss = 0;      // positions the global prefix cache had but the sliding
+                                // window before them was gone (recomputed), at admission
   SeqKv kv;
   State state = State::kWaiting;
   bool paused = false;          // its consumer is behind: keep the KV, do not schedule

@@ -113,6 +113,12 @@ std::string ServerMetrics::render(const EngineStats& e) const {
   counter(out, "edge_prefix_cache_queries_total", "Prefix-cache lookups.", static_cast<double>(e.prefix_cache_queries));
   counter(out, "edge_prefix_cache_hit_tokens_total", "Prompt tokens served from the prefix cache.",
           static_cast<double>(e.prefix_cache_hit_tokens));
+  counter(out, "edge_prefix_cache_hits_total", "Requests that reused a cached prompt prefix.",
+          static_cast<double>(e.prefix_cache_hits));
+  counter(out, "edge_prefix_cache_window_miss_tokens_total",
+          "Prompt tokens whose global-layer KV was cached but that were recomputed: the sliding-window "
+          "layers' blocks before them had been reused.",
+          static_cast<double>(e.prefix_cache_window_miss_tokens));
   counter(out, "edge_engine_preemptions_total", "Requests preempted for KV space.", static_cast<double>(e.preemptions));
   counter(out, "edge_engine_requests_cancelled_total", "Engine requests cancelled (client gone, drain deadline).",
           static_cast<double>(e.requests_cancelled));

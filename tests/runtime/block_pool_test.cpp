@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <optional>
 
 #include "model/config.h"
 #include "runtime/block_pool.h"
@@ -142,7 +143,6 @@ TEST(KvCache, SlidingLayersKeepOnlyTheirWindow) {
   o.max_seqs = 1;
   auto kv = KvCache::create(c, o);
   ASSERT_TRUE(kv.ok());
-  EXPECT_FALSE(kv->prefix_cache_enabled());
   SeqKv s;
   std::vector<int32_t> toks;
   for (int64_t pos = 0; pos < 60; pos += 4) {
@@ -155,6 +155,100 @@ TEST(KvCache, SlidingLayersKeepOnlyTheirWindow) {
   }
   EXPECT_EQ(s.blocks[kKvGlobal].size(), 15u);
   EXPECT_LE(kv->n_blocks(kKvSliding), 4);
+}
+
+// Computes `tokens` (reserve + commit, as the scheduler drives it) in steps of `step`.
+void compute(KvCache& kv, SeqKv& s, const std::vector<int32_t>& tokens, int64_t from, int64_t step) {
+  for (int64_t pos = from; pos < static_cast<int64_t>(tokens.size()); pos += step) {
+    const int64_t end = std::min<int64_t>(pos + step, static_cast<int64_t>(tokens.size()));
+    ASSERT_TRUE(kv.reserve(s, end)) << pos;
+    kv.commit(s, tokens, end);
+  }
+}
+
+// Sliding model, block 4, window 8, step 4: the ring has 4 blocks per sequence, 8 in all.
+struct SlidingFixture {
+  SlidingFixture() {
+    KvCacheOptions o;
+    o.settings = {KvType::kF16, 4};
+    o.max_model_len = 64;
+    o.max_step = 4;
+    o.max_seqs = 2;
+    auto k = KvCache::create(tiny_config(4, 4, 8), o);  // 3 sliding + 1 global
+    EXPECT_TRUE(k.ok());
+    kv.emplace(std::move(k).value());
+    EXPECT_EQ(kv->n_blocks(kKvSliding), 8);
+    a.resize(30);
+    std::iota(a.begin(), a.end(), 1);
+  }
+  std::vector<int32_t> with_tail(size_t shared, size_t n) const {  // a's first `shared`, then new
+    std::vector<int32_t> p(a.begin(), a.begin() + static_cast<int64_t>(shared));
+    while (p.size() < n) p.push_back(90 + static_cast<int32_t>(p.size() % 7));
+    return p;
+  }
+  std::optional<KvCache> kv;
+  std::vector<int32_t> a;
+};
+
+// A prompt sharing 24 positions with one computed before reuses them: all 6 global blocks,
+// and of the sliding blocks only the window the query at 24 sees (blocks 4 and 5; the
+// ring had returned them to the pool with their hashes, in exact LRU order).
+TEST(KvCache, SlidingPrefixTakesTheWindowBeforeTheHit) {
+  SlidingFixture f;
+  KvCache& kv = *f.kv;
+  SeqKv a;
+  compute(kv, a, f.a, 0, 4);
+  EXPECT_EQ(a.blocks[kKvSliding], (std::vector<int32_t>{-1, -1, -1, -1, -1, 5, 6, 7}));
+  kv.release(a);
+  SeqKv b;
+  const auto prompt = f.with_tail(24, 30);
+  EXPECT_EQ(kv.attach_prefix(b, prompt), 24);
+  EXPECT_EQ(b.blocks[kKvGlobal], (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(b.blocks[kKvSliding], (std::vector<int32_t>{-1, -1, -1, -1, 4, 5}));
+  EXPECT_EQ(b.window_miss, 0);
+  // From here b runs as if it had computed the 24 positions itself: the ring never holds
+  // more than its 4 blocks.
+  for (int64_t pos = 24; pos < 30; pos += 4) {
+    ASSERT_TRUE(kv.reserve(b, std::min<int64_t>(pos + 4, 30)));
+    int live = 0;
+    for (int32_t blk : b.blocks[kKvSliding]) live += blk >= 0;
+    EXPECT_LE(live, 4) << pos;
+    kv.commit(b, prompt, std::min<int64_t>(pos + 4, 30));
+  }
+  kv.release(b);
+  EXPECT_EQ(kv.blocks_used(), 0);
+}
+
+// When the window before the longest global hit has been reused, the hit shrinks to the
+// longest prefix whose window is still cached: here 12 positions, whose window a shorter
+// prompt refreshed, and the 12 global-cached positions past it are reported as missed.
+TEST(KvCache, SlidingPrefixShrinksToAWindowStillCached) {
+  SlidingFixture f;
+  KvCache& kv = *f.kv;
+  SeqKv a, d, churn, b;
+  compute(kv, a, f.a, 0, 4);
+  kv.release(a);  // sliding free list: 0 1 2 3 4 5 6 7, all hashed but 7 (not full)
+  const auto shorter = f.with_tail(12, 14);
+  EXPECT_EQ(kv.attach_prefix(d, shorter), 12);  // takes the window of 12: blocks 1, 2
+  EXPECT_EQ(d.blocks[kKvSliding], (std::vector<int32_t>{-1, 1, 2}));
+  compute(kv, d, shorter, 12, 4);
+  kv.release(d);  // free list: 3 4 5 6 7 1 2 0 (0 reused by d, hash forgotten)
+  ASSERT_TRUE(kv.reserve(churn, 20));  // an unrelated sequence takes 3 4 5 6 7
+  kv.release(churn);
+  const auto prompt = f.with_tail(24, 30);
+  EXPECT_EQ(kv.attach_prefix(b, prompt), 12);
+  EXPECT_EQ(b.blocks[kKvGlobal], (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(b.blocks[kKvSliding], (std::vector<int32_t>{-1, 1, 2}));
+  EXPECT_EQ(b.window_miss, 12);
+  kv.release(b);
+  // With the window of every prefix gone there is no hit at all.
+  ASSERT_TRUE(kv.reserve(churn, 32));
+  kv.release(churn);
+  SeqKv e;
+  EXPECT_EQ(kv.attach_prefix(e, prompt), 0);
+  EXPECT_TRUE(e.blocks[kKvGlobal].empty());
+  EXPECT_EQ(e.window_miss, 24);
+  EXPECT_EQ(kv.blocks_used(), 0);
 }
 
 TEST(Scheduler, TokenBudgetChunksPromptsAndDecodesTogether) {
@@ -239,17 +333,22 @@ TEST(Scheduler, DecodesComeFirstAndPromptsBesideThemAreCapped) {
   sched.set_prefill_cap(0);
 }
 
-TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOut) {
-  const ModelConfig c = tiny_config(2, 0, 0);
+// Two global layers, block 4, context 16, a budget of exactly 6 blocks.
+KvCache six_block_cache(int32_t max_seqs) {
   KvCacheOptions o;
   o.settings = {KvType::kF16, 4};
   o.max_model_len = 16;
-  o.max_seqs = 2;
-  o.budget_bytes = 6 * 2 * 2 * 4 * 16 * 2;  // 6 blocks
-  auto kv = KvCache::create(c, o);
-  ASSERT_TRUE(kv.ok());
-  ASSERT_EQ(kv->n_blocks(kKvGlobal), 6);
-  Scheduler sched({2, 64}, &*kv);
+  o.max_seqs = max_seqs;
+  o.budget_bytes = 6 * 2 * 2 * 4 * 16 * 2;
+  auto kv = KvCache::create(tiny_config(2, 0, 0), o);
+  EXPECT_TRUE(kv.ok());
+  EXPECT_EQ(kv->n_blocks(kKvGlobal), 6);
+  return std::move(kv).value();
+}
+
+TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOut) {
+  KvCache kv = six_block_cache(2);
+  Scheduler sched({2, 64}, &kv);
   SchedSeq a, b;
   a.id = 1, a.tokens.assign(12, 1), a.n_prompt = 12;  // 3 blocks
   b.id = 2, b.tokens.assign(12, 2), b.n_prompt = 12;  // 3 blocks
@@ -267,6 +366,35 @@ TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOut) {
   ASSERT_EQ(p2.seqs.size(), 1u);
   EXPECT_EQ(p2.seqs[0].seq, &a);
   EXPECT_EQ(sched.preemptions(), 1u);
+}
+
+// A sequence the pool cannot take yet waits without holding blocks (what it attached from
+// the prefix cache stays cached), and finds its prefix again once it is admitted.
+TEST(Scheduler, AWaitingSequenceHoldsNoBlocks) {
+  KvCache kv = six_block_cache(3);
+  Scheduler sched({3, 64}, &kv);
+  SchedSeq a, d, b;
+  a.id = 1, a.tokens.resize(12), a.n_prompt = 12;  // 3 blocks
+  std::iota(a.tokens.begin(), a.tokens.end(), 1);
+  d.id = 2, d.tokens.assign(8, 50), d.n_prompt = 8;  // 2 blocks
+  sched.add(&a);
+  sched.add(&d);
+  StepPlan p1 = sched.schedule();
+  ASSERT_EQ(p1.seqs.size(), 2u);
+  sched.complete(p1);
+  b.id = 3, b.tokens.assign(a.tokens.begin(), a.tokens.begin() + 8), b.n_prompt = 16;
+  b.tokens.resize(16, 60);  // shares a's first 2 blocks, needs 2 more: 1 is free
+  sched.add(&b);
+  EXPECT_TRUE(sched.schedule().empty());
+  EXPECT_TRUE(b.kv.blocks[kKvGlobal].empty());
+  EXPECT_EQ(b.n_computed, 0);
+  EXPECT_EQ(kv.blocks_used(), 5);
+  sched.remove(&d);
+  StepPlan p3 = sched.schedule();
+  ASSERT_EQ(p3.seqs.size(), 1u);
+  EXPECT_EQ(p3.seqs[0].seq, &b);
+  EXPECT_EQ(p3.seqs[0].pos0, 8);
+  EXPECT_EQ(b.cached_prompt, 8);
 }
 
 }  // namespace

@@ -22,6 +22,8 @@ TEST(Metrics, RequestsTokensAndEngineGauges) {
   e.kv_blocks_used = 3;
   e.kv_blocks_total = 64;
   e.prefix_cache_hit_tokens = 16;
+  e.prefix_cache_hits = 2;
+  e.prefix_cache_window_miss_tokens = 32;
   e.requests_cancelled = 4;
   const std::string t = m.render(e);
   EXPECT_TRUE(has_line(t, "edge_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 2")) << t;
@@ -31,6 +33,8 @@ TEST(Metrics, RequestsTokensAndEngineGauges) {
   EXPECT_TRUE(has_line(t, "edge_kv_blocks_used 3"));
   EXPECT_TRUE(has_line(t, "edge_kv_blocks_total 64"));
   EXPECT_TRUE(has_line(t, "edge_prefix_cache_hit_tokens_total 16"));
+  EXPECT_TRUE(has_line(t, "edge_prefix_cache_hits_total 2"));
+  EXPECT_TRUE(has_line(t, "edge_prefix_cache_window_miss_tokens_total 32"));
   EXPECT_TRUE(has_line(t, "edge_engine_requests_cancelled_total 4"));
   EXPECT_TRUE(has_line(t, "# TYPE edge_time_to_first_token_seconds histogram"));
   EXPECT_NE(t.find("edge_memory_ledger_bytes{category=\"kv\"}"), std::string::npos);
