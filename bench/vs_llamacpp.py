@@ -7,10 +7,13 @@ computed within this one run, and a pre-flight that labels passes taken under lo
       --arm llama:q4_0:MODEL.gguf --arm edge:q4_0:MODEL.gguf --arm edge:w4a8:PACKED.gguf \
       -p 512 -n 128 -t 2 --passes 3 --out bench/results/NAME.json
 
-Each arm is runner:label:model; runner is llama, edge (the --edge binary) or edge@PATH
-(another edge-infer binary, e.g. a build of the previous commit for a before/after
-comparison in the same interleaved run). Ratios are reported for every edge arm against every
-llama arm. llama.cpp itself is never part of this repository: build it elsewhere."""
+Each arm is runner:label:model; runner is llama, ik (the --ik-bench binary, ik_llama.cpp's
+llama-bench, run with -rtr 1: run-time repacking, its fastest CPU path), edge (the --edge
+binary) or edge@PATH (another edge-infer binary, e.g. a build of the previous commit for a
+before/after comparison in the same interleaved run). Ratios are reported for every edge arm
+against every llama and ik arm; edge tg records carry decode's fraction of the bandwidth
+ceiling measured in the same run. llama.cpp and ik_llama.cpp are never part of this
+repository: build them elsewhere."""
 import argparse, json, os, statistics, subprocess, sys, time
 
 
@@ -30,8 +33,11 @@ def cpu_busy(seconds=0.5):
 
 def run_arm(arm, a):
     runner, label, model = arm
-    if runner == "llama":
-        cmd = [a.llama_bench, "-m", model, "-p", str(a.p), "-n", str(a.n), "-r", str(a.r), "-t", str(a.t), "-o", "json"]
+    if runner in ("llama", "ik"):
+        binary = a.llama_bench if runner == "llama" else a.ik_bench
+        cmd = [binary, "-m", model, "-p", str(a.p), "-n", str(a.n), "-r", str(a.r), "-t", str(a.t), "-o", "json"]
+        if runner == "ik":
+            cmd += ["-rtr", "1"]
     else:
         binary = runner[len("edge@"):] if runner.startswith("edge@") else a.edge
         cmd = [binary, "bench", "-m", model, "-p", str(a.p), "-n", str(a.n), "-r", str(a.r), "-t", str(a.t), "-o", "json"]
@@ -44,12 +50,16 @@ def run_arm(arm, a):
         res[key] = r["avg_ts"]
         if runner.startswith("edge"):
             res["provenance"] = r.get("provenance")
+            if key == "tg" and "roofline" in r:
+                res["tg_fraction_of_ceiling"] = r["roofline"]["fraction_of_ceiling"]
+                res["tg_bytes_per_token"] = r["roofline"]["bytes_per_token"]
     return res
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llama-bench", required=True)
+    ap.add_argument("--ik-bench", help="ik_llama.cpp's llama-bench (for ik arms)")
     ap.add_argument("--edge", required=True)
     ap.add_argument("--arm", action="append", required=True)
     ap.add_argument("-p", type=int, default=512)
@@ -77,6 +87,9 @@ def main():
             v = [r[k] for r in results[i] if k in r]
             s[k + "_median"] = statistics.median(v)
             s[k + "_min"], s[k + "_max"] = min(v), max(v)
+        f = [r["tg_fraction_of_ceiling"] for r in results[i] if "tg_fraction_of_ceiling" in r]
+        if f:
+            s["tg_fraction_of_ceiling_median"] = statistics.median(f)
         s["contended_passes"] = sum(r["contended"] for r in results[i])
         summary.append(s)
     ratios = []
@@ -84,9 +97,9 @@ def main():
         if not e["runner"].startswith("edge"):
             continue
         for l in summary:
-            if l["runner"] != "llama":
+            if l["runner"] not in ("llama", "ik"):
                 continue
-            ratios.append({"edge": e["label"], "llama": l["label"],
+            ratios.append({"edge": e["label"], "llama": l["label"], "against": l["runner"],
                            "pp_ratio": e["pp_median"] / l["pp_median"],
                            "tg_ratio": e["tg_median"] / l["tg_median"]})
     doc = {"command": " ".join(sys.argv), "p": a.p, "n": a.n, "r": a.r, "threads": a.t,
@@ -96,7 +109,10 @@ def main():
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)
     for r in ratios:
-        print(f"{r['edge']} vs llama {r['llama']}: pp x{r['pp_ratio']:.2f}  tg x{r['tg_ratio']:.2f}")
+        print(f"{r['edge']} vs {r['against']} {r['llama']}: pp x{r['pp_ratio']:.2f}  tg x{r['tg_ratio']:.2f}")
+    for s in summary:
+        if "tg_fraction_of_ceiling_median" in s:
+            print(f"{s['label']}: decode at {100 * s['tg_fraction_of_ceiling_median']:.1f}% of the ceiling")
 
 
 if __name__ == "__main__":
