@@ -60,7 +60,7 @@ Expected<fs::path> demo_dir() {
 
 Expected<std::pair<std::string, std::string>> demo_speech_paths() {
   ASSIGN_OR_RETURN(fs::path dir, demo_dir());
-  const fs::path lm = dir / "demo-outetts-v1.gguf", voc = dir / "demo-wavtokenizer-v1.gguf";
+  const fs::path lm = dir / "demo-outetts-v2.gguf", voc = dir / "demo-wavtokenizer-v1.gguf";
   if (!fs::exists(lm)) {
     RandomModelOptions o;
     o.arch = "qwen2";
@@ -77,7 +77,7 @@ Expected<std::pair<std::string, std::string>> demo_speech_paths() {
   }
   if (!fs::exists(voc)) {
     RandomVocoderOptions v;
-    v.n_vocab = kOuteTtsCodes;
+    v.n_vocab = kOuteTtsCodebook;
     v.n_features = 64;
     v.n_embd = 96;
     v.n_ff = 288;

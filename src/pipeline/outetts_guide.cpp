@@ -10,7 +10,7 @@ OuteTtsGuide::OuteTtsGuide(const OuteTtsVocab& vocab, std::vector<std::vector<in
     : vocab_(vocab), words_(std::move(words)), newline_(std::move(newline)), options_(o) {
   words_.erase(std::remove_if(words_.begin(), words_.end(), [](const auto& w) { return w.empty(); }),
                words_.end());
-  for (int32_t i = 0; i < vocab_.n_codes; ++i) codes_.push_back(vocab_.code0 + i);
+  for (int32_t i = 0; i < std::min(vocab_.n_codes, options_.codebook); ++i) codes_.push_back(vocab_.code0 + i);
   time_min_ = INT32_MAX;
   int32_t time_max = -1;
   for (const auto& [id, s] : vocab_.times) {

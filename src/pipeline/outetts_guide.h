@@ -20,6 +20,7 @@
 namespace edge::pipeline {
 
 struct OuteTtsGuideOptions {
+  int32_t codebook = 4096;  // codes the vocoder knows (kOuteTtsCodebook; OuteTTS-0.2 has 4100 code tokens)
   double codes_per_second = 75.0;
   double max_word_seconds = 3.0;  // longer duration tokens are not allowed
 };

@@ -33,7 +33,7 @@ const std::pair<std::string, std::string>& speech_pair() {
     o.arch = "qwen2", o.outetts = "0.2";
     o.n_layer = 2, o.n_embd = 64, o.n_head = 4, o.n_head_kv = 2, o.n_vocab = 512, o.ctx = 4096;
     RandomVocoderOptions v;
-    v.n_vocab = kOuteTtsCodes;
+    v.n_vocab = kOuteTtsCodebook;
     if (!write_random_model(o, lm).ok() || !write_random_vocoder(v, voc).ok()) return std::make_pair(std::string(), std::string());
     return std::make_pair(lm, voc);
   }();

@@ -81,7 +81,9 @@ TEST(OuteTtsVocab, FoundByName) {
   ASSERT_TRUE(o.ok()) << o.status().to_string();
   EXPECT_EQ(o->version, OuteTtsVersion::kV0_2);
   EXPECT_EQ(o->n_codes, kOuteTtsCodes);
-  EXPECT_EQ(tok.vocab().tokens[o->code0 + 4095], "<|4095|>");
+  EXPECT_EQ(tok.vocab().tokens[o->code0 + 4099], "<|4099|>");
+  EXPECT_EQ(o->code0, 512 + 7);  // after <|text_start|> .. <|text_sep|>, as in OuteTTS-0.2
+  EXPECT_EQ(tok.vocab().tokens[o->code0 + 4100], "<|t_0.00|>");
   EXPECT_EQ(o->times.size(), static_cast<size_t>(kOuteTtsDurations));
   // The prompt's special tokens are single ids.
   const auto ids = tok.encode("<|audio_start|>\nab<|t_0.08|><|code_start|><|17|>", false);
@@ -125,7 +127,10 @@ void check_guided_layout(bool v3, uint64_t seed) {
       ASSERT_EQ(out[i++], vocab.code_start);
     }
     int n = 0;
-    while (vocab.is_code(out[i])) ++n, ++i;
+    while (vocab.is_code(out[i])) {
+      ASSERT_LT(out[i] - vocab.code0, 4096) << "beyond the vocoder's codebook";
+      ++n, ++i;
+    }
     EXPECT_GE(n, 1);
     EXPECT_LE(n, std::max<int>(1, static_cast<int>(std::lround(seconds * 75))));
     ASSERT_EQ(out[i++], vocab.code_end);
