@@ -3,9 +3,11 @@
 // input (1..4096 characters, something speakable), voice (an OpenAI voice name: all speak
 // with the model's default voice), response_format wav | pcm (default wav), speed 0.25..4
 // (resampled), stream_format "audio" (chunked transfer: each chunk as the vocoder produces
-// it; a WAV stream then carries the unknown-length header). Without stream_format the body
-// is the whole file with exact sizes. Errors are 4xx with a clear message and never stop
-// the server; a stream that fails after its first byte is cut short (no final chunk).
+// it; a WAV stream then carries the unknown-length header) or "sse" (server-sent events:
+// speech.audio.delta with the bytes in base64, then speech.audio.done, or an error event).
+// Without stream_format the body is the whole file with exact sizes. Errors are 4xx with a
+// clear message and never stop the server; an audio stream that fails after its first byte
+// is cut short (no final chunk), an SSE stream ends with an error event.
 #include <fmt/format.h>
 
 #include <memory>
@@ -15,6 +17,7 @@
 #include "server/connection_watch.h"
 #include "server/server_context.h"
 #include "server/speech_audio.h"
+#include "server/sse.h"
 
 namespace edge::server {
 namespace {
@@ -29,7 +32,7 @@ const char* const kVoices[] = {"alloy", "ash",  "ballad",  "coral", "echo",  "fa
 struct SpeechRequest {
   std::string input, voice, format = "wav";
   double speed = 1.0;
-  bool stream = false;
+  bool stream = false, sse = false;
 };
 
 // Counts UTF-8 characters (continuation bytes excluded).
@@ -81,10 +84,10 @@ std::optional<ApiError> parse_speech(const std::string& body, SpeechRequest& r) 
   }
   if (j.contains("stream_format")) {
     const std::string sf = j["stream_format"].is_string() ? j["stream_format"].get<std::string>() : "";
-    if (sf != "audio")
-      return ApiError::bad_request("stream_format must be \"audio\" (server-sent events are not supported)",
-                                   "stream_format");
+    if (sf != "audio" && sf != "sse")
+      return ApiError::bad_request("stream_format must be \"audio\" or \"sse\"", "stream_format");
     r.stream = true;
+    r.sse = sf == "sse";
   }
   return std::nullopt;
 }
@@ -98,15 +101,22 @@ struct SpeechStream {
   pipeline::SpeechTimeline timeline;
   SpeedChanger speed{1.0};
   std::unique_ptr<ConnectionWatch> watch;
-  bool wav = true, header_sent = false, ended = false;
+  bool wav = true, sse = false, header_sent = false, ended = false;
+
+  // Audio bytes as the stream's framing wants them: raw, or one SSE delta event.
+  bool write_audio(httplib::DataSink& sink, const std::string& bytes) const {
+    if (bytes.empty()) return true;
+    const std::string out =
+        sse ? sse_data({{"type", "speech.audio.delta"}, {"audio", base64(bytes)}}) : bytes;
+    return sink.write(out.data(), out.size());
+  }
 };
 
 // Writes what the next event carries; false ends the response (done, failed, client gone).
 bool speech_step(SpeechStream& st, httplib::DataSink& sink) {
   if (st.wav && !st.header_sent) {
     st.header_sent = true;
-    const std::string h = wav_header(kSampleRate, -1);
-    if (!sink.write(h.data(), h.size())) return (void)st.rt->cancel(st.h), false;
+    if (!st.write_audio(sink, wav_header(kSampleRate, -1))) return (void)st.rt->cancel(st.h), false;
   }
   auto e = st.rt->next(st.h, std::chrono::milliseconds(100));
   if (!e.ok()) {
@@ -116,15 +126,24 @@ bool speech_step(SpeechStream& st, httplib::DataSink& sink) {
   }
   if (e->end_of_request) {
     st.ended = true;
-    if (!e->error.ok()) return false;  // cut short: the client sees no final chunk
-    st.figures->add(st.timeline.figures());
+    if (!e->error.ok() && !st.sse) return false;  // cut short: the client sees no final chunk
+    std::string last;
+    if (!e->error.ok()) {
+      json err = api_error_from_status(e->error).to_json();
+      err["type"] = "error";
+      last = sse_data(err);
+    } else {
+      st.figures->add(st.timeline.figures());
+      if (st.sse) last = sse_data({{"type", "speech.audio.done"}});
+    }
+    if (!last.empty() && !sink.write(last.data(), last.size())) return false;
     sink.done();
     return true;
   }
   if (e->port != "audio" || e->value.samples.empty()) return true;
   st.timeline.chunk(static_cast<int64_t>(e->value.samples.size()));
-  const std::string bytes = pcm_s16le(st.speed.push(e->value.samples));
-  if (!bytes.empty() && !sink.write(bytes.data(), bytes.size())) return (void)st.rt->cancel(st.h), false;
+  if (!st.write_audio(sink, pcm_s16le(st.speed.push(e->value.samples))))
+    return (void)st.rt->cancel(st.h), false;
   return true;
 }
 
@@ -174,11 +193,12 @@ void handle_speech(ServerContext& ctx, const httplib::Request& req, httplib::Res
   st->figures = &ctx.speech_figures;
   st->speed = SpeedChanger(r.speed);
   st->wav = r.format == "wav";
+  st->sse = r.sse;
   st->watch = std::make_unique<ConnectionWatch>(
       ConnectionEnds{req.local_addr, req.remote_addr, req.local_port, req.remote_port});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      st->wav ? "audio/wav" : "audio/pcm",
+      st->sse ? "text/event-stream" : st->wav ? "audio/wav" : "audio/pcm",
       [st](size_t, httplib::DataSink& sink) { return speech_step(*st, sink); },
       [st](bool) {
         if (st->ended) return;

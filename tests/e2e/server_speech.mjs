@@ -1,10 +1,10 @@
 // The official openai client's audio.speech.create against `edge-infer serve` with a speech
 // pair (random weights: the audio is noise, its shape is what is checked): a valid WAV
 // (RIFF header, PCM 16-bit mono, 24 kHz, data size = what follows), raw PCM of the same
-// samples, the streamed form (stream_format "audio": the same audio, in more than one
-// piece), and 400s for an unknown voice and an unsupported format. Prints a JSON summary.
+// samples, the streamed forms (stream_format "audio": the same audio, in more than one
+// piece; "sse": the same audio in base64 delta events), speed, and 400s for an unknown voice and an unsupported format. Prints a JSON summary.
 import assert from "node:assert/strict";
-import { openaiClient } from "./server_common.mjs";
+import { baseUrl, openaiClient } from "./server_common.mjs";
 
 const { OpenAI, client } = await openaiClient();
 const summary = {};
@@ -51,6 +51,20 @@ const all = Buffer.concat(parts);
 assert.ok(all.equals(pcm), `streamed ${all.length} bytes, whole ${pcm.length}`);
 assert.ok(pieces > 1, "windowed: the audio comes in more than one piece");
 summary.stream_pieces = pieces;
+
+// Server-sent events: speech.audio.delta events (base64) carry the same PCM, then
+// speech.audio.done.
+const sseRes = await fetch(`${baseUrl}/v1/audio/speech`, {
+  method: "POST", headers: { "Content-Type": "application/json" },
+  body: JSON.stringify({ model: "tts-1", input, voice: "alloy", response_format: "pcm", stream_format: "sse" }),
+});
+assert.equal(sseRes.headers.get("content-type"), "text/event-stream");
+const events = (await sseRes.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => JSON.parse(e.slice(6)));
+assert.ok(events.length > 2);
+assert.equal(events.at(-1).type, "speech.audio.done");
+const sseAudio = Buffer.concat(events.filter((e) => e.type === "speech.audio.delta").map((e) => Buffer.from(e.audio, "base64")));
+assert.ok(sseAudio.equals(pcm), `sse ${sseAudio.length} bytes, whole ${pcm.length}`);
+summary.sse_events = events.length;
 
 // speed 2: about half as many samples.
 const fast = Buffer.from(await (await client.audio.speech.create({ model: "tts-1", input, voice: "alloy", response_format: "pcm", speed: 2.0 })).arrayBuffer());

@@ -29,6 +29,15 @@ TEST(SpeechAudio, WavHeaderAndPcmMakeAValidFile) {
   EXPECT_EQ(h.substr(40, 4), std::string(4, '\xFF'));
 }
 
+TEST(SpeechAudio, Base64AsRfc4648) {
+  EXPECT_EQ(base64(""), "");
+  EXPECT_EQ(base64("f"), "Zg==");
+  EXPECT_EQ(base64("fo"), "Zm8=");
+  EXPECT_EQ(base64("foo"), "Zm9v");
+  EXPECT_EQ(base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64(std::string("\xFF\x00\xFE", 3)), "/wD+");
+}
+
 TEST(SpeechAudio, SpeedIsTheSameHoweverTheInputIsSplit) {
   std::vector<float> x(1000);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.01f * static_cast<float>(i));
