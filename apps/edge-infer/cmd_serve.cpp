@@ -283,6 +283,8 @@ void register_serve(CLI::App& app, Context& ctx) {
   sub->add_option("--speech-model", a->speech_model,
                   "OuteTTS speech-code LM for /v1/audio/speech (with --vocoder; the demo serves its own)");
   sub->add_option("--vocoder", a->vocoder, "wavtokenizer-dec GGUF for /v1/audio/speech");
+  sub->add_option("--voices", a->server.voices_dir,
+                  "directory of OuteTTS speaker profiles: voice NAME speaks with NAME.json");
   sub->add_flag("--vocoder-worker", a->vocoder_worker, "run the speech vocoder in a worker process");
   sub->add_option("--vocoder-window", a->vocoder_stream.window,
                   "speech: vocoder codes per window, streamed as they are ready (0: exact, at the end)")

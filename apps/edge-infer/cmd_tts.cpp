@@ -1,5 +1,5 @@
-// edge-infer tts [-m LM --vocoder VOC] -p TEXT -o out.wav [--window W --context C
-//   --lookahead L] [--vocoder-worker] [--json]
+// edge-infer tts [-m LM --vocoder VOC] -p TEXT -o out.wav [--speaker FILE.json] [--window W
+//   --context C --lookahead L] [--vocoder-worker] [--json]
 // edge-infer bench-tts [-m LM --vocoder VOC] [-p TEXT] [-r N] [...]
 // Text to speech through the speech graph (pipeline/speech_graph.h): an OuteTTS speech-code
 // LM, then a WavTokenizer vocoder (in this process, or in a worker). Without -m/--vocoder
@@ -10,9 +10,11 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "core/mapped_file.h"
 #include "core/memory_ledger.h"
 #include "formats/wav.h"
 #include "model_source.h"
+#include "pipeline/outetts_prompt.h"
 #include "pipeline/speech_graph.h"
 #include "plan_options.h"
 
@@ -21,6 +23,7 @@ namespace {
 
 struct TtsArgs {
   std::string lm, vocoder, text = "Hello from edge infer, the speech pipeline works.", out;
+  std::string speaker_file, voice;  // an OuteTTS speaker profile (JSON); its text
   pipeline::SpeechGraphOptions graph;
   bool vocoder_worker = false, json = false;
   int threads = 0;
@@ -33,6 +36,10 @@ struct Speech {
 };
 
 Expected<Speech> start_speech(TtsArgs& a) {
+  if (!a.speaker_file.empty()) {
+    ASSIGN_OR_RETURN(a.voice, read_text_file(a.speaker_file));
+    RETURN_IF_ERROR(pipeline::parse_speaker_json(a.voice).status().with_context(a.speaker_file));
+  }
   if (a.lm.empty() != a.vocoder.empty())
     return Status::invalid_argument("-m and --vocoder go together (neither: the demo pair)");
   if (a.lm.empty()) {
@@ -60,7 +67,7 @@ int run_tts(TtsArgs& a) {
   auto s = start_speech(a);
   if (!s) return report_error(s.status());
   std::vector<float> pcm;
-  auto f = pipeline::speak(*s->rt, a.text, [&](const std::vector<float>& chunk) {
+  auto f = pipeline::speak(*s->rt, a.text, a.voice, [&](const std::vector<float>& chunk) {
     pcm.insert(pcm.end(), chunk.begin(), chunk.end());
     return true;
   });
@@ -82,7 +89,7 @@ int run_bench_tts(TtsArgs& a) {
   pipeline::SpeechFigureSet set;
   nlohmann::json runs = nlohmann::json::array();
   for (int i = 0; i < a.runs; ++i) {
-    auto f = pipeline::speak(*s->rt, a.text, [](const std::vector<float>&) { return true; });
+    auto f = pipeline::speak(*s->rt, a.text, a.voice, [](const std::vector<float>&) { return true; });
     if (!f) return report_error(f.status());
     set.add(*f);
     runs.push_back(pipeline::figures_json(*f));
@@ -105,6 +112,8 @@ void add_common(CLI::App* sub, TtsArgs& a) {
   sub->add_option("-m,--model", a.lm, "OuteTTS speech-code LM (GGUF; default: the demo pair)");
   sub->add_option("--vocoder", a.vocoder, "wavtokenizer-dec GGUF");
   sub->add_option("-p,--prompt", a.text, "text to speak");
+  sub->add_option("--speaker", a.speaker_file,
+                  "OuteTTS speaker profile (JSON: words with duration and codes) to speak with");
   sub->add_option("--window", a.graph.vocoder.window, "vocoder codes per window (0: exact)")
       ->capture_default_str();
   sub->add_option("--context", a.graph.vocoder.context, "codes of left context per window");

@@ -118,6 +118,12 @@ const std::vector<Contract>& builtin_contracts() {
        "a speech-code language model: text in, audio codes out, streamed",
        {{"text", "utf8", {"n_bytes"}, M::kText, true, false}},
        {{"codes", "i32", {"n_frames"}, M::kSpeechCodes, true, true}}},
+      {{"speech.codes", 2},
+       "a speech-code language model: text and an optional voice (a speaker profile: its words "
+       "with durations and audio codes) in, audio codes out, streamed",
+       {{"text", "utf8", {"n_bytes"}, M::kText, true, false},
+        {"voice", "utf8", {"n_bytes"}, M::kText, false, false}},
+       {{"codes", "i32", {"n_frames"}, M::kSpeechCodes, true, true}}},
       {{"audio.pcm", 1},
        "a vocoder: audio codes in, 24 kHz mono 16-bit PCM out, both streamed",
        {{"codes", "i32", {"n_frames"}, M::kSpeechCodes, true, true}},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <optional>
 
 #include "pipeline/engine_stage.h"
 #include "pipeline/outetts_guide.h"
@@ -43,7 +44,12 @@ class SpeechCodesRunner final : public EngineStage {
              const std::function<void(StageEvent)>& emit) override {
     auto it = inputs.find("text");
     if (it == inputs.end()) return Status::invalid_argument(fmt::format("stage '{}': no text", name_));
-    ASSIGN_OR_RETURN(GenerateRequest req, build_request(it->second.text));
+    std::optional<Speaker> speaker;
+    auto voice = inputs.find("voice");
+    if (voice != inputs.end() && !voice->second.text.empty()) {
+      ASSIGN_OR_RETURN(speaker, read_speaker(voice->second.text));
+    }
+    ASSIGN_OR_RETURN(GenerateRequest req, build_request(it->second.text, speaker ? &*speaker : nullptr));
     return submit_and_drain(epoch, std::move(req),
                             [&](const RequestHandle& h) { return drain(h, epoch, emit); });
   }
@@ -51,14 +57,27 @@ class SpeechCodesRunner final : public EngineStage {
  private:
   explicit SpeechCodesRunner(std::string name) : EngineStage(std::move(name)) {}
 
-  // The OuteTTS prompt of `text` and the guide over its words.
-  Expected<GenerateRequest> build_request(const std::string& text) const {
+  // A speaker profile whose codes this model has.
+  Expected<Speaker> read_speaker(const std::string& json) const {
+    auto sp = parse_speaker_json(json);
+    if (!sp) return sp.status().with_context(fmt::format("stage '{}': voice", name_));
+    for (const SpeakerWord& w : sp->words)
+      for (int32_t c : w.codes)
+        if (c < 0 || c >= vocab_.n_codes)
+          return Status::invalid_argument(fmt::format(
+              "stage '{}': voice: code {} of word '{}' is not one of the model's {} codes", name_, c,
+              w.word, vocab_.n_codes));
+    return sp;
+  }
+
+  // The OuteTTS prompt of `text` (spoken by `speaker`, when given) and the guide over its words.
+  Expected<GenerateRequest> build_request(const std::string& text, const Speaker* speaker) const {
     const std::vector<std::string> words = normalize_tts_text(text);
     if (words.empty())
       return Status::invalid_argument(fmt::format("stage '{}': nothing to speak in the text", name_));
     const Tokenizer& tok = *engine_->tokenizer();
     GenerateRequest req;
-    req.prompt = tok.encode(outetts_prompt(vocab_.version, words, nullptr), /*add_special=*/true);
+    req.prompt = tok.encode(outetts_prompt(vocab_.version, words, speaker), /*add_special=*/true);
     std::vector<std::vector<int32_t>> word_ids;
     for (const std::string& w : words) word_ids.push_back(tok.encode(w, /*add_special=*/false));
     auto guide = std::make_shared<OuteTtsGuide>(vocab_, std::move(word_ids),

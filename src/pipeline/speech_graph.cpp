@@ -17,7 +17,7 @@ Expected<PipelineSpec> speech_pipeline(const SpeechGraphOptions& o) {
   StageSpec talker;
   talker.name = "talker";
   talker.kind = StageKind::kSpeechCodes;
-  talker.contract = ContractRef{"speech.codes", 1};
+  talker.contract = ContractRef{"speech.codes", 2};
   talker.artifacts.push_back(Artifact{"model", o.talker_model, ""});
   talker.capacity = o.capacity;
   talker.engine.ctx = o.talker_ctx;
@@ -35,6 +35,7 @@ Expected<PipelineSpec> speech_pipeline(const SpeechGraphOptions& o) {
   voc.reservation_bytes = 2 * static_cast<int64_t>(voc_bytes) + extra;
   p.stages = {std::move(talker), std::move(voc)};
   p.routes = {Route{{"input", "text"}, {"talker", "text"}},
+              Route{{"input", "voice"}, {"talker", "voice"}},
               Route{{"talker", "codes"}, {"vocoder", "codes"}},
               Route{{"vocoder", "pcm"}, {"output", "audio"}}};
   return p;
@@ -150,13 +151,19 @@ std::string SpeechFigureSet::metrics_text() const {
   return out;
 }
 
+std::map<std::string, PortValue> speech_inputs(const std::string& text, const std::string& voice) {
+  PortValue t, v;
+  t.text = text;
+  v.text = voice;
+  return {{"text", t}, {"voice", v}};
+}
+
 Expected<SpeechTimeline::Figures> speak(PipelineRuntime& rt, const std::string& text,
+                                        const std::string& voice,
                                         const std::function<bool(const std::vector<float>&)>& on_audio,
                                         const std::function<bool()>& stop) {
   SpeechTimeline timeline;
-  PortValue in;
-  in.text = text;
-  ASSIGN_OR_RETURN(PipelineHandle h, rt.submit({{"text", in}}));
+  ASSIGN_OR_RETURN(PipelineHandle h, rt.submit(speech_inputs(text, voice)));
   bool cancelled = false;
   for (;;) {
     if (!cancelled && stop && stop()) cancelled = true, (void)rt.cancel(h);

@@ -1,7 +1,8 @@
 // Speech out: the text-to-speech graph (text -> speech-code LM -> vocoder -> 24 kHz PCM)
 // and the figures of one utterance as a listener would hear it.
 //
-//   input.text -> talker.text   (speech_codes, speech.codes@1: an OuteTTS LM, in process)
+//   input.text -> talker.text, input.voice -> talker.voice
+//                               (speech_codes, speech.codes@2: an OuteTTS LM, in process)
 //   talker.codes -> vocoder.codes   (vocoder, audio.pcm@1: WavTokenizer, in process or worker)
 //   vocoder.pcm -> output.audio
 //
@@ -80,11 +81,16 @@ class SpeechFigureSet {
   std::vector<SpeechTimeline::Figures> all_;
 };
 
-// One utterance through a speech graph (its input "text", output "audio"): `on_audio` gets
+// The graph inputs of one utterance: its text and voice (a speaker profile's JSON; "" for
+// the model's own voice).
+std::map<std::string, PortValue> speech_inputs(const std::string& text, const std::string& voice = "");
+
+// One utterance through a speech graph (inputs "text" and "voice", output "audio"): `on_audio` gets
 // every chunk of samples as it arrives (returning false cancels the request: what follows
 // is dropped); `stop` is polled while waiting (true cancels too). The figures on success;
 // the request's error (kCancelled when stopped) otherwise.
 Expected<SpeechTimeline::Figures> speak(PipelineRuntime& rt, const std::string& text,
+                                        const std::string& voice,
                                         const std::function<bool(const std::vector<float>&)>& on_audio,
                                         const std::function<bool()>& stop = nullptr);
 

@@ -30,6 +30,9 @@ struct ServerOptions {
   size_t max_body_bytes = 4u << 20; // larger bodies get 413
   int http_threads = 64;            // connections served at once (streams hold one each)
   ClientLimits client_limits;       // per client: requests in flight, tokens (0: unlimited)
+  // /v1/audio/speech: DIR/VOICE.json is the speaker profile of voice VOICE (OuteTTS JSON);
+  // OpenAI's voice names without a file speak with the model's own voice. "": none.
+  std::string voices_dir;
 };
 
 class HttpServer {

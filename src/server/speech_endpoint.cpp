@@ -1,7 +1,7 @@
 // POST /v1/audio/speech (OpenAI's create-speech): text in, audio out, from the server's
 // speech graph (pipeline/speech_graph.h). Fields: model (any id; the graph is the server's),
-// input (1..4096 characters, something speakable), voice (an OpenAI voice name: all speak
-// with the model's default voice), response_format wav | pcm (default wav), speed 0.25..4
+// input (1..4096 characters, something speakable), voice (a speaker profile --voices
+// DIR/VOICE.json, else an OpenAI voice name, spoken with the model's own voice), response_format wav | pcm (default wav), speed 0.25..4
 // (resampled), stream_format "audio" (chunked transfer: each chunk as the vocoder produces
 // it; a WAV stream then carries the unknown-length header) or "sse" (server-sent events:
 // speech.audio.delta with the bytes in base64, then speech.audio.done, or an error event).
@@ -10,8 +10,11 @@
 // is cut short (no final chunk), an SSE stream ends with an error event.
 #include <fmt/format.h>
 
+#include <cctype>
+#include <filesystem>
 #include <memory>
 
+#include "core/mapped_file.h"
 #include "pipeline/outetts_prompt.h"
 #include "pipeline/speech_graph.h"
 #include "server/connection_watch.h"
@@ -31,6 +34,7 @@ const char* const kVoices[] = {"alloy", "ash",  "ballad",  "coral", "echo",  "fa
 
 struct SpeechRequest {
   std::string input, voice, format = "wav";
+  std::string profile;  // the voice's speaker profile (JSON), "" for the model's own voice
   double speed = 1.0;
   bool stream = false, sse = false;
 };
@@ -42,7 +46,31 @@ size_t utf8_chars(const std::string& s) {
   return n;
 }
 
-std::optional<ApiError> parse_speech(const std::string& body, SpeechRequest& r) {
+// The voice's speaker profile: voices_dir/VOICE.json when there is one (a name of letters,
+// digits, '-' and '_' only), else one of OpenAI's names (the model's own voice).
+std::optional<ApiError> resolve_voice(const std::string& voices_dir, SpeechRequest& r) {
+  const bool plain = !r.voice.empty() && r.voice.size() <= 64 &&
+                     std::all_of(r.voice.begin(), r.voice.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+                     });
+  if (plain && !voices_dir.empty()) {
+    const std::string path = voices_dir + "/" + r.voice + ".json";
+    if (std::filesystem::exists(path)) {
+      auto text = read_text_file(path);
+      auto sp = text ? pipeline::parse_speaker_json(*text) : Expected<pipeline::Speaker>(text.status());
+      if (!sp) return ApiError::bad_request(fmt::format("voice '{}': {}", r.voice, sp.status().message()), "voice");
+      r.profile = std::move(*text);
+      return std::nullopt;
+    }
+  }
+  if (std::find(std::begin(kVoices), std::end(kVoices), r.voice) != std::end(kVoices)) return std::nullopt;
+  return ApiError::bad_request(fmt::format("unknown voice '{}' (alloy, ash, ballad, coral, echo, fable, onyx, "
+                                           "nova, sage, shimmer, verse{})",
+                                           r.voice, voices_dir.empty() ? "" : ", or a profile in " + voices_dir),
+                               "voice", "unknown_voice");
+}
+
+std::optional<ApiError> parse_speech(const std::string& body, const std::string& voices_dir, SpeechRequest& r) {
   json j;
   try {
     j = json::parse(body);
@@ -65,10 +93,7 @@ std::optional<ApiError> parse_speech(const std::string& body, SpeechRequest& r) 
   if (!j.contains("voice") || !j["voice"].is_string())
     return ApiError::bad_request("'voice' is required (a string)", "voice");
   r.voice = j["voice"].get<std::string>();
-  if (std::find(std::begin(kVoices), std::end(kVoices), r.voice) == std::end(kVoices))
-    return ApiError::bad_request(fmt::format("unknown voice '{}' (alloy, ash, ballad, coral, echo, fable, "
-                                             "onyx, nova, sage, shimmer, verse)", r.voice),
-                                 "voice", "unknown_voice");
+  if (auto e = resolve_voice(voices_dir, r)) return e;
   if (j.contains("response_format")) {
     if (!j["response_format"].is_string()) return ApiError::bad_request("'response_format' must be a string", "response_format");
     r.format = j["response_format"].get<std::string>();
@@ -153,7 +178,7 @@ void answer_whole(ServerContext& ctx, const httplib::Request& req, const SpeechR
   std::string pcm;
   ConnectionWatch watch({req.local_addr, req.remote_addr, req.local_port, req.remote_port});
   auto f = pipeline::speak(
-      *ctx.speech, r.input,
+      *ctx.speech, r.input, r.profile,
       [&](const std::vector<float>& chunk) {
         pcm += pcm_s16le(speed.push(chunk));
         return true;
@@ -178,13 +203,11 @@ void handle_speech(ServerContext& ctx, const httplib::Request& req, httplib::Res
     return send_error(res, e);
   }
   SpeechRequest r;
-  if (auto e = parse_speech(req.body, r)) return send_error(res, *e);
+  if (auto e = parse_speech(req.body, ctx.options.voices_dir, r)) return send_error(res, *e);
   auto ticket = ctx.lifecycle.enter();
   if (!ticket) return send_error(res, not_ready_error(ctx.lifecycle.state()));
   if (!r.stream) return answer_whole(ctx, req, r, res);
-  pipeline::PortValue in;
-  in.text = r.input;
-  auto h = ctx.speech->submit({{"text", in}});
+  auto h = ctx.speech->submit(pipeline::speech_inputs(r.input, r.profile));
   if (!h) return send_error(res, api_error_from_status(h.status()));
   auto st = std::make_shared<SpeechStream>();
   st->in_flight = std::move(ticket);

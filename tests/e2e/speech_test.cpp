@@ -64,7 +64,7 @@ class Speech : public ::testing::Test {
   }
   std::vector<float> speak_all() {
     std::vector<float> pcm;
-    auto f = pipeline::speak(*rt_, kText, [&](const std::vector<float>& c) {
+    auto f = pipeline::speak(*rt_, kText, "", [&](const std::vector<float>& c) {
       pcm.insert(pcm.end(), c.begin(), c.end());
       return true;
     });
@@ -72,9 +72,7 @@ class Speech : public ::testing::Test {
     return pcm;
   }
   pipeline::PipelineHandle submit() {
-    pipeline::PortValue in;
-    in.text = kText;
-    auto h = rt_->submit({{"text", in}});
+    auto h = rt_->submit(pipeline::speech_inputs(kText));
     EXPECT_TRUE(h.ok()) << h.status().to_string();
     return *h;
   }
@@ -221,12 +219,44 @@ TEST(SpeechCli, TtsWritesAWavAndBenchPrintsFigures) {
   EXPECT_GT(j["runs"][0]["chunks"].get<int>(), 1);  // windowed: more than one chunk
 }
 
+// A speaker profile of two words (OuteTTS JSON), written once.
+const std::string& speaker_file() {
+  static const std::string path = [] {
+    json words = json::array();
+    for (const char* w : {"hello", "there"}) {
+      std::vector<int> codes;
+      for (int i = 0; i < 15; ++i) codes.push_back((i * 271 + static_cast<int>(w[0])) % 4096);
+      words.push_back({{"word", w}, {"duration", 0.2}, {"codes", codes}});
+    }
+    const std::string p = server_tmp_dir() + "/narrator.json";
+    std::ofstream(p) << json{{"text", "hello there"}, {"words", words}}.dump();
+    std::ofstream(server_tmp_dir() + "/broken.json") << R"({"words": [{"word": "x", "codes": [99999], "duration": 1}]})";
+    return p;
+  }();
+  return path;
+}
+
+TEST(SpeechCli, ASpeakerProfileChangesTheVoiceAndABadOneIsRefused) {
+  const auto& [lm, voc] = speech_pair();
+  ASSERT_FALSE(lm.empty());
+  const std::string base = std::string(EDGE_BINARY) + " tts -m " + lm + " --vocoder " + voc + " -p 'Good morning.' -o ";
+  ASSERT_EQ(run_command(base + server_tmp_dir() + "/plain.wav").code, 0);
+  ASSERT_EQ(run_command(base + server_tmp_dir() + "/voiced.wav --speaker " + speaker_file()).code, 0);
+  EXPECT_NE(read_file(server_tmp_dir() + "/plain.wav"), read_file(server_tmp_dir() + "/voiced.wav"));
+  const CommandResult bad = run_command(base + server_tmp_dir() + "/bad.wav --speaker " + server_tmp_dir() +
+                                        "/broken.json 2>&1");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("not one of the model's"), std::string::npos) << bad.out;
+}
+
 class SpeechServer : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(tiny_model().empty());
     ASSERT_FALSE(speech_pair().first.empty());
+    const std::string voices = std::filesystem::path(speaker_file()).parent_path().string();
     ASSERT_TRUE(server_.start(tiny_model(), {"--speech-model", speech_pair().first, "--vocoder", speech_pair().second,
+                                             "--voices", voices,
                                              "--vocoder-window", "32", "--vocoder-context", "16",
                                              "--vocoder-lookahead", "8"}));
   }
@@ -253,12 +283,18 @@ TEST_F(SpeechServer, ErrorsAre4xxAndTheServerKeepsServing) {
     const json e = json::parse(read_file(out), nullptr, false);
     EXPECT_EQ(e["error"]["param"], param) << read_file(out);
   }
+  // A voice from --voices speaks with its profile; a profile that does not parse is a 400.
+  EXPECT_EQ(post(R"({"model":"tts-1","input":"Still here.","voice":"narrator"})", server_tmp_dir() + "/n.wav").out, "200");
+  EXPECT_EQ(post(R"({"model":"tts-1","input":"hi","voice":"../narrator"})", out).out, "400");
+  EXPECT_EQ(post(R"({"model":"tts-1","input":"hi","voice":"broken"})", out).out, "400");
+  EXPECT_NE(read_file(out).find("not one of the model's"), std::string::npos) << read_file(out);
   const CommandResult ok = post(R"({"model":"tts-1","input":"Still here.","voice":"alloy"})", server_tmp_dir() + "/ok.wav");
   EXPECT_EQ(ok.out, "200") << server_.log();
   const std::string bytes = read_file(server_tmp_dir() + "/ok.wav");
   EXPECT_TRUE(decode_wav16(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()).ok());
   const std::string metrics = run_command("curl -sS " + server_.url() + "/metrics").out;
-  EXPECT_NE(metrics.find("edge_tts_requests 1"), std::string::npos) << metrics;
+  EXPECT_NE(read_file(server_tmp_dir() + "/n.wav"), bytes) << "the narrator's voice is its own";
+  EXPECT_NE(metrics.find("edge_tts_requests 2"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("edge_tts_ttfa_s{quantile=\"0.95\"}"), std::string::npos);
   EXPECT_NE(metrics.find("edge_tts_prebuffer_s{quantile=\"0.5\"}"), std::string::npos);
   EXPECT_EQ(server_.stop(), 0) << server_.log();

@@ -69,12 +69,15 @@ TEST(SpeechGraph, TextToTalkerToVocoderToAudio) {
   auto p = speech_pipeline(o);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   ASSERT_EQ(p->stages.size(), 2u);
-  EXPECT_EQ(p->stages[0].contract.str(), "speech.codes@1");
+  EXPECT_EQ(p->stages[0].contract.str(), "speech.codes@2");
   EXPECT_EQ(p->stages[1].contract.str(), "audio.pcm@1");
   EXPECT_EQ(p->stages[1].placement, Placement::kWorker);
   EXPECT_EQ(p->stages[1].reservation_bytes, 2000 + (256LL << 20));
-  ASSERT_EQ(p->routes.size(), 3u);
-  EXPECT_EQ(p->routes[2].str(), "vocoder.pcm -> output.audio");
+  ASSERT_EQ(p->routes.size(), 4u);
+  EXPECT_EQ(p->routes[1].str(), "input.voice -> talker.voice");
+  EXPECT_EQ(p->routes[3].str(), "vocoder.pcm -> output.audio");
+  EXPECT_TRUE(validate_pipeline(*p).ok()) << validate_pipeline(*p).to_string();
+  EXPECT_EQ(speech_inputs("hi", "{}").at("voice").text, "{}");
   o.vocoder_model = (dir / "missing.gguf").string();
   EXPECT_FALSE(speech_pipeline(o).ok());
   std::filesystem::remove_all(dir);
