@@ -7,6 +7,9 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "formats/wav.h"
@@ -308,6 +311,63 @@ TEST_F(SpeechServer, OpenAIClientAudioSpeechCreate) {
   ASSERT_TRUE(summary.is_object()) << r.out;
   EXPECT_GT(summary["samples"].get<int64_t>(), 0);
   EXPECT_EQ(server_.stop(), 0) << server_.log();
+}
+
+// The worker child of `parent` (an `edge-infer worker`), -1 if none.
+pid_t worker_child(pid_t parent) {
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/" + std::to_string(parent) + "/task", ec)) {
+    std::ifstream in(t.path() / "children");
+    for (pid_t c; in >> c;)
+      if (read_file("/proc/" + std::to_string(c) + "/cmdline").find("worker") != std::string::npos) return c;
+  }
+  return -1;
+}
+
+// Through the API: the vocoder worker killed mid-stream ends an SSE stream with an explicit
+// error event within 1 s; the server goes on and the next request is served (generation 2).
+TEST(SpeechServerWorker, VocoderKilledMidStreamIsAnErrorEventAndTheNextRequestSucceeds) {
+  ASSERT_FALSE(tiny_model().empty());
+  ASSERT_FALSE(speech_pair().first.empty());
+  ServerProcess server;
+  ASSERT_TRUE(server.start(tiny_model(), {"--speech-model", speech_pair().first, "--vocoder", speech_pair().second,
+                                          "--vocoder-worker", "--vocoder-window", "8", "--vocoder-context", "4",
+                                          "--vocoder-lookahead", "2"}));
+  const pid_t worker = worker_child(server.pid());
+  ASSERT_GT(worker, 0) << "no worker child of the server";
+  const std::string body = std::string(R"({"model":"tts-1","input":")") + kText +
+                           R"(","voice":"alloy","response_format":"pcm","stream_format":"sse"})";
+  FILE* p = popen(("curl -sS -N -H 'Content-Type: application/json' -d '" + body + "' " + server.url() +
+                   "/v1/audio/speech").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char line[1 << 16];
+  std::string last;
+  bool killed = false;
+  Clock::time_point t_kill;
+  while (std::fgets(line, sizeof(line), p)) {
+    if (std::strncmp(line, "data: ", 6) != 0) continue;
+    last = line + 6;
+    if (!killed) {
+      ASSERT_NE(last.find("speech.audio.delta"), std::string::npos) << last;
+      ASSERT_EQ(kill(worker, SIGKILL), 0);
+      killed = true, t_kill = Clock::now();
+    }
+  }
+  const auto took = Clock::now() - t_kill;
+  pclose(p);
+  ASSERT_TRUE(killed);
+  EXPECT_LT(took, std::chrono::seconds(1));
+  const json end = json::parse(last, nullptr, false);
+  EXPECT_EQ(end["type"], "error") << last;
+  EXPECT_NE(end.dump().find("generation 1"), std::string::npos) << last;
+  const CommandResult next = run_command("curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d "
+                                         "'{\"model\":\"tts-1\",\"input\":\"Again.\",\"voice\":\"alloy\"}' " +
+                                         server.url() + "/v1/audio/speech");
+  EXPECT_EQ(next.out, "200") << server.log();
+  const pid_t second = worker_child(server.pid());
+  EXPECT_GT(second, 0);
+  EXPECT_NE(second, worker) << "a new generation serves the next request";
+  EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
 }  // namespace
