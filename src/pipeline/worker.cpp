@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -69,8 +70,23 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
 class WorkerLoop {
  public:
   WorkerLoop(int fd, StageRunner& runner, int32_t credits)
-      : fd_(fd), runner_(runner), credits_(credits) {}
-  ~WorkerLoop() { stop_all(); }
+      : fd_(fd), runner_(runner), credits_(credits) {
+    TensorPoolOptions po;
+    po.name = "audio of the worker";
+    po.slots = credits + 1;  // the events in flight, each holding at most one buffer
+    po.slot_bytes = 256 << 10;
+    auto pool = TensorPool::create(po);
+    if (pool.ok()) outputs_ = std::move(*pool);  // without it PCM goes inline as JSON
+  }
+  ~WorkerLoop() {
+    if (outputs_) outputs_->close();  // a request waiting for a buffer gives up
+    stop_all();
+  }
+
+  // The pipeline has copied the PCM of one event: the buffer is free again.
+  Status release_output(const nlohmann::json& m) {
+    return outputs_ ? outputs_->release(m) : Status::invalid_argument("no output buffers");
+  }
 
   Status send(const nlohmann::json& m) {
     std::lock_guard<std::mutex> l(send_mu_);
@@ -233,10 +249,10 @@ class WorkerLoop {
       nlohmann::json m = {{"type", "event"},        {"epoch", e.epoch}, {"seq", e.seq},
                           {"terminal", e.terminal}, {"port", e.port},   {"text", e.value.text},
                           {"tokens", e.value.tokens}};
-      if (!e.value.samples.empty()) m["samples"] = e.value.samples;  // audio PCM in [-1, 1]
+      if (!e.value.samples.empty()) link = attach_samples(e.value.samples, m);
       if (!e.error.ok()) m["error"] = e.error.to_string();
       if (!e.finish_reason.empty()) m["finish_reason"] = e.finish_reason;
-      link = send(m);
+      if (link.ok()) link = send(m);
     };
     const RequestParams* p = params ? &*params : nullptr;
     Status st;
@@ -262,6 +278,27 @@ class WorkerLoop {
                   {"epoch", epoch},
                   {"code", st.code() == StatusCode::kCancelled ? "cancelled" : "error"},
                   {"error", st.to_string()}});
+  }
+
+  // Audio PCM [n] f32 into a shared buffer (announced with its memfd on first use), its
+  // descriptor into the event; inline JSON samples when there is no pool.
+  Status attach_samples(const std::vector<float>& pcm, nlohmann::json& m) {
+    if (!outputs_) {
+      m["samples"] = pcm;
+      return Status();
+    }
+    const uint64_t bytes = pcm.size() * sizeof(float);
+    ASSIGN_OR_RETURN(TensorSlot slot, outputs_->acquire(bytes, std::chrono::seconds(30)));
+    std::memcpy(slot.data.data(), pcm.data(), bytes);
+    ASSIGN_OR_RETURN(PublishedTensor p,
+                     outputs_->publish(slot, TensorDtype::kF32, {static_cast<int64_t>(pcm.size())}));
+    if (p.announce) {
+      const int fds[1] = {p.announce_fd};
+      std::lock_guard<std::mutex> l(send_mu_);
+      RETURN_IF_ERROR(send_message_with_fds(fd_, *p.announce, fds));
+    }
+    m["tensor"] = p.descriptor;
+    return Status();
   }
 
   // Token ids [n] from a shared i32 tensor: copied out, then the buffer is released to the
@@ -293,6 +330,7 @@ class WorkerLoop {
   StageRunner& runner_;
   std::mutex mapper_mu_;
   TensorMapper mapper_{"worker inputs"};
+  std::unique_ptr<TensorPool> outputs_;  // audio PCM to the pipeline
   const int32_t credits_;
   std::mutex send_mu_;  // one writer at a time on the socket
   std::mutex mu_;
@@ -347,7 +385,9 @@ int run_worker(int fd) {
         loop.ack(epoch, msg->value("n", 0));
       else if (type == "cancel")
         loop.cancel(epoch);
-      else if (type == "retire")
+      else if (type == "release") {  // the pipeline has copied an event's PCM
+        if (!loop.release_output(*msg).ok()) return 1;  // a broken pipeline
+      } else if (type == "retire")
         loop.retire();
       else
         return 1;

@@ -138,7 +138,8 @@ class WorkerConn {
     const TensorPoolStats t = inputs_->stats();
     return {{"shm_slots", t.slots},         {"shm_in_use", t.in_use},
             {"shm_high_water", t.high_water}, {"shm_stalls", t.stalls},
-            {"shm_published", t.published},   {"shm_dedicated", t.dedicated}};
+            {"shm_published", t.published},   {"shm_dedicated", t.dedicated},
+            {"audio_buffers_mapped", audio_buffers()}};
   }
   void close(uint64_t epoch) {
     std::lock_guard<std::mutex> l(mu_);
@@ -193,10 +194,41 @@ class WorkerConn {
     proc_.fd = -1;
   }
 
+  size_t audio_buffers() const {
+    std::lock_guard<std::mutex> o(outputs_mu_);
+    return outputs_.mapped_buffers();
+  }
+
+  // Audio PCM of an event, from the worker's shared buffer: copied out, then the buffer is
+  // released to the worker (which reuses it only after the release).
+  Status take_samples(const nlohmann::json& descriptor, std::vector<float>& out) {
+    nlohmann::json release;
+    {
+      std::lock_guard<std::mutex> o(outputs_mu_);
+      ASSIGN_OR_RETURN(SharedTensor t, outputs_.view(descriptor));
+      if (t.dtype == TensorDtype::kF32 && t.shape.size() == 1) {
+        auto pcm = t.as<float>();
+        out.assign(pcm.begin(), pcm.end());
+      }
+      ASSIGN_OR_RETURN(release, outputs_.release(t.buffer));
+      if (out.empty() && !t.bytes.empty())
+        return Status::invalid_format("worker audio must be a 1-D f32 tensor");
+    }
+    (void)send(release);  // a worker gone by now needs no release
+    return Status();
+  }
+
  private:
   void read_loop() {
     for (;;) {
-      auto m = receive_message(proc_.fd, std::chrono::hours(24 * 365));
+      auto got = receive_message_with_fds(proc_.fd, std::chrono::hours(24 * 365), 1);
+      Expected<nlohmann::json> m =
+          got.ok() ? Expected<nlohmann::json>(std::move(got->msg)) : Expected<nlohmann::json>(got.status());
+      if (m.ok() && (*m)["type"] == "announce") {  // a buffer the worker's audio will come in
+        std::lock_guard<std::mutex> o(outputs_mu_);
+        if (outputs_.add(*m, std::move(got->fds)).ok()) continue;
+        m = Status::invalid_format("the worker announced a broken buffer");
+      }
       std::lock_guard<std::mutex> l(mu_);
       if (!m.ok()) {
         dead_ = true;
@@ -216,6 +248,7 @@ class WorkerConn {
     }
   }
 
+ private:
   // Token ids [n] as an i32 tensor in a pool buffer (announced with its memfd on first
   // use); the worker releases it once copied. Under send_mu_.
   Expected<nlohmann::json> share_tokens(const std::vector<int32_t>& tokens) {
@@ -235,6 +268,8 @@ class WorkerConn {
   WorkerProcess proc_;
   const uint32_t generation_;
   std::unique_ptr<TensorPool> inputs_;  // the pipeline produces, the worker consumes
+  mutable std::mutex outputs_mu_;
+  TensorMapper outputs_{"audio from the worker"};  // the worker produces, the pipeline consumes
   std::mutex send_mu_, shut_mu_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -490,7 +525,9 @@ class WorkerStageRunner final : public StageRunner {
                    ? Status::cancelled(m->value("error", "cancelled"))
                    : Status::internal(m->value("error", "the stage failed"));
       if (type != "event") continue;
-      emit(event_from(*m, spec_.name, c.generation()));
+      StageEvent e = event_from(*m, spec_.name, c.generation());
+      if (m->contains("tensor")) RETURN_IF_ERROR(c.take_samples((*m)["tensor"], e.value.samples));
+      emit(std::move(e));
       // A retiring worker exits right after its last "done": an ack that finds the socket
       // closed is not an error by itself. If the worker died before finishing, next()
       // reports it once the inbox is empty.

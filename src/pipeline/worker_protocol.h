@@ -9,7 +9,9 @@
 // Streamed inputs (a vocoder's codes while the talker still speaks): request {..., streamed:
 // [port]}, then input {epoch, port, text, tokens} per chunk (at most kWorkerInputCredits
 // unacknowledged; the worker sends input_ack {epoch, n} as its stage takes each) and
-// input_end {epoch, port, error?}. Events may carry samples (audio PCM in [-1, 1]).
+// input_end {epoch, port, error?}. A vocoder's events carry audio PCM in [-1, 1] as a
+// shared f32 tensor {tensor: descriptor} in a buffer the worker announced (announce, with
+// its memfd), which the pipeline copies and gives back with release {buffer}.
 #pragma once
 
 #include <chrono>

@@ -167,10 +167,12 @@ TEST_F(Speech, VocoderWorkerKilledMidStream) {
 // graph's "codes" output): the vocoder starts on the first codes, in process and in a worker
 // (whose codes stream in within input credits).
 TEST_F(Speech, FirstAudioBeforeTheLastCode) {
+  std::vector<float> in_process;
   for (auto placement : {pipeline::Placement::kInProcess, pipeline::Placement::kWorker}) {
     rt_.reset();
     start(placement, 16, /*codes_out=*/true);
     const auto h = submit();
+    std::vector<float> pcm;
     int64_t audio_before_last_code = 0, codes = 0;
     bool talker_done = false;
     for (;;) {
@@ -183,11 +185,18 @@ TEST_F(Speech, FirstAudioBeforeTheLastCode) {
       if (e->port == "codes") {
         codes += static_cast<int64_t>(e->value.tokens.size());
         talker_done = talker_done || e->terminal;
-      } else if (!talker_done) {
-        audio_before_last_code += static_cast<int64_t>(e->value.samples.size());
+      } else {
+        if (!talker_done) audio_before_last_code += static_cast<int64_t>(e->value.samples.size());
+        pcm.insert(pcm.end(), e->value.samples.begin(), e->value.samples.end());
       }
     }
     EXPECT_TRUE(talker_done);
+    if (placement == pipeline::Placement::kInProcess) {
+      in_process = pcm;
+    } else {  // the same samples, through the worker's shared buffers
+      EXPECT_EQ(pcm, in_process);
+      EXPECT_GT(rt_->state_json()["stages"][1]["transport"]["audio_buffers_mapped"].get<int>(), 0);
+    }
     EXPECT_GT(codes, 100);
     EXPECT_GT(audio_before_last_code, 0) << pipeline::placement_name(placement);
   }
