@@ -312,6 +312,39 @@ TEST_F(SpeechServer, ErrorsAre4xxAndTheServerKeepsServing) {
   EXPECT_EQ(server_.stop(), 0) << server_.log();
 }
 
+// Through the API: a client that stops reading for 3 s after its first chunk of a stream
+// gets every byte, the same as the whole file's; and one that hangs up mid-stream does not
+// stop the server from serving the next request the same.
+TEST_F(SpeechServer, SlowAndVanishingStreamClients) {
+  const std::string body = std::string(R"({"model":"tts-1","input":")") + kText +
+                           R"(","voice":"alloy","response_format":"pcm")";
+  const std::string whole_file = server_tmp_dir() + "/whole.pcm";
+  ASSERT_EQ(post(body + "}", whole_file).out, "200");
+  const std::string whole = read_file(whole_file);
+  ASSERT_GT(whole.size(), 48000u);
+  const std::string curl = "curl -sS -N -H 'Content-Type: application/json' -d '" + body +
+                           R"(,"stream_format":"audio"}' )" + server_.url() + "/v1/audio/speech";
+  FILE* p = popen(curl.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string got(4096, '\0');
+  got.resize(std::fread(got.data(), 1, got.size(), p));
+  ASSERT_FALSE(got.empty());
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the server stalls meanwhile
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) got.append(buf, n);
+  EXPECT_EQ(pclose(p), 0);
+  EXPECT_EQ(got.size(), whole.size());
+  EXPECT_TRUE(got == whole) << "the slow client's bytes differ";
+  // A client that goes away after its first bytes.
+  p = popen((curl + " 2>/dev/null").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  EXPECT_GT(std::fread(buf, 1, 1024, p), 0u);
+  pclose(p);  // closes the pipe: curl dies of SIGPIPE and its connection closes
+  ASSERT_EQ(post(body + "}", whole_file).out, "200");
+  EXPECT_TRUE(read_file(whole_file) == whole);
+  EXPECT_EQ(server_.stop(), 0) << server_.log();
+}
+
 TEST_F(SpeechServer, OpenAIClientAudioSpeechCreate) {
   if (!have_node_openai()) EDGE_SKIP_UNLESS_REQUIRED("node or the openai package (tests/node) is missing");
   const CommandResult r = run_node("server_speech.mjs", server_.url());
