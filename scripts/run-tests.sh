@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds the release preset and runs every test with CTest, then the
 # kernel and model suites again as an AVX2-only CPU (EDGE_MAX_ISA=avx2: what a Zen 2/3 or
-# Haswell runs). EDGE_ASAN=1 (CI) adds the sanitizer passes: the whole suite again under
+# Haswell runs), then the aarch64 pass (cross build, kernel/model/runtime suites under
+# qemu-aarch64; EDGE_AARCH64=0 skips it). EDGE_ASAN=1 (CI) adds the sanitizer passes: the whole suite again under
 # ASan+UBSan, ThreadSanitizer over the runtime and server tests, and each libFuzzer target
 # for a bounded time (scripts/run-fuzz.sh). A cold run of all of it: ~25-35 min on 2 cores.
 #
@@ -46,5 +47,21 @@ if [ "${EDGE_ASAN:-0}" = 1 ]; then
 
   stamp "fuzz"
   bash scripts/run-fuzz.sh
+fi
+# aarch64: the layers up to the runtime cross-built with g++-aarch64-linux-gnu (preset
+# "aarch64", cmake/aarch64-linux-gnu.cmake) and their kernel, model and runtime suites run
+# under qemu-aarch64 as a Cortex-A76 (NEON + dot product: the neon and neon_dotprod
+# variants against the reference), then the kernel suite as a NEON-only CPU and as a CPU
+# without SIMD (EDGE_MAX_ISA=neon / scalar). EDGE_AARCH64=0 skips it.
+if [ "${EDGE_AARCH64:-1}" = 1 ]; then
+  stamp "aarch64: install the cross toolchain, qemu-user and arm64 libraries"
+  bash scripts/install-deps.sh --aarch64
+  stamp "aarch64: cross build (kernels, model, runtime suites)"
+  build aarch64 --target edge_kernels_tests edge_model_tests edge_runtime_tests
+  stamp "aarch64: kernels, model, runtime under qemu-aarch64 -cpu cortex-a76"
+  QEMU_CPU=cortex-a76 ctest --preset aarch64 -j "$JOBS" --timeout 1200
+  stamp "aarch64: kernels as a NEON-only CPU and without SIMD"
+  QEMU_CPU=cortex-a76 EDGE_MAX_ISA=neon ctest --preset aarch64 -j "$JOBS" --timeout 1200 -L '^kernels$'
+  QEMU_CPU=cortex-a76 EDGE_MAX_ISA=scalar ctest --preset aarch64 -j "$JOBS" --timeout 1200 -L '^kernels$'
 fi
 stamp "all passes done"

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/cpu_features.h"
 #include "core/log.h"
 
 namespace edge {
@@ -26,33 +27,12 @@ std::string read_model_name() {
 CpuInfo detect() {
   CpuInfo c;
   c.model_name = read_model_name();
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-#define EDGE_FEATURE(name) \
-  if (__builtin_cpu_supports(name)) c.features.emplace_back(name);
-  EDGE_FEATURE("sse4.2")
-  EDGE_FEATURE("avx")
-  EDGE_FEATURE("avx2")
-  EDGE_FEATURE("fma")
-  EDGE_FEATURE("f16c")
-  EDGE_FEATURE("avx512f")
-  EDGE_FEATURE("avx512bw")
-  EDGE_FEATURE("avx512vl")
-  EDGE_FEATURE("avx512dq")
-  EDGE_FEATURE("avx512vnni")
-  EDGE_FEATURE("avx512bf16")
-  EDGE_FEATURE("avxvnni")
-  EDGE_FEATURE("amx-tile")
-  EDGE_FEATURE("amx-int8")
-  EDGE_FEATURE("amx-bf16")
-#undef EDGE_FEATURE
-#endif
+  detect_isa_features(&c.features);
   if (const char* cap = std::getenv("EDGE_MAX_ISA")) {
     if (cap_cpu_features(cap, &c.features))
       c.capped_by = std::string("EDGE_MAX_ISA=") + cap;
     else
-      log_warn("EDGE_MAX_ISA={} is not one of scalar, avx2, avxvnni, avx512, avx512vnni; ignored",
-               cap);
+      log_warn("EDGE_MAX_ISA={} is not one of {}; ignored", cap, isa_class_names());
   }
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
@@ -63,29 +43,10 @@ CpuInfo detect() {
 
 }  // namespace
 
-bool cap_cpu_features(const std::string& max_isa, std::vector<std::string>* features) {
-  // Features each class lacks (of those detect() reads); AMX is above every class.
-  const std::vector<std::string> above_avx512vnni = {"avx512bf16", "avxvnni", "amx-tile",
-                                                     "amx-int8", "amx-bf16"};
-  std::vector<std::string> hide;
-  if (max_isa == "avx512vnni") {
-    hide = above_avx512vnni;
-  } else if (max_isa == "avx512") {
-    hide = above_avx512vnni;
-    hide.push_back("avx512vnni");
-  } else if (max_isa == "avxvnni" || max_isa == "avx2" || max_isa == "scalar") {
-    hide = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni", "avx512bf16",
-            "amx-tile", "amx-int8", "amx-bf16"};
-    if (max_isa != "avxvnni") hide.push_back("avxvnni");
-    if (max_isa == "scalar")
-      for (const char* f : {"avx", "avx2", "fma", "f16c"}) hide.push_back(f);
-  } else {
-    return false;
-  }
+void hide_features(const std::vector<std::string>& hide, std::vector<std::string>* features) {
   std::erase_if(*features, [&](const std::string& f) {
     return std::find(hide.begin(), hide.end(), f) != hide.end();
   });
-  return true;
 }
 
 bool CpuInfo::has(const std::string& feature) const {

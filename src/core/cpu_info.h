@@ -1,5 +1,5 @@
-// What CPU this is: model name, ISA feature flags (from cpuid via the compiler's
-// builtins) and the cores this process may run on. Read once; used by kernel dispatch
+// What CPU this is: model name, ISA feature flags (core/cpu_features.h: cpuid on x86,
+// hwcaps on aarch64) and the cores this process may run on. Read once; used by kernel dispatch
 // reports and by every benchmark's provenance.
 #pragma once
 
@@ -17,12 +17,14 @@ struct CpuInfo {
   std::string features_string() const;  // "avx2 fma f16c ..."
 };
 
-// Read once. EDGE_MAX_ISA=scalar|avx2|avxvnni|avx512|avx512vnni hides the features above that
-// class (Haswell/Zen 2-3, Alder Lake, Skylake-X, Cascade Lake), so every dispatch decision
+// Read once. EDGE_MAX_ISA hides the features above a CPU class, so every dispatch decision
 // and test can be run as that CPU would run it; an unknown value is reported and ignored.
+// x86: scalar|avx2|avxvnni|avx512|avx512vnni (Haswell/Zen 2-3, Alder Lake, Skylake-X,
+// Cascade Lake); aarch64: scalar|neon|dotprod|i8mm (Cortex-A72, Cortex-A76, Neoverse N2).
 const CpuInfo& cpu_info();
 
 // `features` with those above class `max_isa` removed; false if the class is unknown.
+// Defined per architecture (core/cpu_features_x86.cpp, cpu_features_arm.cpp).
 bool cap_cpu_features(const std::string& max_isa, std::vector<std::string>* features);
 
 }  // namespace edge

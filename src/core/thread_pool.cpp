@@ -4,12 +4,7 @@
 
 #include <sched.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define EDGE_CPU_RELAX() _mm_pause()
-#else
-#define EDGE_CPU_RELAX() std::this_thread::yield()
-#endif
+#include "core/cpu_features.h"
 
 namespace edge {
 namespace {
@@ -71,7 +66,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   fn(0, n_threads_);
   int spins = 0;
   while (pending_.load(std::memory_order_acquire) != 0) {
-    if (++spins < kSpinIterations) EDGE_CPU_RELAX();
+    if (++spins < kSpinIterations) cpu_relax();
     else std::this_thread::yield();
   }
 }
@@ -83,7 +78,7 @@ void ThreadPool::worker_loop(int tid) {
     uint64_t gen;
     while ((gen = generation_.load(std::memory_order_acquire)) == seen &&
            spins < kSpinIterations + kYieldIterations) {
-      if (spins++ < kSpinIterations) EDGE_CPU_RELAX();
+      if (spins++ < kSpinIterations) cpu_relax();
       else std::this_thread::yield();
     }
     if (gen == seen) {
@@ -110,7 +105,7 @@ void ThreadPool::barrier() {
   }
   int spins = 0;
   while (barrier_phase_.load(std::memory_order_acquire) == phase) {
-    if (++spins < kSpinIterations) EDGE_CPU_RELAX();
+    if (++spins < kSpinIterations) cpu_relax();
     else std::this_thread::yield();
   }
 }

@@ -1,5 +1,5 @@
-// Fills the kernel table once: the scalar reference, with AVX2 or AVX-512 variants
-// installed over a copy of it according to the CPU's features.
+// Fills the kernel table once: the scalar reference, with the widest SIMD variant the CPU
+// runs (AVX2 or AVX-512 on x86, NEON on aarch64: kernels/isa.h) installed over a copy.
 #include "core/check.h"
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
@@ -45,16 +45,17 @@ namespace {
 
 KernelTable dense_table(const std::string& name) {
   KernelTable t = reference_kernels();
-  if (name == "avx512") install_dense_avx512(&t);
-  if (name == "avx2") install_dense_avx2(&t);
-  if (name != "ref") t.name = name == "avx512" ? "avx512" : "avx2";
+  if (const KernelVariant* v = find_kernel_variant("dense", name)) {
+    v->install_dense(&t);
+    t.name = v->name;
+  }
   return t;
 }
 
 }  // namespace
 
-// The widest dense variant this CPU (and OS: cpu_info's flags come from
-// __builtin_cpu_supports, which checks the saved register state) can run (kernels/isa.h).
+// The widest dense variant this CPU (and OS: cpu_info's flags include the OS's support for
+// the register state) can run (kernels/isa.h).
 const KernelTable& select_kernels() {
   static const KernelTable table = dense_table(dense_variant_for(cpu_info()));
   return table;

@@ -1,24 +1,10 @@
+// The architecture-neutral half of kernels/isa.h: lookups and dispatch decisions over
+// the level and variant tables of isa_x86.cpp / isa_arm.cpp.
 #include "kernels/isa.h"
 
 #include "core/check.h"
 
 namespace edge {
-
-const std::vector<IsaLevel>& isa_levels() {
-  static const std::vector<IsaLevel> levels = [] {
-    const std::vector<std::string> avx2 = {"avx2", "fma", "f16c"};
-    std::vector<std::string> avxvnni = avx2, avx512 = avx2;
-    avxvnni.push_back("avxvnni");
-    for (const char* f : {"avx512f", "avx512bw", "avx512vl", "avx512dq"}) avx512.push_back(f);
-    std::vector<std::string> avx512vnni = avx512;
-    avx512vnni.push_back("avx512vnni");
-    return std::vector<IsaLevel>{{Isa::kAvx2, "avx2", avx2},
-                                 {Isa::kAvxVnni, "avxvnni", avxvnni},
-                                 {Isa::kAvx512, "avx512", avx512},
-                                 {Isa::kAvx512Vnni, "avx512vnni", avx512vnni}};
-  }();
-  return levels;
-}
 
 const IsaLevel& isa_level(Isa isa) {
   for (const IsaLevel& l : isa_levels())
@@ -40,17 +26,10 @@ std::string isa_missing_features(Isa isa, const CpuInfo& cpu) {
   return missing;
 }
 
-const std::vector<KernelVariant>& kernel_variants() {
-  static const std::vector<KernelVariant> v = {
-      {"dense", "avx2", Isa::kAvx2},
-      {"dense", "avx512", Isa::kAvx512},
-      {"packed", "avx2", Isa::kAvx2},
-      {"packed", "avx2_vnni", Isa::kAvxVnni},
-      {"packed", "avx512_vnni", Isa::kAvx512Vnni},
-      {"stream_read", "avx2", Isa::kAvx2},
-      {"stream_read", "avx512", Isa::kAvx512},
-  };
-  return v;
+const KernelVariant* find_kernel_variant(const std::string& family, const std::string& name) {
+  for (const KernelVariant& v : kernel_variants())
+    if (family == v.family && name == v.name) return &v;
+  return nullptr;
 }
 
 namespace {

@@ -112,5 +112,7 @@ void packed_matmul_a8(const PackedKernels& kern, const PackedMatrixView& w, cons
 void install_packed_avx512vnni(PackedKernels* t);  // x86_avx512/packed_avx512vnni.cpp
 void install_packed_avxvnni(PackedKernels* t);     // x86_avx2/packed_avxvnni.cpp
 void install_packed_avx2(PackedKernels* t);        // x86_avx2/packed_avx2.cpp
+void install_packed_neon(PackedKernels* t);        // arm_neon/packed_neon.cpp
+void install_packed_dotprod(PackedKernels* t);     // arm_dotprod/packed_dotprod.cpp
 
 }  // namespace edge

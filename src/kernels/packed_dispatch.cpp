@@ -2,11 +2,12 @@
 // kernels/isa.h, so an ISA the CPU or OS lacks is never run), then a few ms of timing per matmul op between the
 // candidates on a 2048x2048 GEMV (on some AMD parts 512-bit ops are split in two and AVX2
 // can match AVX-512). EDGE_PACKED_KERNELS=<name> forces one variant (ref, avx2, avx2_vnni,
-// avx512_vnni) when this CPU can run it.
+// avx512_vnni; neon, neon_dotprod on aarch64) when this CPU can run it.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include <fmt/format.h>
@@ -22,7 +23,7 @@ namespace edge {
 namespace {
 
 struct Variants {
-  PackedKernels avx512_vnni, avx2_vnni, avx2;
+  std::vector<std::unique_ptr<PackedKernels>> tables;  // the SIMD variants' tables
   std::vector<const PackedKernels*> list;  // runnable here, reference first, narrow to wide
 };
 
@@ -30,18 +31,13 @@ const Variants& variants() {
   static const Variants v = [] {
     Variants out;
     out.list.push_back(&reference_packed_kernels());
-    out.avx512_vnni = out.avx2_vnni = out.avx2 = reference_packed_kernels();
     for (const std::string& name : packed_variants_for(cpu_info())) {
-      if (name == "avx2") {
-        install_packed_avx2(&out.avx2);
-        out.list.push_back(&out.avx2);
-      } else if (name == "avx2_vnni") {
-        install_packed_avxvnni(&out.avx2_vnni);
-        out.list.push_back(&out.avx2_vnni);
-      } else if (name == "avx512_vnni") {
-        install_packed_avx512vnni(&out.avx512_vnni);
-        out.list.push_back(&out.avx512_vnni);
-      }
+      const KernelVariant* kv = find_kernel_variant("packed", name);
+      CHECK(kv != nullptr && kv->install_packed != nullptr);
+      auto t = std::make_unique<PackedKernels>(reference_packed_kernels());
+      kv->install_packed(t.get());
+      out.list.push_back(t.get());
+      out.tables.push_back(std::move(t));
     }
     return out;
   }();

@@ -204,6 +204,38 @@ TEST(DenseSimd, ElementwiseMatchReference) {
     }
 }
 
+TEST(DenseSimd, AddMulRopeMatchReference) {
+  const KernelTable& ref = reference_kernels();
+  for (const Variant& var : variants())
+    for (int64_t n : {1, 7, 16, 33}) {
+      const auto a = randn(static_cast<size_t>(n), 31), b = randn(static_cast<size_t>(n), 32);
+      std::vector<float> want = a, got = a;
+      ref.add(want.data(), b.data(), n);
+      var.table.add(got.data(), b.data(), n);
+      EXPECT_EQ(got, want) << var.name << " add " << n;
+      want = a, got = a;
+      ref.mul(want.data(), b.data(), n);
+      var.table.mul(got.data(), b.data(), n);
+      EXPECT_EQ(got, want) << var.name << " mul " << n;
+    }
+  // Head sizes around the vector width, partial rotary, both pair styles, freq factors.
+  const std::vector<float> factors(64, 1.5f);
+  for (const Variant& var : variants())
+    for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kInterleaved})
+      for (auto [hd, rd] : {std::pair{64, 64}, {128, 128}, {80, 40}, {6, 6}, {96, 32}})
+        for (int64_t pos : {0, 5, 3000}) {
+          RopeParams p;
+          p.style = style, p.head_dim = hd, p.rotary_dim = rd, p.theta = 500000.0f;
+          p.freq_factors = pos == 5 ? factors.data() : nullptr;
+          const auto x = randn(static_cast<size_t>(3 * hd), 33);
+          std::vector<float> want = x, got = x;
+          ref.rope(want.data(), 3, pos, p);
+          var.table.rope(got.data(), 3, pos, p);
+          EXPECT_LT(max_rel_err(got, want, 1e-3), 1e-5)
+              << var.name << " rope " << rope_style_name(style) << " " << hd << "/" << rd;
+        }
+}
+
 // Timings (printed, not asserted): 512-token prefill attention (16 heads, 8 kv heads, head
 // dim 128) and an F16 2048x2048 GEMV, reference vs each variant, one thread.
 TEST(DenseSimd, PrintTimings) {

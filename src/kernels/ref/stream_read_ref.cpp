@@ -18,13 +18,9 @@ uint64_t stream_read_ref(const uint8_t* data, uint64_t bytes) {
 
 StreamReadFn best_stream_read(const char** name) {
   const std::string v = stream_read_variant_for(cpu_info());
-  if (v == "avx512") {
-    *name = "avx512";
-    return stream_read_avx512;
-  }
-  if (v == "avx2") {
-    *name = "avx2";
-    return stream_read_avx2;
+  if (const KernelVariant* kv = find_kernel_variant("stream_read", v)) {
+    *name = kv->name;
+    return kv->stream_read;
   }
   *name = "ref";
   return stream_read_ref;

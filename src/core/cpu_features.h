@@ -1,0 +1,26 @@
+// The one CPU-feature detector, per architecture: cpu_features_x86.cpp (the compiler's
+// cpuid builtins) or cpu_features_arm.cpp (getauxval(AT_HWCAP/AT_HWCAP2) on Linux/aarch64).
+// CMake compiles exactly one of them (the file-name suffix picks the architecture), so
+// cpu_info.cpp and everything above it hold no architecture-specific code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace edge {
+
+// Appends the ISA features this CPU and OS support, by the names kernels/isa.h uses
+// (x86: the GCC -m flag names, "avx2", "avx512vnni"; aarch64: the Linux hwcap names,
+// "asimd", "asimddp", "i8mm", "sve", "fphp", "asimdhp", "bf16").
+void detect_isa_features(std::vector<std::string>* features);
+
+// The EDGE_MAX_ISA classes this architecture knows, e.g. "scalar, avx2, avxvnni, ...".
+const char* isa_class_names();
+
+// Removes the features named in `hide` (cap_cpu_features' helper; portable, cpu_info.cpp).
+void hide_features(const std::vector<std::string>& hide, std::vector<std::string>* features);
+
+// One short pause inside a spin-wait loop (x86 PAUSE, aarch64 YIELD).
+void cpu_relax();
+
+}  // namespace edge
