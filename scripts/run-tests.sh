@@ -51,8 +51,9 @@ fi
 # aarch64: the layers up to the runtime cross-built with g++-aarch64-linux-gnu (preset
 # "aarch64", cmake/aarch64-linux-gnu.cmake) and their kernel, model and runtime suites run
 # under qemu-aarch64 as a Cortex-A76 (NEON + dot product: the neon and neon_dotprod
-# variants against the reference), then the kernel suite as a NEON-only CPU and as a CPU
-# without SIMD (EDGE_MAX_ISA=neon / scalar). EDGE_AARCH64=0 skips it.
+# variants against the reference), then the kernel suite as an i8mm CPU (qemu's "max":
+# neon_i8mm), a NEON-only CPU and a CPU without SIMD (EDGE_MAX_ISA=neon / scalar).
+# EDGE_AARCH64=0 skips it.
 if [ "${EDGE_AARCH64:-1}" = 1 ]; then
   stamp "aarch64: install the cross toolchain, qemu-user and arm64 libraries"
   bash scripts/install-deps.sh --aarch64
@@ -60,7 +61,8 @@ if [ "${EDGE_AARCH64:-1}" = 1 ]; then
   build aarch64 --target edge_kernels_tests edge_model_tests edge_runtime_tests
   stamp "aarch64: kernels, model, runtime under qemu-aarch64 -cpu cortex-a76"
   QEMU_CPU=cortex-a76 ctest --preset aarch64 -j "$JOBS" --timeout 1200
-  stamp "aarch64: kernels as a NEON-only CPU and without SIMD"
+  stamp "aarch64: kernels as an i8mm CPU (-cpu max), a NEON-only CPU and without SIMD"
+  QEMU_CPU=max ctest --preset aarch64 -j "$JOBS" --timeout 1200 -L '^kernels$'
   QEMU_CPU=cortex-a76 EDGE_MAX_ISA=neon ctest --preset aarch64 -j "$JOBS" --timeout 1200 -L '^kernels$'
   QEMU_CPU=cortex-a76 EDGE_MAX_ISA=scalar ctest --preset aarch64 -j "$JOBS" --timeout 1200 -L '^kernels$'
 fi

@@ -1,5 +1,5 @@
 // aarch64 ISA levels and the kernel variants built for them (kernels/isa.h). Compiled only
-// on aarch64 (CMakeLists.txt), like the arm_neon/ and arm_dotprod/ folders it names.
+// on aarch64 (CMakeLists.txt), like the arm_neon/, arm_dotprod/ and arm_i8mm/ folders it names.
 // Features are the Linux hwcap names (core/cpu_features_arm.cpp).
 #include "kernels/dense_isa.h"
 #include "kernels/isa.h"
@@ -23,6 +23,7 @@ const std::vector<KernelVariant>& kernel_variants() {
       {"dense", "neon", Isa::kNeon, install_dense_neon},
       {"packed", "neon", Isa::kNeon, nullptr, install_packed_neon},
       {"packed", "neon_dotprod", Isa::kDotprod, nullptr, install_packed_dotprod},
+      {"packed", "neon_i8mm", Isa::kI8mm, nullptr, install_packed_i8mm},
   };
   return v;
 }

@@ -114,5 +114,6 @@ void install_packed_avxvnni(PackedKernels* t);     // x86_avx2/packed_avxvnni.cp
 void install_packed_avx2(PackedKernels* t);        // x86_avx2/packed_avx2.cpp
 void install_packed_neon(PackedKernels* t);        // arm_neon/packed_neon.cpp
 void install_packed_dotprod(PackedKernels* t);     // arm_dotprod/packed_dotprod.cpp
+void install_packed_i8mm(PackedKernels* t);        // arm_i8mm/packed_i8mm.cpp
 
 }  // namespace edge

@@ -19,7 +19,8 @@ Fit sym_fit_scalar(const float* x, int g, float d);
 // Asymmetric: q = clamp(round((x - mn) / s), 0, 15), error of x ~ q * s + mn. s > 0.
 Fit asym_fit_scalar(const float* x, int g, float s, float mn);
 
-// AVX2 variants (x86-64 only; call only when avx2_available()).
+// AVX2 variants (x86_avx2/quant_fit_avx2.cpp; call only when avx2_available(), which is
+// false on other architectures, where these names run the reference).
 Fit sym_fit_avx2(const float* x, int g, float d);
 Fit asym_fit_avx2(const float* x, int g, float s, float mn);
 bool avx2_available();

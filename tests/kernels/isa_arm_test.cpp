@@ -34,7 +34,7 @@ TEST(IsaDispatchArm, EachCpuClassGetsOnlyVariantsItRuns) {
       {"Neoverse N2",
        cpu_with({"asimd", "fphp", "asimdhp", "asimddp", "sve", "i8mm", "bf16"}),
        "neon",
-       {"neon", "neon_dotprod"}},
+       {"neon", "neon_dotprod", "neon_i8mm"}},
   };
   for (const Class& c : classes) {
     SCOPED_TRACE(c.name);
@@ -58,6 +58,8 @@ TEST(IsaDispatchArm, MaxIsaCapHidesEverythingAboveTheClass) {
   EXPECT_EQ(packed_variants_for(capped("dotprod")),
             (std::vector<std::string>{"neon", "neon_dotprod"}));
   EXPECT_FALSE(capped("dotprod").has("i8mm"));
+  EXPECT_EQ(packed_variants_for(capped("i8mm")),
+            (std::vector<std::string>{"neon", "neon_dotprod", "neon_i8mm"}));
   EXPECT_EQ(dense_variant_for(capped("scalar")), "ref");
   EXPECT_TRUE(capped("scalar").features.empty());
   std::vector<std::string> f = all;
@@ -73,9 +75,15 @@ TEST(IsaDispatchArm, DispatchReportNamesTheArmVariantsThisCpuRuns) {
   EXPECT_STREQ(select_kernels().name, "neon");
   const std::string report = packed_kernels_description();
   std::printf("%s", report.c_str());
-  if (cpu.has("asimddp")) {
+  if (cpu.has("i8mm")) {
+    // Both integer variants run here (the timing picks between them per op).
+    EXPECT_NE(report.find("variants: ref, neon, neon_dotprod, neon_i8mm"), std::string::npos)
+        << report;
+    EXPECT_NE(report.find("w4_a8   -> neon_"), std::string::npos) << report;
+  } else if (cpu.has("asimddp")) {
     EXPECT_NE(report.find("w4_a8   -> neon_dotprod"), std::string::npos) << report;
     EXPECT_NE(report.find("w8_a8   -> neon_dotprod"), std::string::npos) << report;
+    EXPECT_NE(report.find("neon_i8mm (lacks i8mm)"), std::string::npos) << report;
   } else {
     EXPECT_NE(report.find("neon_dotprod (lacks asimddp)"), std::string::npos) << report;
   }

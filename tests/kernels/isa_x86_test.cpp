@@ -57,12 +57,16 @@ TEST(IsaDispatch, EachCpuClassGetsOnlyVariantsItRuns) {
     SCOPED_TRACE(c.name);
     const std::string dense = dense_variant_for(c.cpu);
     EXPECT_EQ(dense, c.dense);
-    if (dense != "ref") EXPECT_TRUE(isa_runnable(variant("dense", dense).isa, c.cpu));
+    if (dense != "ref") {
+      EXPECT_TRUE(isa_runnable(variant("dense", dense).isa, c.cpu));
+    }
     EXPECT_EQ(packed_variants_for(c.cpu), c.packed);
     for (const std::string& p : packed_variants_for(c.cpu))
       EXPECT_TRUE(isa_runnable(variant("packed", p).isa, c.cpu)) << p;
     const std::string sr = stream_read_variant_for(c.cpu);
-    if (sr != "ref") EXPECT_TRUE(isa_runnable(variant("stream_read", sr).isa, c.cpu)) << sr;
+    if (sr != "ref") {
+      EXPECT_TRUE(isa_runnable(variant("stream_read", sr).isa, c.cpu)) << sr;
+    }
   }
 }
 
