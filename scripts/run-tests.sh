@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds the release preset and runs every test with CTest, then the
 # kernel and model suites again as an AVX2-only CPU (EDGE_MAX_ISA=avx2: what a Zen 2/3 or
-# Haswell runs), then the aarch64 pass (cross build, kernel/model/runtime suites under
-# qemu-aarch64; EDGE_AARCH64=0 skips it). EDGE_ASAN=1 (CI) adds the sanitizer passes: the whole suite again under
+# Haswell runs). EDGE_ASAN=1 (CI) adds the sanitizer passes: the whole suite again under
 # ASan+UBSan, ThreadSanitizer over the runtime and server tests, and each libFuzzer target
-# for a bounded time (scripts/run-fuzz.sh). A cold run of all of it: ~25-35 min on 2 cores.
+# for a bounded time (scripts/run-fuzz.sh). Last, the aarch64 pass: a cross build and the
+# kernel/model/runtime suites under qemu-aarch64 (EDGE_AARCH64=0 skips it). A cold run of
+# all of it: ~25-35 min on 2 cores, plus ~10 min for the aarch64 pass.
 #
 # Everything the tests need is installed here, so a test that finds node, an npm package
 # or a tool missing fails instead of skipping (EDGE_REQUIRE_ALL_TESTS=1). Kernel variants
@@ -53,14 +54,15 @@ fi
 # under qemu-aarch64 as a Cortex-A76 (NEON + dot product: the neon and neon_dotprod
 # variants against the reference), then the kernel suite as an i8mm CPU (qemu's "max":
 # neon_i8mm), a NEON-only CPU and a CPU without SIMD (EDGE_MAX_ISA=neon / scalar).
-# EDGE_AARCH64=0 skips it.
+# EDGE_AARCH64=0 skips it. Cold (no ccache) on a shared 2-core machine it added ~10 min:
+# install ~1, cross build 6, tests under qemu 3.5.
 if [ "${EDGE_AARCH64:-1}" = 1 ]; then
   stamp "aarch64: install the cross toolchain, qemu-user and arm64 libraries"
   bash scripts/install-deps.sh --aarch64
   stamp "aarch64: cross build (kernels, model, runtime suites)"
   build aarch64 --target edge_kernels_tests edge_model_tests edge_runtime_tests
   stamp "aarch64: kernels, model, runtime under qemu-aarch64 -cpu cortex-a76"
-  QEMU_CPU=cortex-a76 ctest --preset aarch64 -j "$JOBS" --timeout 1200
+  QEMU_CPU=cortex-a76 ctest --preset aarch64 -j "$JOBS" --timeout 1200 -L '^(kernels|model|runtime)$'
   stamp "aarch64: kernels as an i8mm CPU (-cpu max), a NEON-only CPU and without SIMD"
   QEMU_CPU=max ctest --preset aarch64 -j "$JOBS" --timeout 1200 -L '^kernels$'
   QEMU_CPU=cortex-a76 EDGE_MAX_ISA=neon ctest --preset aarch64 -j "$JOBS" --timeout 1200 -L '^kernels$'

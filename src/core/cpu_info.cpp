@@ -12,15 +12,19 @@
 namespace edge {
 namespace {
 
+// x86 names the CPU ("model name"); aarch64 Linux gives only the implementer and part
+// numbers (0x41 / 0xd0b = Arm Cortex-A76), reported as such.
 std::string read_model_name() {
   std::ifstream in("/proc/cpuinfo");
-  std::string line;
+  std::string line, implementer, part;
+  auto value = [&] { return line.substr(line.find(':') + 2); };
   while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
+    if (line.find(':') == std::string::npos || line.find(':') + 2 > line.size()) continue;
+    if (line.rfind("model name", 0) == 0) return value();
+    if (line.rfind("CPU implementer", 0) == 0 && implementer.empty()) implementer = value();
+    if (line.rfind("CPU part", 0) == 0 && part.empty()) part = value();
   }
+  if (!part.empty()) return "CPU implementer " + implementer + " part " + part;
   return "unknown";
 }
 

@@ -1,6 +1,6 @@
 // aarch64 Advanced SIMD packed kernels (packed_api.h over the layout of quant/packed.h):
-// activation quantisation (bit-exact with the reference) and the W4A16 matmul. The int8
-// dot-product paths are in arm_dotprod/packed_dotprod.cpp; W8 stays the reference here.
+// activation quantisation (bit-exact with the reference) and the W4A16 / W8A16 matmuls.
+// The int8 dot-product paths are in arm_dotprod/ and arm_i8mm/.
 //
 // W4 layout recap: a 64-byte block holds k0..k0+7 of the panel's 16 rows; its 16-byte
 // quarter q holds rows 4q..4q+3, lane (4 bytes) = one row, low nibbles k0..k0+3, high
@@ -54,54 +54,71 @@ inline void reduce16(const float32x4_t* r, float32x4_t* out) {
     out[q] = vpaddq_f32(vpaddq_f32(r[4 * q], r[4 * q + 1]), vpaddq_f32(r[4 * q + 2], r[4 * q + 3]));
 }
 
-// One (panel, group) cell against one token's x[g*G .. g*G+G): adds the group's
-// contribution of the 16 rows to y16 (4 vectors, rows 4q..4q+3).
-void w4_a16_cell(const uint8_t* cell, int32_t group, bool asym, const float* x, float32x4_t* y16) {
+// acc4[j] += row j of c (16 int8 = 4 rows x 4 k) widened to f32, times x (those 4 k).
+inline void fma_rows(int8x16_t c, float32x4_t xv, float32x4_t* acc4) {
+  const int16x8_t w01 = vmovl_s8(vget_low_s8(c)), w23 = vmovl_s8(vget_high_s8(c));
+  acc4[0] = vfmaq_f32(acc4[0], vcvtq_f32_s32(vmovl_s16(vget_low_s16(w01))), xv);
+  acc4[1] = vfmaq_f32(acc4[1], vcvtq_f32_s32(vmovl_s16(vget_high_s16(w01))), xv);
+  acc4[2] = vfmaq_f32(acc4[2], vcvtq_f32_s32(vmovl_s16(vget_low_s16(w23))), xv);
+  acc4[3] = vfmaq_f32(acc4[3], vcvtq_f32_s32(vmovl_s16(vget_high_s16(w23))), xv);
+}
+
+// Integer-weight dots of one (panel, group) cell with one token's x[g*G .. g*G+G), as f32:
+// dot[q] lane j = row 4q + j. W4 codes are offset by -8 when symmetric (exact in int8);
+// *xsum gets the sum of x (the asymmetric min's term).
+void a16_cell_dots(const uint8_t* cell, PackedKind kind, int32_t group, const float* x,
+                   float32x4_t* dot, float* xsum) {
   float32x4_t acc[16];
   for (float32x4_t& v : acc) v = vdupq_n_f32(0.0f);
   float32x4_t xs = vdupq_n_f32(0.0f);
-  const int8x16_t off = vdupq_n_s8(asym ? 0 : 8);
-  for (int b = 0; b < group / 8; ++b) {
-    const float32x4_t x_lo = vld1q_f32(x + 8 * b), x_hi = vld1q_f32(x + 8 * b + 4);
-    xs = vaddq_f32(xs, vaddq_f32(x_lo, x_hi));
-    for (int q = 0; q < 4; ++q) {
-      const uint8x16_t raw = vld1q_u8(cell + 64 * b + 16 * q);
-      const int8x16_t c_lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), off);
-      const int8x16_t c_hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), off);
-      for (int h = 0; h < 2; ++h) {
-        const int8x16_t c = h ? c_hi : c_lo;
-        const float32x4_t xv = h ? x_hi : x_lo;
-        const int16x8_t w01 = vmovl_s8(vget_low_s8(c)), w23 = vmovl_s8(vget_high_s8(c));
-        acc[4 * q + 0] = vfmaq_f32(acc[4 * q + 0], vcvtq_f32_s32(vmovl_s16(vget_low_s16(w01))), xv);
-        acc[4 * q + 1] = vfmaq_f32(acc[4 * q + 1], vcvtq_f32_s32(vmovl_s16(vget_high_s16(w01))), xv);
-        acc[4 * q + 2] = vfmaq_f32(acc[4 * q + 2], vcvtq_f32_s32(vmovl_s16(vget_low_s16(w23))), xv);
-        acc[4 * q + 3] = vfmaq_f32(acc[4 * q + 3], vcvtq_f32_s32(vmovl_s16(vget_high_s16(w23))), xv);
+  if (kind == PackedKind::kW8) {
+    for (int b = 0; b < group / 4; ++b) {
+      const float32x4_t xv = vld1q_f32(x + 4 * b);
+      for (int q = 0; q < 4; ++q)
+        fma_rows(vld1q_s8(reinterpret_cast<const int8_t*>(cell + 64 * b + 16 * q)), xv, acc + 4 * q);
+    }
+  } else {
+    const int8x16_t off = vdupq_n_s8(kind == PackedKind::kW4Asym ? 0 : 8);
+    for (int b = 0; b < group / 8; ++b) {
+      const float32x4_t x_lo = vld1q_f32(x + 8 * b), x_hi = vld1q_f32(x + 8 * b + 4);
+      xs = vaddq_f32(xs, vaddq_f32(x_lo, x_hi));
+      for (int q = 0; q < 4; ++q) {
+        const uint8x16_t raw = vld1q_u8(cell + 64 * b + 16 * q);
+        fma_rows(vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), off), x_lo, acc + 4 * q);
+        fma_rows(vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), off), x_hi, acc + 4 * q);
       }
     }
   }
-  float32x4_t dot[4];
   reduce16(acc, dot);
-  const float xsum = vaddvq_f32(xs);
-  const float16_t* scales = reinterpret_cast<const float16_t*>(cell + group * 8);
+  *xsum = vaddvq_f32(xs);
+}
+
+// y16 += the cell's contribution: dot * scale, plus min * sum(x) when asymmetric.
+void a16_cell(const uint8_t* cell, PackedKind kind, int32_t group, const float* x, float32x4_t* y16) {
+  float32x4_t dot[4];
+  float xsum = 0.0f;
+  a16_cell_dots(cell, kind, group, x, dot, &xsum);
+  const int64_t scale_off = kind == PackedKind::kW8 ? group * 16 : group * 8;
+  const float16_t* scales = reinterpret_cast<const float16_t*>(cell + scale_off);
   for (int q = 0; q < 4; ++q) {
-    const float32x4_t s = vcvt_f32_f16(vld1_f16(scales + 4 * q));
-    y16[q] = vfmaq_f32(y16[q], dot[q], s);
-    if (asym) y16[q] = vfmaq_n_f32(y16[q], vcvt_f32_f16(vld1_f16(scales + 16 + 4 * q)), xsum);
+    y16[q] = vfmaq_f32(y16[q], dot[q], vcvt_f32_f16(vld1_f16(scales + 4 * q)));
+    if (kind == PackedKind::kW4Asym)
+      y16[q] = vfmaq_n_f32(y16[q], vcvt_f32_f16(vld1_f16(scales + 16 + 4 * q)), xsum);
   }
 }
 
-void matmul_w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
-                   float* y) {
-  CHECK(w.fmt.is_w4() && w.k % w.fmt.group == 0);
+// W4 (sym/asym) and W8 alike: the cell's kind picks the unpacking.
+void matmul_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                float* y) {
+  CHECK(w.k % w.fmt.group == 0);
   const int64_t ng = w.k / w.fmt.group, cb = packed_cell_bytes(w.fmt.kind, w.fmt.group);
-  const bool asym = w.fmt.kind == PackedKind::kW4Asym;
   for (int64_t p = p0; p < p1; ++p)
     for (int64_t t = 0; t < n; ++t) {
       float32x4_t y16[4];
       for (float32x4_t& v : y16) v = vdupq_n_f32(0.0f);
       for (int64_t g = 0; g < ng; ++g)
-        w4_a16_cell(w.data + (p * ng + g) * cb, w.fmt.group, asym,
-                    x + t * w.k + g * w.fmt.group, y16);
+        a16_cell(w.data + (p * ng + g) * cb, w.fmt.kind, w.fmt.group, x + t * w.k + g * w.fmt.group,
+                 y16);
       store_panel(w, p, t, y16, y);
     }
 }
@@ -111,7 +128,8 @@ void matmul_w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t
 void install_packed_neon(PackedKernels* t) {
   t->name = "neon";
   t->quantize_act = quantize_act;
-  t->matmul_w4_a16 = matmul_w4_a16;
+  t->matmul_w4_a16 = matmul_a16;
+  t->matmul_w8_a16 = matmul_a16;
 }
 
 }  // namespace edge
