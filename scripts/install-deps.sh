@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 PKGS=(g++ cmake ninja-build ccache pkg-config
       nlohmann-json3-dev libfmt-dev libcli11-dev libcpp-httplib-dev
       libpcre2-dev libutf8proc-dev libcpuinfo-dev libyaml-cpp-dev libssl-dev libkissfft-dev
-      libgtest-dev libgmock-dev libbenchmark-dev curl)
+      libgtest-dev libgmock-dev libbenchmark-dev curl
+      libpng-dev libjpeg62-turbo-dev libsamplerate0-dev gnuplot-nox chromium fonts-dejavu-core)
 
 missing=()
 for p in "${PKGS[@]}"; do
