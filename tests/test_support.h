@@ -7,14 +7,29 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <string>
 
 namespace edge::testing {
 
 inline bool require_all_tests() {
   const char* v = std::getenv("EDGE_REQUIRE_ALL_TESTS");
   return v != nullptr && std::strcmp(v, "") != 0 && std::strcmp(v, "0") != 0;
+}
+
+// A new empty file named `prefix` + six random characters in the test's temp directory
+// (the run's scratch directory: tests/test_main.cpp), so nothing is left behind in /tmp.
+inline std::string make_temp_file(const std::string& prefix) {
+  std::string path = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
+  const int fd = mkstemp(path.data());
+  EXPECT_GE(fd, 0) << "mkstemp failed for " << path;
+  if (fd >= 0) close(fd);
+  return path;
 }
 
 }  // namespace edge::testing

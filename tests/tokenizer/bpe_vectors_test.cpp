@@ -73,15 +73,12 @@ void check_json_via_gguf(const std::string& pkg, const std::string& vectors) {
   ASSERT_TRUE(tok->ok()) << tok->status().to_string();
   GgufWriter w;
   ASSERT_TRUE(write_vocab_gguf((*tok)->vocab(), w).ok());
-  char path[] = "/tmp/edge_tok_vec_XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
+  const std::string path = testing::make_temp_file("edge_tok_vec_");
   ASSERT_TRUE(w.write(path).ok());
   auto g = GgufFile::open(path);
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   auto back = Tokenizer::from_gguf(*g);
-  std::remove(path);
+  std::remove(path.c_str());
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(back->vocab().ignore_merges, (*tok)->vocab().ignore_merges);
   EXPECT_EQ(back->vocab().normalize_nfc, (*tok)->vocab().normalize_nfc);

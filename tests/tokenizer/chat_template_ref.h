@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,8 @@ inline std::vector<ojson> run_reference_renders(const std::vector<std::string>& 
   ojson input = {{"templates", ojson::array()}, {"cases", ojson::array()}};
   for (const auto& t : templates) input["templates"].push_back(t);
   for (const auto& c : cases) input["cases"].push_back({{"template", c.template_index}, {"vars", c.vars}});
-  char path[] = "/tmp/edge_chat_ref_XXXXXX";
-  const int fd = mkstemp(path);
+  std::string path = (std::filesystem::temp_directory_path() / "edge_chat_ref_XXXXXX").string();
+  const int fd = mkstemp(path.data());
   EXPECT_GE(fd, 0);
   const std::string body = input.dump();
   EXPECT_EQ(write(fd, body.data(), body.size()), static_cast<ssize_t>(body.size()));
@@ -47,7 +48,7 @@ inline std::vector<ojson> run_reference_renders(const std::vector<std::string>& 
   if (p) {
     EXPECT_EQ(pclose(p), 0) << cmd;
   }
-  std::remove(path);
+  std::remove(path.c_str());
   std::vector<ojson> results;
   size_t pos = 0;
   while (pos < out.size()) {

@@ -66,8 +66,8 @@ bool have_node() { return std::system("node --version > /dev/null 2>&1") == 0; }
 // Runs the reference; one JSON array of ids per input string.
 std::vector<std::vector<int32_t>> reference_ids(const std::string& name, const std::vector<std::string>& texts,
                                                 bool special) {
-  char path[] = "/tmp/edge_tok_ref_XXXXXX";
-  const int fd = mkstemp(path);
+  std::string path = (std::filesystem::temp_directory_path() / "edge_tok_ref_XXXXXX").string();
+  const int fd = mkstemp(path.data());
   EXPECT_GE(fd, 0);
   const std::string body = nlohmann::json(texts).dump();
   EXPECT_EQ(write(fd, body.data(), body.size()), static_cast<ssize_t>(body.size()));
@@ -85,7 +85,7 @@ std::vector<std::vector<int32_t>> reference_ids(const std::string& name, const s
   if (p) {
     EXPECT_EQ(pclose(p), 0) << cmd;
   }
-  std::remove(path);
+  std::remove(path.c_str());
   size_t pos = 0;
   while (pos < out.size()) {
     size_t e = out.find('\n', pos);

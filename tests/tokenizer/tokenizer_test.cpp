@@ -19,12 +19,9 @@ namespace edge {
 namespace {
 
 std::string temp_path(const std::string& suffix) {
-  char buf[] = "/tmp/edge_tok_test_XXXXXX";
-  const int fd = mkstemp(buf);
-  EXPECT_GE(fd, 0);
-  close(fd);
-  std::remove(buf);
-  return std::string(buf) + suffix;
+  const std::string base = testing::make_temp_file("edge_tok_test_");
+  std::remove(base.c_str());
+  return base + suffix;
 }
 
 bool valid_utf8(const std::string& s) {
