@@ -66,9 +66,25 @@ struct RequestParams {
   std::shared_ptr<TokenGuide> guide;
 };
 
+// Media (an image, an audio clip) already encoded into the LM's input space, spliced into
+// the prompt: rows [n_tokens, n_embd] replace the token embeddings of positions
+// [position, position + n_tokens). The prompt holds placeholder ids there (the family's
+// image/audio soft token; any valid id). `hash` identifies the content (the media bytes
+// and the projector): the prefix cache keys those positions on it, so a repeated image
+// reuses the cached KV and is neither re-encoded nor recomputed.
+struct MediaEmbedding {
+  int64_t position = 0;
+  int64_t n_tokens = 0;
+  std::shared_ptr<const std::vector<float>> rows;  // [n_tokens * n_embd]
+  uint64_t hash = 0;
+  // The rows attend to each other (Gemma-3 images); otherwise causal like text.
+  bool bidirectional = false;
+};
+
 struct GenerateRequest {
   std::vector<int32_t> prompt;  // token ids (already templated / tokenised)
   RequestParams params;
+  std::vector<MediaEmbedding> media;  // disjoint spans inside the prompt
 };
 
 struct TokenLogprob {
@@ -129,7 +145,8 @@ class Engine {
   // Cancels the session's live requests.
   virtual Status close_session(SessionId session) = 0;
   // Errors: unknown session, empty prompt, prompt + max_tokens over max_model_len,
-  // bad sampling values, token id out of range.
+  // bad sampling values, token id out of range, media spans that overlap, leave the
+  // prompt, have the wrong number of values, or (bidirectional) exceed max_batched_tokens.
   virtual Expected<RequestHandle> submit(SessionId session, GenerateRequest request) = 0;
   // Next chunk of a request's stream; blocks up to `timeout` (then returns
   // Status::deadline_exceeded). After a terminal chunk (kDone/kCancelled/kError) the

@@ -24,7 +24,23 @@ int64_t logit_rows(std::span<const SeqStep> seqs) {
   return rows;
 }
 
+// Whether position p of a sequence takes a spliced row.
+bool spliced(std::span<const EmbeddingSplice> splices, int64_t p) {
+  for (const EmbeddingSplice& e : splices)
+    if (p >= e.pos && p < e.pos + e.n) return true;
+  return false;
+}
+
 }  // namespace
+
+int64_t splice_chunk_tokens(std::span<const EmbeddingSplice> splices, int64_t pos0, int64_t want) {
+  int64_t end = pos0 + want;
+  for (const EmbeddingSplice& e : splices) {
+    if (!e.bidirectional || end <= e.pos || end >= e.pos + e.n) continue;
+    end = e.pos > pos0 ? e.pos : e.pos + e.n;  // cut before it, or take all of it
+  }
+  return end - pos0;
+}
 
 ForwardPass::ForwardPass(const Model& model, int64_t max_tokens, ThreadPool* pool)
     : model_(&model), pool_(pool), max_tokens_(max_tokens) {
@@ -77,9 +93,17 @@ Status ForwardPass::check_step(std::span<const int32_t> tokens, std::span<const 
   }
   if (sum != n)
     return Status::invalid_argument(fmt::format("forward: slices cover {} tokens, step has {}", sum, n));
-  for (int32_t t : tokens)
-    if (t < 0 || t >= c.n_vocab)
-      return Status::out_of_range(fmt::format("token id {} is out of range (vocabulary size {})", t, c.n_vocab));
+  int64_t t = 0;
+  for (const SeqStep& s : seqs) {
+    for (const EmbeddingSplice& e : s.splices)
+      if (e.rows == nullptr || e.n <= 0 || e.pos < 0)
+        return Status::invalid_argument("forward: a spliced span without rows");
+    for (int64_t i = 0; i < s.n_tokens; ++i, ++t) {
+      const int32_t id = tokens[static_cast<size_t>(t)];
+      if ((id < 0 || id >= c.n_vocab) && !spliced(s.splices, s.pos0 + i))
+        return Status::out_of_range(fmt::format("token id {} is out of range (vocabulary size {})", id, c.n_vocab));
+    }
+  }
   return Status::ok_status();
 }
 
@@ -96,7 +120,7 @@ Expected<std::span<const float>> ForwardPass::run(std::span<const int32_t> token
   int64_t t = 0;
   for (const SeqStep& s : seqs)
     for (int64_t i = 0; i < s.n_tokens; ++i) pos_[static_cast<size_t>(t++)] = s.pos0 + i;
-  embed(tokens);
+  embed(tokens, seqs);
   for (int l = 0; l < c.n_layer; ++l) {
     attention_block(l, seqs, kv);
     ffn_block(l);
@@ -105,16 +129,28 @@ Expected<std::span<const float>> ForwardPass::run(std::span<const int32_t> token
   return std::span<const float>(logits_.data(), static_cast<size_t>(logit_rows(seqs) * c.n_vocab));
 }
 
-void ForwardPass::embed(std::span<const int32_t> tokens) {
+// Token rows (Gemma scales them by sqrt(n_embd)); spliced rows are taken as they are, as
+// the encoder's projector already put them in the LM's input space.
+void ForwardPass::embed(std::span<const int32_t> tokens, std::span<const SeqStep> seqs) {
   const ModelConfig& c = model_->config();
   const KernelTable& k = model_->kernels();
   const float scale = c.scale_embeddings ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    float* row = x_.data() + i * c.n_embd;
-    embedding_row(k, model_->weights().token_embd, tokens[i], row);
-    if (c.scale_embeddings)
-      for (int32_t d = 0; d < c.n_embd; ++d) row[d] *= scale;
-  }
+  size_t i = 0;
+  for (const SeqStep& s : seqs)
+    for (int64_t j = 0; j < s.n_tokens; ++j, ++i) {
+      float* row = x_.data() + i * c.n_embd;
+      const int64_t p = s.pos0 + j;
+      const EmbeddingSplice* e = nullptr;
+      for (const EmbeddingSplice& cand : s.splices)
+        if (p >= cand.pos && p < cand.pos + cand.n) e = &cand;
+      if (e != nullptr) {
+        std::copy_n(e->rows + (p - e->pos) * c.n_embd, c.n_embd, row);
+        continue;
+      }
+      embedding_row(k, model_->weights().token_embd, tokens[i], row);
+      if (c.scale_embeddings)
+        for (int32_t d = 0; d < c.n_embd; ++d) row[d] *= scale;
+    }
 }
 
 // Writes the step's K/V rows [n, kv_dim] into each token's cache slot.
@@ -166,45 +202,67 @@ void ForwardPass::attention_block(int l, std::span<const SeqStep> seqs, KvStorag
     }
   }
   store_kv(l, seqs, kv);
+  plan_attention(l, seqs, kv);
+  attention_batch(k, attn_, pool);
+  matmul(k, att_.data(), n, w.wo, xn_.data(), pool);  // [n, n_embd]
+  if (c.post_norms) k.rmsnorm(xn_.data(), w.post_attn_norm.data(), xn_.data(), n, d, c.norm_eps);
+  k.add(x_.data(), xn_.data(), n * d);
+}
+
+void ForwardPass::plan_attention(int l, std::span<const SeqStep> seqs, KvStorage& kv) {
+  const ModelConfig& c = model_->config();
+  const LayerConfig& lc = c.layers[l];
+  const int64_t qd = c.q_dim();
   // Block pointer tables: for each sequence, K pointers then V pointers per logical block.
   const KvLayout& kl = kv.layout();
   const int g = kl.layer_group[static_cast<size_t>(l)];
   size_t total = 0;
   for (const SeqStep& s : seqs) total += 2 * s.blocks[g].size();
   block_ptrs_.resize(total);
-  attn_.resize(seqs.size());
+  attn_.clear();
   size_t off = 0;
   int64_t t0 = 0;
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    const SeqStep& s = seqs[i];
+  for (const SeqStep& s : seqs) {
     const size_t nb = s.blocks[g].size();
     for (size_t b = 0; b < nb; ++b) {
       const int32_t phys = s.blocks[g][b];
       block_ptrs_[off + b] = phys < 0 ? nullptr : kv.k_block(l, phys);
       block_ptrs_[off + nb + b] = phys < 0 ? nullptr : kv.v_block(l, phys);
     }
-    AttentionArgs& a = attn_[i];
-    a.q = q_.data() + t0 * qd;
-    a.out = att_.data() + t0 * qd;
+    AttentionArgs a;
     a.k_blocks = block_ptrs_.data() + off;
     a.v_blocks = block_ptrs_.data() + off + nb;
     a.block_tokens = kl.settings.block_tokens;
     a.row_bytes = kl.row_bytes;
     a.kv_type = kl.settings.type;
-    a.n_q = s.n_tokens;
-    a.pos0 = s.pos0;
     a.n_head = c.n_head;
     a.n_head_kv = c.n_head_kv;
     a.head_dim = c.head_dim;
     a.window = lc.sliding ? lc.window : 0;
     a.scale = c.effective_attn_scale();
+    // Causal runs, and each query of a bidirectional span alone, placed at the span's last
+    // position so it sees every key of the span (its own RoPE position is already applied).
+    const int64_t end = s.pos0 + s.n_tokens;
+    int64_t p = s.pos0;
+    while (p < end) {
+      const EmbeddingSplice* span = nullptr;
+      int64_t run_end = end;
+      for (const EmbeddingSplice& e : s.splices) {
+        if (!e.bidirectional || e.pos + e.n <= p) continue;
+        if (e.pos <= p) span = &e;
+        else run_end = std::min(run_end, e.pos);
+      }
+      const int64_t n_q = span ? 1 : run_end - p;
+      a.q = q_.data() + (t0 + p - s.pos0) * qd;
+      a.out = att_.data() + (t0 + p - s.pos0) * qd;
+      a.n_q = n_q;
+      a.pos0 = span ? std::min(span->pos + span->n, end) - 1 : p;
+      attn_.push_back(a);
+      p += n_q;
+    }
     off += 2 * nb;
     t0 += s.n_tokens;
   }
-  attention_batch(k, attn_, pool);
-  matmul(k, att_.data(), n, w.wo, xn_.data(), pool);  // [n, n_embd]
-  if (c.post_norms) k.rmsnorm(xn_.data(), w.post_attn_norm.data(), xn_.data(), n, d, c.norm_eps);
-  k.add(x_.data(), xn_.data(), n * d);
 }
 
 // x += [post_norm](W_down . (act(W_gate . norm(x)) * (W_up . norm(x)))).
@@ -294,12 +352,26 @@ Status InferenceState::truncate(int64_t n) {
 }
 
 Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t> tokens, bool all_logits) {
+  return forward(tokens, all_logits, {});
+}
+
+Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t> tokens, bool all_logits,
+                                                         std::span<const EmbeddingSplice> splices) {
   const ModelConfig& c = model_->config();
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) return Status::invalid_argument("forward: no tokens");
-  for (int32_t t : tokens)
-    if (t < 0 || t >= c.n_vocab)
-      return Status::out_of_range(fmt::format("token id {} is out of range (vocabulary size {})", t, c.n_vocab));
+  for (int64_t i = 0; i < n; ++i)
+    if ((tokens[i] < 0 || tokens[i] >= c.n_vocab) && !spliced(splices, n_past_ + i))
+      return Status::out_of_range(
+          fmt::format("token id {} is out of range (vocabulary size {})", tokens[i], c.n_vocab));
+  for (const EmbeddingSplice& e : splices) {
+    if (e.pos < n_past_ || e.pos + e.n > n_past_ + n)
+      return Status::invalid_argument(fmt::format("forward: spliced rows at [{}, {}) outside the batch [{}, {})",
+                                                  e.pos, e.pos + e.n, n_past_, n_past_ + n));
+    if (e.bidirectional && e.n > pass_.max_tokens())
+      return Status::invalid_argument(fmt::format(
+          "forward: a bidirectional span of {} rows exceeds the step of {} tokens", e.n, pass_.max_tokens()));
+  }
   if (n_past_ + n > n_ctx_)
     return Status::out_of_range(fmt::format("{} tokens after {} cached exceed the context of {} ({} > {})",
                                             n, n_past_, n_ctx_, n_past_ + n, n_ctx_));
@@ -312,13 +384,14 @@ Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t
     }
   }
   std::span<const float> last;
-  for (int64_t done = 0; done < n; done += step) {
-    const int64_t m = std::min(step, n - done);
+  for (int64_t done = 0, m = 0; done < n; done += m) {
+    m = splice_chunk_tokens(splices, n_past_, std::min(step, n - done));
     SeqStep s;
     s.pos0 = n_past_;
     s.n_tokens = m;
     s.blocks[0] = blocks_[0];
     s.blocks[1] = blocks_[1];
+    s.splices = splices;
     s.logits = all_logits ? SeqStep::Logits::kAll : done + m == n ? SeqStep::Logits::kLast : SeqStep::Logits::kNone;
     ASSIGN_OR_RETURN(last, pass_.run(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(m)),
                                      std::span<const SeqStep>(&s, 1), kv_));

@@ -25,6 +25,26 @@ namespace edge {
 
 using ScratchVector = std::vector<float, TaggedAllocator<float, MemCategory::kScratch>>;
 
+// Rows that replace token embeddings: media (an image, an audio clip) encoded into the
+// LM's embedding space and spliced into the prompt at positions [pos, pos + n). The token
+// ids at those positions are ignored (they only key the prefix cache). Bidirectional rows
+// attend to each other (Gemma-3 image tokens): a query in the span sees every key up to
+// the span's end. A step must then carry the rest of the span with the query that opens
+// it (the scheduler never ends a chunk inside a bidirectional span); rows already cached
+// were computed with the whole span.
+struct EmbeddingSplice {
+  int64_t pos = 0;
+  int64_t n = 0;
+  const float* rows = nullptr;  // [n, n_embd]
+  bool bidirectional = false;
+};
+
+// Tokens a chunk starting at pos0 takes, given it would take `want` (> 0), so that it never
+// ends inside a bidirectional span: cut before a span that starts after pos0, extended to
+// the end of one that starts at or before pos0 (then more than `want`: the caller checks
+// its budget).
+int64_t splice_chunk_tokens(std::span<const EmbeddingSplice> splices, int64_t pos0, int64_t want);
+
 // One sequence's slice of a step.
 struct SeqStep {
   enum class Logits : uint8_t { kNone, kLast, kAll };
@@ -35,6 +55,8 @@ struct SeqStep {
   // can see may be -1 (released by a sliding ring).
   std::span<const int32_t> blocks[2];
   Logits logits = Logits::kLast;
+  // The sequence's spliced rows (any order; those outside the slice are skipped).
+  std::span<const EmbeddingSplice> splices;
 };
 
 class ForwardPass {
@@ -60,7 +82,10 @@ class ForwardPass {
   ForwardPass(const Model& model, int64_t max_tokens, ThreadPool* pool);
   Status check_step(std::span<const int32_t> tokens, std::span<const SeqStep> seqs,
                     const KvStorage& kv) const;
-  void embed(std::span<const int32_t> tokens);
+  void embed(std::span<const int32_t> tokens, std::span<const SeqStep> seqs);
+  // Fills attn_ with the attention calls of layer group g: one per sequence, split where
+  // bidirectional spans need their queries to see keys ahead of them.
+  void plan_attention(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
   void attention_block(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
   void store_kv(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
   void ffn_block(int layer);
@@ -101,6 +126,11 @@ class InferenceState {
   // is valid until the next call. Errors: empty batch, a token id outside the vocabulary,
   // or more positions than n_ctx (the cache is left unchanged on error).
   Expected<std::span<const float>> forward(std::span<const int32_t> tokens, bool all_logits = false);
+  // Same with spliced rows (positions absolute, inside [n_past, n_past + n)). A prompt
+  // longer than a step is chunked without ending a chunk inside a bidirectional span
+  // (refused when such a span is longer than max_step).
+  Expected<std::span<const float>> forward(std::span<const int32_t> tokens, bool all_logits,
+                                           std::span<const EmbeddingSplice> splices);
 
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return n_ctx_; }

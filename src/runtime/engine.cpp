@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "runtime/engine_impl.h"
+#include "runtime/media_splice.h"
 #include "runtime/memory_plan.h"
 
 namespace edge {
@@ -143,6 +144,7 @@ Status EngineImpl::validate(const GenerateRequest& req) const {
   const ModelConfig& c = model_->config();
   const int64_t n = static_cast<int64_t>(req.prompt.size());
   if (n == 0) return Status::invalid_argument("the prompt is empty");
+  RETURN_IF_ERROR(validate_media(req, c.n_embd, options_.max_batched_tokens));
   for (int32_t t : req.prompt)
     if (t < 0 || t >= c.n_vocab)
       return Status::out_of_range(fmt::format("prompt token id {} is out of range (vocabulary size {})", t, c.n_vocab));
@@ -174,6 +176,8 @@ Expected<RequestHandle> EngineImpl::submit(SessionId session, GenerateRequest re
   r->seq.id = r->id;
   r->seq.n_prompt = static_cast<int64_t>(req.prompt.size());
   r->seq.tokens = std::move(req.prompt);
+  r->media = std::move(req.media);
+  splice_media(r->media, &r->seq);
   if (model_->tokenizer() != nullptr) r->decoder.emplace(*model_->tokenizer());
   scheduler_.add(&r->seq);
   stats_.prompt_tokens += static_cast<uint64_t>(r->seq.n_prompt);

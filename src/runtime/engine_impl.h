@@ -26,6 +26,7 @@ struct EngineRequest {
   SessionId session = 0;
   uint64_t id = 0;
   RequestParams params;
+  std::vector<MediaEmbedding> media;  // keeps the rows seq.splices points into
   SchedSeq seq;
   Sampler sampler;
   std::optional<Tokenizer::StreamDecoder> decoder;

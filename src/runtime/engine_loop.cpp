@@ -152,6 +152,7 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     st.n_tokens = ps.n_tokens;
     st.blocks[0] = s.kv.blocks[0];
     st.blocks[1] = s.kv.blocks[1];
+    st.splices = s.splices;
     st.logits = ps.wants_logits ? SeqStep::Logits::kLast : SeqStep::Logits::kNone;
     steps.push_back(st);
     reqs.push_back(requests_.at(s.id).get());

@@ -55,7 +55,10 @@ void Scheduler::plan_running(bool prefill, int64_t& budget, int64_t& prefill_bud
     if (budget == 0 || (prefill && prefill_budget == 0)) break;
     if (s->state != SchedSeq::State::kRunning || s->paused || s->pending() <= 0) continue;
     if ((s->pending() > 1) != prefill) continue;
-    const int64_t n = std::min({s->pending(), budget, prefill ? prefill_budget : int64_t{1}});
+    int64_t n = std::min({s->pending(), budget, prefill ? prefill_budget : int64_t{1}});
+    // A bidirectional span goes in one step (it may take more than the prompt cap).
+    n = splice_chunk_tokens(s->splices, s->n_computed, n);
+    if (n > budget || n <= 0) continue;
     if (!reserve_or_preempt(s, s->n_computed + n, plan, &plan)) {
       preempt(s);  // nothing else to take from: wait until others finish
       plan.preempted.push_back(s);
@@ -63,7 +66,7 @@ void Scheduler::plan_running(bool prefill, int64_t& budget, int64_t& prefill_bud
     }
     plan.seqs.push_back({s, s->n_computed, n, s->n_computed + n == static_cast<int64_t>(s->tokens.size())});
     budget -= n;
-    if (prefill) prefill_budget -= n;
+    if (prefill) prefill_budget = std::max<int64_t>(0, prefill_budget - n);
   }
 }
 
@@ -82,8 +85,9 @@ StepPlan Scheduler::schedule() {
       s->n_computed = kv_->attach_prefix(s->kv, s->tokens);
       if (!s->admitted_once) s->cached_prompt = s->n_computed, s->window_miss = s->kv.window_miss;
     }
-    const int64_t n = std::min({s->pending(), budget, prefill_budget});
-    if (n <= 0 || !kv_->reserve(s->kv, s->n_computed + n)) {
+    int64_t n = std::min({s->pending(), budget, prefill_budget});
+    if (n > 0) n = splice_chunk_tokens(s->splices, s->n_computed, n);
+    if (n <= 0 || n > budget || !kv_->reserve(s->kv, s->n_computed + n)) {
       // FIFO: nobody jumps the queue. A waiting sequence holds no blocks: what it attached
       // stays cached for the next try, and the running sequences keep the whole pool (a
       // sliding pool sized for max_seqs rings has no room for a waiting sequence's window).
@@ -97,7 +101,7 @@ StepPlan Scheduler::schedule() {
     running_.push_back(s);
     plan.seqs.push_back({s, s->n_computed, n, s->n_computed + n == static_cast<int64_t>(s->tokens.size())});
     budget -= n;
-    prefill_budget -= n;
+    prefill_budget = std::max<int64_t>(0, prefill_budget - n);
   }
   for (const PlannedSeq& p : plan.seqs) plan.n_tokens += p.n_tokens;
   return plan;

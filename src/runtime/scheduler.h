@@ -19,6 +19,7 @@
 #include <deque>
 #include <vector>
 
+#include "model/forward.h"
 #include "runtime/kv_cache.h"
 
 namespace edge {
@@ -26,8 +27,11 @@ namespace edge {
 struct SchedSeq {
   enum class State : uint8_t { kWaiting, kRunning, kFinished };
   uint64_t id = 0;
-  std::vector<int32_t> tokens;  // prompt + generated so far
+  std::vector<int32_t> tokens;  // prompt + generated so far (media positions: negative keys)
   int64_t n_prompt = 0;
+  // Media rows spliced into the prompt (pointing into the request's media): a chunk never
+  // ends inside a bidirectional span.
+  std::vector<EmbeddingSplice> splices;
   int64_t n_computed = 0;       // positions whose K/V are in the cache
   int64_t cached_prompt = 0;    // positions taken from the prefix cache at admission
   int64_t window_miss = 0;      // positions the global prefix cache had but the sliding
