@@ -38,6 +38,7 @@ void register_pipeline(CLI::App& app, Context& ctx);
 void register_worker(CLI::App& app, Context& ctx);
 void register_vocode(CLI::App& app, Context& ctx);
 void register_tts(CLI::App& app, Context& ctx);  // tts and bench-tts
+void register_grid(CLI::App& app, Context& ctx);
 
 // make-model --arch wavtokenizer-dec: a random-weight vocoder (cmd_vocode.cpp).
 int make_vocoder(const RandomModelOptions& m, const std::string& out);

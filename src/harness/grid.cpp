@@ -1,0 +1,259 @@
+#include "harness/grid.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "harness/grid_host.h"
+#include "harness/grid_plot.h"
+#include "harness/grid_process.h"
+#include "harness/grid_serve.h"
+#include "harness/provenance.h"
+#include "pipeline/artifact.h"
+
+namespace edge {
+namespace {
+
+using json = nlohmann::json;
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+json rss_series(const std::vector<RssPoint>& pts) {
+  json a = json::array();
+  for (const RssPoint& p : pts) a.push_back({p.t_s, p.anon / 1048576.0, p.anon_file / 1048576.0});
+  return a;
+}
+
+// One command arm (ours or not) run once, output parsed into metrics.
+void run_command_arm(const ArmSpec& arm, const GridSpec& g, const std::vector<int>& cpus, json& rec) {
+  SpawnOptions so;
+  so.cpus = cpus;
+  so.timeout_s = g.timeout_s;
+  so.rss_interval_ms = g.rss_interval_ms;
+  auto r = run_owned(arm.command, so);
+  if (!r) {
+    rec["ok"] = false;
+    rec["error"] = r.status().to_string();
+    return;
+  }
+  rec["wall_s"] = r->wall_s;
+  rec["exit_code"] = r->exit_code;
+  if (r->term_signal) rec["signal"] = r->term_signal;
+  rec["timed_out"] = r->timed_out;
+  if (!r->rss.empty()) {
+    rec["rss_mib"] = rss_series(r->rss);  // [t_s, RssAnon MiB, RssAnon+RssFile MiB]
+    rec["peak_rss_anon_mib"] = r->peak_anon / 1048576.0;
+  }
+  if (!r->ok()) {
+    rec["ok"] = false;
+    rec["error"] = r->timed_out ? fmt::format("killed after the {} s timeout", g.timeout_s)
+                                : fmt::format("exit {} signal {}", r->exit_code, r->term_signal);
+    rec["stderr_tail"] = r->err.substr(r->err.size() > 2000 ? r->err.size() - 2000 : 0);
+    return;
+  }
+  json engine;
+  auto m = parse_arm_output(r->out, arm.parse, &engine);
+  if (!m) {
+    rec["ok"] = false;
+    rec["error"] = m.status().to_string();
+    rec["stdout_head"] = r->out.substr(0, 2000);
+    return;
+  }
+  json metrics(*m);
+  metrics["wall_s"] = r->wall_s;
+  if (r->peak_anon > 0) metrics["peak_rss_anon_mib"] = r->peak_anon / 1048576.0;
+  rec["metrics"] = metrics;
+  rec["ok"] = true;
+  if (!engine.is_null()) {
+    rec["provenance"]["engine"] = engine;
+    rec["provenance"]["kernel_path"] = engine.value("kernel_path", "");
+    rec["provenance"]["threads"] = engine.value("n_threads", 0);
+  }
+}
+
+void run_serve_arm_once(const ArmSpec& arm, const std::vector<int>& cpus, int seed, json& rec) {
+  auto r = run_serve_arm(arm.load, cpus, seed);
+  if (!r) {
+    rec["ok"] = false;
+    rec["error"] = r.status().to_string();
+    return;
+  }
+  std::map<std::string, double> m;
+  json levels = json::array();
+  for (const ServeLevelResult& l : r->levels) {
+    l.add_metrics(m);
+    levels.push_back({{"streams", l.streams}, {"requests", l.requests}, {"tokens", l.tokens},
+                      {"wall_s", l.wall_s}, {"errors", l.errors}, {"error_samples", l.error_samples},
+                      {"ttft_ms", l.ttft_ms}, {"itl_ms", l.itl_ms}});
+  }
+  m["ready_s"] = r->ready_s;
+  rec["metrics"] = m;
+  rec["serve"] = {{"ready_s", r->ready_s}, {"model_id", r->model_id}, {"stopped", r->stopped}, {"levels", levels}};
+  rec["ok"] = true;
+}
+
+std::string cpus_text(const std::vector<int>& cpus) {
+  std::string s;
+  for (int c : cpus) s += (s.empty() ? "" : ",") + std::to_string(c);
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json summarize_runs(const nlohmann::json& runs, const std::vector<std::string>& arm_order) {
+  std::set<std::string> names;
+  for (const json& r : runs)
+    if (r.value("ok", false))
+      for (const auto& [k, v] : r["metrics"].items()) names.insert(k);
+  json metrics = json::object();
+  for (const std::string& name : names) {
+    std::string why;
+    const bool lower = lower_is_better(name, &why);
+    json arms = json::object();
+    double band = 0;
+    struct Stat {
+      std::string arm;
+      double med, lo, hi;
+      size_t n;
+    };
+    std::vector<Stat> stats;
+    for (const std::string& arm : arm_order) {
+      std::vector<double> v;
+      int noisy = 0;
+      for (const json& r : runs)
+        if (r["arm"] == arm && r.value("ok", false) && r["metrics"].contains(name)) {
+          v.push_back(r["metrics"][name].get<double>());
+          noisy += r.value("contended", false);
+        }
+      if (v.empty()) continue;
+      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      const double med = median_of(v);
+      const double spread = med != 0 ? (*hi - *lo) / std::abs(med) : 0;
+      band = std::max(band, spread);
+      arms[arm] = {{"median", med}, {"min", *lo}, {"max", *hi}, {"n", v.size()}, {"spread_rel", spread},
+                   {"values", v}, {"contended_runs", noisy}};
+      stats.push_back({arm, med, *lo, *hi, v.size()});
+    }
+    std::stable_sort(stats.begin(), stats.end(),
+                     [&](const Stat& a, const Stat& b) { return lower ? a.med < b.med : a.med > b.med; });
+    json cmp = json::array();
+    for (size_t i = 1; i < stats.size(); ++i) {
+      const Stat &best = stats[0], &o = stats[i];
+      const double factor = lower ? (best.med != 0 ? o.med / best.med : 0) : (o.med != 0 ? best.med / o.med : 0);
+      const bool overlap = best.lo <= o.hi && o.lo <= best.hi;
+      std::string verdict = "ranking";
+      if (best.n < 2 || o.n < 2)
+        verdict = "not a ranking: fewer than 2 passes, no spread to judge the gap";
+      else if (overlap || std::abs(factor - 1) <= band)
+        verdict = "not a ranking: the gap is inside the spread";
+      cmp.push_back({{"better", best.arm}, {"other", o.arm}, {"factor", factor}, {"verdict", verdict}});
+    }
+    metrics[name] = {{"direction", lower ? "lower is better" : "higher is better"}, {"direction_rule", why},
+                     {"band_rel", band},
+                     {"band_note", "the largest relative spread (max-min)/median over the arms in this run; "
+                                   "reported, never a gate"},
+                     {"arms", arms}, {"comparisons", cmp}};
+  }
+  int failed = 0, noisy = 0;
+  for (const json& r : runs) {
+    failed += !r.value("ok", false);
+    noisy += r.value("contended", false);
+  }
+  return {{"metrics", metrics}, {"failed_runs", failed}, {"contended_runs", noisy}};
+}
+
+std::string grid_summary_text(const nlohmann::json& summary) {
+  std::string s;
+  for (const auto& [name, m] : summary["metrics"].items()) {
+    s += fmt::format("{} ({}; band ±{:.1f}%)\n", name, m["direction"].get<std::string>(),
+                     50.0 * m["band_rel"].get<double>());
+    for (const auto& [arm, a] : m["arms"].items())
+      s += fmt::format("  {:<24} median {:<12.6g} [{:.6g} .. {:.6g}] n={}{}\n", arm, a["median"].get<double>(),
+                       a["min"].get<double>(), a["max"].get<double>(), a["n"].get<int>(),
+                       a["contended_runs"].get<int>() ? fmt::format(" ({} contended)", a["contended_runs"].get<int>())
+                                                      : "");
+    for (const json& c : m["comparisons"])
+      s += fmt::format("  {} over {}: x{:.3f} — {}\n", c["better"].get<std::string>(), c["other"].get<std::string>(),
+                       c["factor"].get<double>(), c["verdict"].get<std::string>());
+  }
+  if (summary["failed_runs"].get<int>() > 0) s += fmt::format("{} run(s) failed\n", summary["failed_runs"].get<int>());
+  if (summary["contended_runs"].get<int>() > 0)
+    s += fmt::format("{} run(s) labelled contended by the pre-flight\n", summary["contended_runs"].get<int>());
+  return s;
+}
+
+Expected<nlohmann::json> run_grid(const GridSpec& g, const GridOptions& o) {
+  ASSIGN_OR_RETURN(HostLock lock, HostLock::acquire(o.lock_path.empty() ? default_grid_lock_path() : o.lock_path));
+  const std::vector<int> cpus = g.cpus.empty() ? allowed_cores() : g.cpus;
+  ASSIGN_OR_RETURN(Preflight pf, preflight_cores(cpus, g.preflight_s, g.max_busy));
+  if (pf.contended && !o.allow_noisy)
+    return Status::resource_exhausted(
+        fmt::format("pre-flight: a core the grid would use is {:.0f}% busy (threshold {:.0f}%) on cpus {}; the "
+                    "figures would measure the other tenants. Run on an idle machine, or pass --allow-noisy to "
+                    "run anyway with every record labelled",
+                    100 * pf.max_busy, 100 * g.max_busy, cpus_text(cpus)));
+  const json machine = machine_provenance();
+  std::map<std::string, std::string> sha;  // model path -> sha256
+  for (const ArmSpec& a : g.arms)
+    if (!a.model.empty() && !sha.count(a.model)) {
+      auto h = pipeline::sha256_file(a.model);
+      sha[a.model] = h ? *h : "unreadable: " + h.status().to_string();
+    }
+  std::vector<std::string> names;
+  for (const ArmSpec& a : g.arms) names.push_back(a.name);
+  json runs = json::array();
+  for (int p = 0; p < g.passes; ++p) {
+    const std::vector<size_t> order = pass_order(g.arms.size(), p);
+    for (size_t pos = 0; pos < order.size(); ++pos) {
+      const ArmSpec& arm = g.arms[order[pos]];
+      auto before = preflight_cores(cpus, g.preflight_s, g.max_busy);
+      json rec = {{"arm", arm.name}, {"pass", p}, {"position", pos}};
+      if (before) {
+        rec["preflight"] = before->to_json();
+        rec["contended"] = before->contended;
+      }
+      json prov = machine;
+      prov["time"] = iso_time_now();
+      prov["affinity"] = cpus;
+      prov["argv"] = arm.serve ? json(arm.load.command) : json(arm.command);
+      prov["configuration"] = arm.config;
+      prov["kernel_path"] = arm.ours ? "unknown" : "external (not ours)";
+      if (!arm.model.empty()) prov["model_sha256"] = sha[arm.model];
+      if (arm.config.contains("bench") && arm.config["bench"].contains("t")) prov["threads"] = arm.config["bench"]["t"];
+      rec["provenance"] = prov;
+      if (arm.serve)
+        run_serve_arm_once(arm, cpus, p, rec);
+      else
+        run_command_arm(arm, g, cpus, rec);
+      if (rec.value("ok", false) && !g.metrics.empty()) {
+        json kept = json::object();
+        for (const std::string& m : g.metrics)
+          if (rec["metrics"].contains(m)) kept[m] = rec["metrics"][m];
+        rec["metrics"] = kept;
+      }
+      if (!o.quiet)
+        std::fprintf(stderr, "grid: pass %d %-20s %s%s\n", p, arm.name.c_str(),
+                     rec.value("ok", false) ? "ok" : rec.value("error", std::string("failed")).c_str(),
+                     rec.value("contended", false) ? " (contended)" : "");
+      runs.push_back(std::move(rec));
+    }
+  }
+  json doc = {{"grid", g.name}, {"command", o.command_line}, {"passes", g.passes}, {"cpus", cpus},
+              {"max_busy", g.max_busy}, {"allow_noisy", o.allow_noisy}, {"preflight", pf.to_json()},
+              {"host_lock", lock.path()}, {"machine", machine}, {"arms", names}, {"runs", runs},
+              {"summary", summarize_runs(runs, names)}};
+  if (!o.plots_dir.empty()) {
+    auto plots = write_grid_plots(doc, o.plots_dir, o.gnuplot);
+    if (plots) doc["plots"] = *plots;
+    else doc["plots_error"] = plots.status().to_string();
+  }
+  return doc;
+}
+
+}  // namespace edge
