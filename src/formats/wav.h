@@ -25,4 +25,15 @@ struct WavInfo {
 // Reads a 16-bit PCM WAV image (for tests and checks): invalid_format on anything else.
 Expected<WavInfo> decode_wav16(const uint8_t* data, uint64_t size);
 
+// Audio input (speech to the model): a WAV image as mono float samples. Accepts 16-bit
+// integer PCM (scaled by 1/32768) and 32-bit IEEE float, plain or inside
+// WAVE_FORMAT_EXTENSIBLE, any channel count (channels averaged). Everything else is an
+// invalid_format (not RIFF/WAVE, truncated chunks, no data) or unsupported (other sample
+// formats, e.g. 8/24-bit or A-law) naming what was found.
+struct PcmMono {
+  int32_t sample_rate = 0;
+  std::vector<float> samples;  // [n_frames]
+};
+Expected<PcmMono> decode_wav_mono(const uint8_t* data, uint64_t size);
+
 }  // namespace edge

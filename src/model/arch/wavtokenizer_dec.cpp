@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/api.h"
+#include "model/arch/encoder_common.h"
 
 namespace edge {
 
@@ -158,32 +159,7 @@ TensorSchema wavtokenizer_schema(const WavTokenizerHparams& h) {
 
 namespace {
 
-class Binder {
- public:
-  explicit Binder(const TensorSet& t) : t_(t) {}
-  // F32 copy of a vector (any shape; numel values).
-  Status operator()(const std::string& name, std::vector<float>* out) const {
-    const TensorView* v = t_.find(name);
-    if (!v) return Status::not_found("missing tensor " + name);
-    out->resize(static_cast<size_t>(v->numel()));
-    reference_kernels().convert_row(v->dtype, v->data, v->numel(), out->data());
-    return Status();
-  }
-  // In-place view, reshaped to 2-D [dim 0, the rest].
-  Status operator()(const std::string& name, TensorView* out) const {
-    const TensorView* v = t_.find(name);
-    if (!v) return Status::not_found("missing tensor " + name);
-    *out = *v;
-    const int64_t rows = v->shape.front();
-    out->shape = {rows, rows > 0 ? v->numel() / rows : 0};
-    return Status();
-  }
-
- private:
-  const TensorSet& t_;
-};
-
-Status bind_resnet(const Binder& b, int i, WavTokenizerWeights::Resnet* r) {
+Status bind_resnet(const WeightBinder& b, int i, WavTokenizerWeights::Resnet* r) {
   auto p = [i](const char* what) { return fmt::format("posnet.{}.{}", i, what); };
   RETURN_IF_ERROR(b(p("norm1.weight"), &r->norm1_w));
   RETURN_IF_ERROR(b(p("norm1.bias"), &r->norm1_b));
@@ -195,7 +171,7 @@ Status bind_resnet(const Binder& b, int i, WavTokenizerWeights::Resnet* r) {
   return b(p("conv2.bias"), &r->conv2_b);
 }
 
-Status bind_convnext(const Binder& b, int i, WavTokenizerWeights::ConvNext* l) {
+Status bind_convnext(const WeightBinder& b, int i, WavTokenizerWeights::ConvNext* l) {
   auto p = [i](const char* what) { return fmt::format("convnext.{}.{}", i, what); };
   RETURN_IF_ERROR(b(p("dw.weight"), &l->dw_w));
   RETURN_IF_ERROR(b(p("dw.bias"), &l->dw_b));
@@ -208,7 +184,7 @@ Status bind_convnext(const Binder& b, int i, WavTokenizerWeights::ConvNext* l) {
   return b(p("gamma.weight"), &l->gamma);
 }
 
-Status bind_posnet_attention(const Binder& b, WavTokenizerWeights* w) {
+Status bind_posnet_attention(const WeightBinder& b, WavTokenizerWeights* w) {
   RETURN_IF_ERROR(b("posnet.2.attn_norm.weight", &w->attn_norm_w));
   RETURN_IF_ERROR(b("posnet.2.attn_norm.bias", &w->attn_norm_b));
   RETURN_IF_ERROR(b("posnet.2.attn_q.weight", &w->attn_q_w));
@@ -225,7 +201,7 @@ Status bind_posnet_attention(const Binder& b, WavTokenizerWeights* w) {
 
 Expected<WavTokenizerWeights> bind_wavtokenizer_weights(const WavTokenizerHparams& h,
                                                         const TensorSet& tensors) {
-  const Binder b(tensors);
+  const WeightBinder b(tensors);
   WavTokenizerWeights w;
   RETURN_IF_ERROR(b("token_embd.weight", &w.tok_embd));
   RETURN_IF_ERROR(b("conv1d.weight", &w.conv_in_w));

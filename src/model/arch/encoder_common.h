@@ -1,0 +1,46 @@
+// Pieces the non-causal encoders share (the Whisper-style audio encoder, the ViT, the
+// WavTokenizer decoder): hparam reading with the key in the error, weight binding from a
+// checked tensor set, exact GELU and bidirectional attention on the kernels.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "formats/gguf.h"
+#include "formats/tensor.h"
+
+namespace edge {
+
+struct KernelTable;
+class ThreadPool;
+
+// An integer hparam in [1, max]; the error names the key.
+Expected<int64_t> gguf_positive_int(const GgufFile& f, const std::string& key,
+                                    int64_t max = int64_t{1} << 24);
+
+// Binds tensors of a set that already passed its schema check: vectors as F32 copies,
+// matrices (and convolution kernels) as views reshaped to 2-D [dim 0, the rest], read in
+// place in the file's type. A missing name is a not_found naming it.
+class WeightBinder {
+ public:
+  explicit WeightBinder(const TensorSet& t) : t_(t) {}
+  Status operator()(const std::string& name, std::vector<float>* out) const;
+  Status operator()(const std::string& name, TensorView* out) const;
+
+ private:
+  const TensorSet& t_;
+};
+
+// Exact GELU, x * Phi(x) (PyTorch nn.GELU(), ggml_gelu_erf), in place.
+void gelu_erf(float* x, int64_t n);
+
+// Multi-head attention where every query sees every key: q, k, v, out [t][n_head *
+// head_dim], scores scaled by 1/sqrt(head_dim). Runs the kernels' causal attention with
+// each query placed after the last key.
+void attention_bidirectional(const KernelTable& k, ThreadPool& pool, const float* q,
+                             const float* kk, const float* v, int64_t t, int32_t n_head,
+                             int32_t head_dim, float* out);
+
+}  // namespace edge

@@ -1,0 +1,84 @@
+#include "model/random_audio_projector.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "formats/gguf.h"
+#include "model/random_model_internal.h"
+
+namespace edge {
+
+namespace {
+
+// Values that keep activations O(1) through the encoder: norm weights near 1 (layer
+// norms "ln1"/"ln2"/"post_ln", the projector's RMS norms "norm_*"), small biases and
+// positions, matrices ~N(0, 1/fan_in).
+random_model::Tensor random_tensor(const TensorSpec& s, uint64_t seed) {
+  random_model::Tensor t{s.name, s.shape};
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a of the name: values do not depend on order
+  for (unsigned char ch : s.name) hash = (hash ^ ch) * 0x100000001b3ull;
+  t.seed = seed ^ hash;
+  const bool is_bias = s.name.ends_with(".bias");
+  const bool is_norm = s.name.find(".ln") != std::string::npos ||
+                       s.name.find("post_ln") != std::string::npos ||
+                       s.name.find(".norm_") != std::string::npos;
+  int64_t fan_in = 1;
+  for (size_t i = 1; i < s.shape.size(); ++i) fan_in *= s.shape[i];
+  if (is_norm && !is_bias) {
+    t.mean = 1.0f;
+    t.stddev = 0.1f;
+  } else if (is_bias || s.name == "a.position_embd.weight") {
+    t.stddev = 0.1f;
+  } else {
+    t.stddev = 1.0f / std::sqrt(static_cast<float>(fan_in));
+  }
+  return t;
+}
+
+}  // namespace
+
+Status write_random_audio_projector(const RandomAudioProjectorOptions& o, const std::string& path) {
+  if (o.dtype != DType::F32 && o.dtype != DType::F16 && o.dtype != DType::BF16)
+    return Status::invalid_argument(fmt::format(
+        "random audio projector: weight type {} (f32, f16 or bf16)", dtype_name(o.dtype)));
+  if (o.n_embd <= 0 || o.n_ff <= 0 || o.n_head <= 0 || o.n_layer <= 0 || o.n_mel <= 0 ||
+      o.n_ctx <= 0 || o.n_out <= 0 || o.stack <= 0 || o.n_mm_ff <= 0 || o.n_embd % o.n_head ||
+      o.n_mm_ff % 2)
+    return Status::invalid_argument(
+        "random audio projector: sizes must be positive, heads | n_embd, the MLP width even");
+  WhisperEncHparams h;
+  h.projector = o.projector;
+  h.n_embd = o.n_embd;
+  h.n_ff = o.n_ff;
+  h.n_head = o.n_head;
+  h.n_layer = o.n_layer;
+  h.n_mel = o.n_mel;
+  h.n_ctx = o.n_ctx;
+  h.n_out = o.n_out;
+  h.stack = o.stack;
+  h.n_mm_ff = o.n_mm_ff;
+  GgufWriter w;
+  write_whisper_enc_hparams(
+      h, fmt::format("edge-random-{}-audio", audio_projector_name(o.projector)), w);
+  w.set_u32("general.file_type", o.dtype == DType::F32 ? 0 : o.dtype == DType::F16 ? 1 : 32);
+  const TensorSchema schema = whisper_enc_schema(h);
+  for (const TensorSpec& s : schema.specs()) {
+    const random_model::Tensor t = random_tensor(s, o.seed);
+    // As llama.cpp's converter: vectors, [E, 1] bias columns and positions stay F32.
+    const bool keep_f32 = s.shape.size() == 1 || (s.shape.size() == 2 && s.shape[1] == 1) ||
+                          s.name == "a.position_embd.weight";
+    const DType dt = keep_f32 ? DType::F32 : o.dtype;
+    RETURN_IF_ERROR(w.add_tensor(t.name, dt, t.shape, [t, dt](uint8_t* dst, uint64_t n) {
+      const std::vector<uint8_t> bytes = random_model::encode(t.generate(), dt);
+      if (n != bytes.size())
+        return Status::internal("random audio projector: tensor size mismatch");
+      std::memcpy(dst, bytes.data(), n);
+      return Status();
+    }));
+  }
+  return w.write(path, 32);
+}
+
+}  // namespace edge
