@@ -50,6 +50,7 @@ struct ServeArgs {
   int32_t max_seqs = 8;
   int64_t max_batched_tokens = 512;
   double itl_target_ms = 0;
+  bool no_prefix_cache = false;
   double drain_timeout_s = 10;
   // /v1/audio/speech: this pair (the demo's when serving the demo model), vocoder where.
   std::string speech_model, vocoder;
@@ -107,6 +108,7 @@ Expected<pipeline::PipelineSpec> served_graph(const ServeArgs& a, const std::str
   e.max_batched_tokens = a.max_batched_tokens;
   e.kv_type = a.kv_type;
   e.itl_target_ms = a.itl_target_ms;
+  e.prefix_cache = !a.no_prefix_cache;
   if (!a.kv_budget.empty()) {
     ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_byte_size(a.kv_budget));
   }
@@ -276,6 +278,8 @@ void register_serve(CLI::App& app, Context& ctx) {
                   "inter-token latency running streams keep while prompts are computed: caps a step's "
                   "prompt tokens (0: twice a decode step, measured; < 0: no cap)")
       ->capture_default_str();
+  sub->add_flag("--no-prefix-cache", a->no_prefix_cache,
+                "recompute every prompt: no KV blocks kept for reuse (to measure without the cache)");
   sub->add_option("--memory-limit", a->memory_limit,
                   "memory this process may use (e.g. 2GiB; default: MemAvailable and the cgroup limit)");
   sub->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template overriding the model's");

@@ -115,6 +115,10 @@ Status parse_engine_settings(const YAML::Node& n, EngineSettings& e, VocoderSett
     if (*end != '\0' || !(e.itl_target_ms > -1e9 && e.itl_target_ms < 1e9))
       return Status::invalid_argument(fmt::format("itl_target_ms '{}' must be a number", itl));
   }
+  const std::string prefix = scalar(n, "prefix_cache", "true");
+  if (prefix != "true" && prefix != "false")
+    return Status::invalid_argument(fmt::format("prefix_cache '{}' must be true or false", prefix));
+  e.prefix_cache = prefix == "true";
   const std::string budget = scalar(n, "kv_budget");
   if (!budget.empty()) {
     auto bytes = parse_byte_size(budget);

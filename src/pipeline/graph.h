@@ -51,6 +51,7 @@ struct EngineSettings {
   std::string kv_type = "f16";
   int64_t kv_budget_bytes = 0;  // 0: capacity full contexts
   double itl_target_ms = 0;     // EngineOptions::itl_target_ms (file key itl_target_ms)
+  bool prefix_cache = true;     // EngineOptions::prefix_cache (file key prefix_cache: true|false)
 };
 
 // A vocoder stage's streaming (model/vocoder.h VocoderStreamOptions), in codes. File keys

@@ -329,6 +329,7 @@ class WorkerStageRunner final : public StageRunner {
                                   {"kv_type", spec_.engine.kv_type},
                                   {"kv_budget_bytes", spec_.engine.kv_budget_bytes},
                                   {"itl_target_ms", spec_.engine.itl_target_ms},
+                                  {"prefix_cache", spec_.engine.prefix_cache},
                                   {"max_tokens", o_.run.max_tokens},
                                   {"threads", o_.run.n_threads},
                                   {"vocoder_window", spec_.vocoder.window},

@@ -181,5 +181,29 @@ TEST_F(ServerOps, ProbesAliasesAndPerClientLimits) {
   EXPECT_EQ(server_.stop(), 0) << server_.log();
 }
 
+// The same prompt twice: the second reuses the first's blocks, unless --no-prefix-cache
+// (the switch a benchmark uses to measure without the cache) turns reuse off.
+TEST_F(ServerOps, NoPrefixCacheRecomputesARepeatedPrompt) {
+  std::string prompt;
+  for (int i = 0; i < 8; ++i) prompt += "the same system prompt again ";
+  const json body = {{"prompt", prompt}, {"max_tokens", 2}, {"temperature", 0}};
+  for (const bool cache : {true, false}) {
+    std::vector<std::string> flags = {"--ctx", "1024"};
+    if (!cache) flags.push_back("--no-prefix-cache");
+    ASSERT_TRUE(server_.start(tiny_model(), flags));
+    for (int i = 0; i < 2; ++i) {
+      const std::string out = curl("-H 'Content-Type: application/json' -d '" + body.dump() + "' " +
+                                   server_.url() + "/v1/completions");
+      ASSERT_NE(out.find("\"choices\""), std::string::npos) << out;
+    }
+    const double hits = metric("edge_prefix_cache_hit_tokens_total");
+    if (cache)
+      EXPECT_GT(hits, 0) << server_.log();
+    else
+      EXPECT_EQ(hits, 0) << server_.log();
+    EXPECT_EQ(server_.stop(), 0) << server_.log();
+  }
+}
+
 }  // namespace
 }  // namespace edge::e2e

@@ -57,6 +57,18 @@ TEST(PipelineGraph, AValidGraphParsesWithItsStagesInOrder) {
   EXPECT_EQ(order[0]->name, "talker");
 }
 
+TEST(PipelineGraph, PrefixCacheIsAStageSwitchOnByDefault) {
+  auto on = parse_pipeline(kTts, "/tmp");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  EXPECT_TRUE(on->stages[0].engine.prefix_cache);
+  const std::string off_text = replace(kTts, "contract: speech.codes@1\n", "contract: speech.codes@1\n    prefix_cache: false\n");
+  auto off = parse_pipeline(off_text, "/tmp");
+  ASSERT_TRUE(off.ok()) << off.status().to_string();
+  EXPECT_FALSE(off->stages[0].engine.prefix_cache);
+  expect_refused(replace(kTts, "contract: speech.codes@1\n", "contract: speech.codes@1\n    prefix_cache: maybe\n"),
+                 "prefix_cache 'maybe' must be true or false");
+}
+
 TEST(PipelineGraph, JsonIsAcceptedToo) {
   const std::string json = R"({"pipeline": "j", "stages": [
       {"name": "lm", "kind": "lm", "contract": "text.generate@1", "reservation": "1GiB",
