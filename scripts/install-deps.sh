@@ -31,7 +31,8 @@ fi
 if [ "${1:-}" = "--aarch64" ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   ARM_PKGS=(g++-aarch64-linux-gnu qemu-user libfmt-dev:arm64 libpcre2-dev:arm64
-            libutf8proc-dev:arm64 libkissfft-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64)
+            libutf8proc-dev:arm64 libkissfft-dev:arm64 libsamplerate0-dev:arm64 libgtest-dev:arm64
+            libgmock-dev:arm64)
   arm_missing=()
   for p in "${ARM_PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || arm_missing+=("$p")
