@@ -1,9 +1,11 @@
 #include "harness/grid.h"
 
 #include <fmt/format.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 #include "harness/grid_host.h"
@@ -36,7 +38,20 @@ void run_command_arm(const ArmSpec& arm, const GridSpec& g, const std::vector<in
   so.cpus = cpus;
   so.timeout_s = g.timeout_s;
   so.rss_interval_ms = g.rss_interval_ms;
-  auto r = run_owned(arm.command, so);
+  // "{scratch}": a folder of this run's own (e.g. a quantiser's output), removed after it.
+  std::vector<std::string> argv = arm.command;
+  char tpl[] = "/tmp/edge-grid-scratch-XXXXXX";
+  const bool scratch = std::any_of(argv.begin(), argv.end(),
+                                   [](const std::string& a) { return a.find("{scratch}") != std::string::npos; });
+  const std::string dir = scratch && ::mkdtemp(tpl) ? tpl : "";
+  for (std::string& a : argv)
+    for (size_t i = a.find("{scratch}"); !dir.empty() && i != std::string::npos; i = a.find("{scratch}"))
+      a.replace(i, 9, dir);
+  auto r = run_owned(argv, so);
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
   if (!r) {
     rec["ok"] = false;
     rec["error"] = r.status().to_string();
@@ -67,6 +82,7 @@ void run_command_arm(const ArmSpec& arm, const GridSpec& g, const std::vector<in
   }
   json metrics(*m);
   metrics["wall_s"] = r->wall_s;
+  metrics["cpu_user_s"] = r->cpu_user_s;
   if (r->peak_anon > 0) metrics["peak_rss_anon_mib"] = r->peak_anon / 1048576.0;
   rec["metrics"] = metrics;
   rec["ok"] = true;
@@ -145,13 +161,18 @@ nlohmann::json summarize_runs(const nlohmann::json& runs, const std::vector<std:
     json cmp = json::array();
     for (size_t i = 1; i < stats.size(); ++i) {
       const Stat &best = stats[0], &o = stats[i];
-      const double factor = lower ? (best.med != 0 ? o.med / best.med : 0) : (o.med != 0 ? best.med / o.med : 0);
+      // How many times better the best arm is; null when that divides by zero (0 errors).
+      const double num = lower ? o.med : best.med, den = lower ? best.med : o.med;
+      const json factor = num == den ? json(1.0) : den != 0 ? json(num / den) : json(nullptr);
+      const double f = factor.is_null() ? 0.0 : factor.get<double>();
       const bool overlap = best.lo <= o.hi && o.lo <= best.hi;
       std::string verdict = "ranking";
       if (best.n < 2 || o.n < 2)
         verdict = "not a ranking: fewer than 2 passes, no spread to judge the gap";
-      else if (overlap || std::abs(factor - 1) <= band)
+      else if (overlap || (!factor.is_null() && std::abs(f - 1) <= band))
         verdict = "not a ranking: the gap is inside the spread";
+      if (arms[best.arm]["contended_runs"].get<int>() + arms[o.arm]["contended_runs"].get<int>() > 0)
+        verdict += " (from runs the pre-flight found contended)";
       cmp.push_back({{"better", best.arm}, {"other", o.arm}, {"factor", factor}, {"verdict", verdict}});
     }
     metrics[name] = {{"direction", lower ? "lower is better" : "higher is better"}, {"direction_rule", why},
@@ -179,8 +200,9 @@ std::string grid_summary_text(const nlohmann::json& summary) {
                        a["contended_runs"].get<int>() ? fmt::format(" ({} contended)", a["contended_runs"].get<int>())
                                                       : "");
     for (const json& c : m["comparisons"])
-      s += fmt::format("  {} over {}: x{:.3f} — {}\n", c["better"].get<std::string>(), c["other"].get<std::string>(),
-                       c["factor"].get<double>(), c["verdict"].get<std::string>());
+      s += fmt::format("  {} over {}: {} — {}\n", c["better"].get<std::string>(), c["other"].get<std::string>(),
+                       c["factor"].is_null() ? std::string("x-") : fmt::format("x{:.3f}", c["factor"].get<double>()),
+                       c["verdict"].get<std::string>());
   }
   if (summary["failed_runs"].get<int>() > 0) s += fmt::format("{} run(s) failed\n", summary["failed_runs"].get<int>());
   if (summary["contended_runs"].get<int>() > 0)

@@ -10,12 +10,14 @@
 //   cpus: [0]            # cores the arms are pinned to (default: this process's)
 //   max_busy: 0.25       # pre-flight threshold per core
 //   timeout_s: 600       # per arm run; the child is killed after it
-//   metrics: [tg16_ts]   # optional filter (default: every metric the arms report)
+//   metrics: [tg16_ts]   # optional filter (default: every metric the arms report; command
+//                        # arms always report wall_s, cpu_user_s and peak_rss_anon_mib)
 //   arms:
 //     - name: f32
 //       bench: {model: m.gguf, p: 0, n: 16, r: 3, t: 1}   # `edge-infer bench -o json`
 //     - name: llama
-//       command: [/opt/llama-bench, -m, m.gguf, -o, md]  # argv, no shell; {edge} = this binary
+//       command: [/opt/llama-bench, -m, m.gguf, -o, md]  # argv, no shell; {edge} = this binary,
+//                                 # {scratch} = a folder of the run's own, removed after it
 //       parse: llama-bench-md   # auto | json | llama-bench-json | llama-bench-md | none
 //       model: m.gguf           # hashed for provenance (bench arms: their model)
 //     - name: serve

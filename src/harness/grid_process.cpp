@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -115,6 +116,7 @@ Expected<ProcessResult> run_owned(const std::vector<std::string>& argv, const Sp
   auto next_sample = t0;
   bool out_open = true, err_open = true, reaped = false;
   int status = 0;
+  rusage usage{};
   while (!reaped || out_open || err_open) {
     pollfd fds[2] = {{out_open ? out.r : -1, POLLIN, 0}, {err_open ? err.r : -1, POLLIN, 0}};
     ::poll(fds, 2, reaped ? 50 : 10);
@@ -128,13 +130,13 @@ Expected<ProcessResult> run_owned(const std::vector<std::string>& argv, const Sp
       r.peak_anon = std::max(r.peak_anon, s.anon);
       next_sample = now + std::chrono::milliseconds(o.rss_interval_ms);
     }
-    if (!reaped && ::waitpid(*pid, &status, WNOHANG) == *pid) {
+    if (!reaped && ::wait4(*pid, &status, WNOHANG, &usage) == *pid) {
       reaped = true;
       r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     }
     if (!reaped && now >= deadline) {
       ::kill(*pid, SIGKILL);  // our own child, not yet reaped: the pid is still ours
-      ::waitpid(*pid, &status, 0);
+      ::wait4(*pid, &status, 0, &usage);
       reaped = true;
       r.timed_out = true;
       r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -143,6 +145,8 @@ Expected<ProcessResult> run_owned(const std::vector<std::string>& argv, const Sp
     if (reaped && Clock::now() - t0 > std::chrono::duration<double>(o.timeout_s) + std::chrono::seconds(2)) break;
   }
   decode_status(status, r);
+  r.cpu_user_s = static_cast<double>(usage.ru_utime.tv_sec) + usage.ru_utime.tv_usec * 1e-6;
+  r.cpu_sys_s = static_cast<double>(usage.ru_stime.tv_sec) + usage.ru_stime.tv_usec * 1e-6;
   if (r.err.size() > kErrTail) r.err.erase(0, r.err.size() - kErrTail);
   out.close_all();
   err.close_all();

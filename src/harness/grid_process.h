@@ -32,6 +32,7 @@ struct ProcessResult {
   std::string out;  // stdout
   std::string err;  // stderr, last 64 KiB
   double wall_s = 0;
+  double cpu_user_s = 0, cpu_sys_s = 0;  // wait4: the child and the descendants it reaped
   std::vector<RssPoint> rss;
   int64_t peak_anon = 0;
   bool ok() const { return exit_code == 0 && !timed_out; }
