@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "core/cpu_info.h"
 #include "core/thread_pool.h"
 #include "kernels/packed_api.h"
 
@@ -11,7 +12,9 @@ namespace edge::cli {
 void register_devices(CLI::App& app, Context& ctx) {
   CLI::App* sub = app.add_subcommand("devices", "Print the CPU, its features and the chosen kernels");
   sub->callback([&ctx] {
-    std::printf("threads: %d allowed cores\n", ThreadPool::default_threads());
+    const CpuInfo& cpu = cpu_info();
+    std::printf("threads: %d by default (%zu allowed CPUs on %d cores)\n", ThreadPool::default_threads(),
+                cpu.allowed_cpus.size(), cpu.physical_cores);
     std::printf("%s\n", packed_kernels_description().c_str());
     ctx.exit_code = 0;
   });

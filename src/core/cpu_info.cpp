@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include "core/cpu_features.h"
 #include "core/log.h"
@@ -42,10 +43,27 @@ CpuInfo detect() {
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
     for (int i = 0; i < CPU_SETSIZE; ++i)
       if (CPU_ISSET(i, &set)) c.allowed_cpus.push_back(i);
+  c.physical_cores = count_physical_cores("/sys/devices/system/cpu", c.allowed_cpus);
   return c;
 }
 
 }  // namespace
+
+int count_physical_cores(const std::string& sysfs_cpu_dir, const std::vector<int>& cpus) {
+  std::set<std::string> cores;
+  for (int cpu : cpus) {
+    const std::string topo = sysfs_cpu_dir + "/cpu" + std::to_string(cpu) + "/topology/";
+    std::string siblings;
+    for (const char* name : {"thread_siblings_list", "core_cpus_list"}) {
+      std::ifstream in(topo + name);
+      if (in && std::getline(in, siblings) && !siblings.empty()) break;
+      siblings.clear();
+    }
+    if (siblings.empty()) return 0;
+    cores.insert(siblings);
+  }
+  return static_cast<int>(cores.size());
+}
 
 void hide_features(const std::vector<std::string>& hide, std::vector<std::string>* features) {
   std::erase_if(*features, [&](const std::string& f) {

@@ -12,6 +12,10 @@ struct CpuInfo {
   std::string model_name;
   std::vector<std::string> features;  // e.g. "avx2", "avx512_vnni", present ones only
   std::vector<int> allowed_cpus;      // sched_getaffinity
+  // Cores behind allowed_cpus, SMT siblings counted once (sysfs topology); 0: unknown.
+  // The default thread count: a second hardware thread on a core shares its vector units
+  // and its bandwidth, so it adds little to matmuls and costs a barrier participant.
+  int physical_cores = 0;
   std::string capped_by;              // "EDGE_MAX_ISA=avx2" when features were hidden
   bool has(const std::string& feature) const;
   std::string features_string() const;  // "avx2 fma f16c ..."
@@ -22,6 +26,11 @@ struct CpuInfo {
 // x86: scalar|avx2|avxvnni|avx512|avx512vnni (Haswell/Zen 2-3, Alder Lake, Skylake-X,
 // Cascade Lake); aarch64: scalar|neon|dotprod|i8mm (Cortex-A72, Cortex-A76, Neoverse N2).
 const CpuInfo& cpu_info();
+
+// How many distinct cores `cpus` run on, read from `sysfs_cpu_dir`/cpuN/topology
+// (thread_siblings_list, else core_cpus_list): CPUs with the same sibling list share a
+// core. 0 when a CPU's topology cannot be read.
+int count_physical_cores(const std::string& sysfs_cpu_dir, const std::vector<int>& cpus);
 
 // `features` with those above class `max_isa` removed; false if the class is unknown.
 // Defined per architecture (core/cpu_features_x86.cpp, cpu_features_arm.cpp).

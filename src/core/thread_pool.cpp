@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include "core/cpu_features.h"
+#include "core/cpu_info.h"
 
 namespace edge {
 namespace {
@@ -28,7 +29,9 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
+// One thread per core this process may run on (SMT siblings once), else per allowed CPU.
 int ThreadPool::default_threads() {
+  if (cpu_info().physical_cores > 0) return cpu_info().physical_cores;
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) {
     int n = CPU_COUNT(&set);

@@ -57,6 +57,7 @@ nlohmann::json machine_provenance() {
           {"cpu_features", cpu.features_string()},
           {"cpu_features_capped_by", cpu.capped_by},
           {"allowed_cpus", cpu.allowed_cpus},
+          {"physical_cores", cpu.physical_cores},
           {"host", host},
           {"time", iso_time_now()}};
 }
