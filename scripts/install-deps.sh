@@ -8,7 +8,8 @@ PKGS=(g++ cmake ninja-build ccache pkg-config
       nlohmann-json3-dev libfmt-dev libcli11-dev libcpp-httplib-dev
       libpcre2-dev libutf8proc-dev libcpuinfo-dev libyaml-cpp-dev libssl-dev libkissfft-dev
       libgtest-dev libgmock-dev libbenchmark-dev curl
-      libpng-dev libjpeg62-turbo-dev libsamplerate0-dev gnuplot-nox chromium fonts-dejavu-core)
+      libpng-dev libjpeg62-turbo-dev libsamplerate0-dev gnuplot-nox chromium fonts-dejavu-core
+      libjs-marked node-dompurify libjs-highlight.js)  # the chat page (embedded at build time)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -31,8 +32,8 @@ fi
 if [ "${1:-}" = "--aarch64" ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   ARM_PKGS=(g++-aarch64-linux-gnu qemu-user libfmt-dev:arm64 libpcre2-dev:arm64
-            libutf8proc-dev:arm64 libkissfft-dev:arm64 libsamplerate0-dev:arm64 libgtest-dev:arm64
-            libgmock-dev:arm64)
+            libutf8proc-dev:arm64 libkissfft-dev:arm64 libsamplerate0-dev:arm64 libpng-dev:arm64
+            libjpeg62-turbo-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64)
   arm_missing=()
   for p in "${ARM_PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || arm_missing+=("$p")
