@@ -1,0 +1,115 @@
+#include "model/random_vision_projector.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/half.h"
+#include "formats/gguf.h"
+#include "model/random_model_internal.h"
+
+namespace edge {
+
+namespace {
+
+// Norm weights near 1, small biases and positions, matrices ~N(0, 1/fan_in): activations
+// stay O(1) through the encoder.
+random_model::Tensor random_tensor(const TensorSpec& s, uint64_t seed) {
+  random_model::Tensor t{s.name, s.shape};
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a of the name: values do not depend on order
+  for (unsigned char ch : s.name) hash = (hash ^ ch) * 0x100000001b3ull;
+  t.seed = seed ^ hash;
+  const bool bias = s.name.ends_with(".bias");
+  const bool norm = s.name.find("ln") != std::string::npos || s.name.find("norm") != std::string::npos;
+  int64_t fan_in = 1;
+  for (size_t i = 1; i < s.shape.size(); ++i) fan_in *= s.shape[i];
+  if (s.name == "mm.input_projection.weight") fan_in = s.shape[0];  // stored [E, D]: E inputs
+  if (norm && !bias) {
+    t.mean = 1.0f;
+    t.stddev = 0.1f;
+  } else if (bias || s.name == "v.position_embd.weight" || s.name == "v.class_embd") {
+    t.stddev = 0.1f;
+  } else {
+    t.stddev = 1.0f / std::sqrt(static_cast<float>(fan_in));
+  }
+  return t;
+}
+
+// GGML's Q8_0: blocks of 32 values, an f16 scale max|x| / 127 and 32 int8 codes.
+std::vector<uint8_t> encode_q8_0(const std::vector<float>& v) {
+  std::vector<uint8_t> out;
+  out.reserve(v.size() / 32 * 34);
+  for (size_t b = 0; b < v.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[b + i]));
+    const float d = amax / 127.0f, inv = d > 0 ? 1.0f / d : 0.0f;
+    const uint16_t h = f32_to_f16(d);
+    out.push_back(static_cast<uint8_t>(h & 0xff));
+    out.push_back(static_cast<uint8_t>(h >> 8));
+    for (size_t i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(v[b + i] * inv))));
+  }
+  return out;
+}
+
+DType tensor_dtype(const TensorSpec& s, DType want) {
+  // As llama.cpp's converter: vectors and positions stay F32; the 4-D patch kernel is not
+  // block-quantised.
+  if (s.shape.size() == 1 || s.name == "v.position_embd.weight") return DType::F32;
+  if (s.shape.size() != 2 && want == DType::Q8_0) return DType::F16;
+  return want;
+}
+
+}  // namespace
+
+Status write_random_vision_projector(const RandomVisionProjectorOptions& o, const std::string& path) {
+  if (o.dtype != DType::F32 && o.dtype != DType::F16 && o.dtype != DType::BF16 && o.dtype != DType::Q8_0)
+    return Status::invalid_argument(
+        fmt::format("random vision projector: weight type {} (f32, f16, bf16 or q8_0)", dtype_name(o.dtype)));
+  ClipVisionHparams h;
+  h.projector = o.projector;
+  h.image_size = o.image_size;
+  h.patch_size = o.patch_size;
+  h.n_embd = o.n_embd;
+  h.n_ff = o.n_ff;
+  h.n_head = o.n_head;
+  h.n_layer = o.n_layer;
+  h.n_out = o.n_out;
+  h.n_mm_ff = o.n_mm_ff;
+  h.pool = o.projector == VisionProjector::kGemma3 ? o.pool : 1;
+  h.use_gelu = o.projector == VisionProjector::kGemma3;  // SigLIP: GELU; CLIP: quick GELU
+  h.class_embd = o.class_embd && o.projector == VisionProjector::kMlp;
+  h.pre_ln = h.class_embd;
+  h.post_ln = o.projector == VisionProjector::kGemma3;
+  if (o.projector == VisionProjector::kMlp)  // CLIP's constants
+    for (int c = 0; c < 3; ++c) {
+      h.mean[c] = std::array<float, 3>{0.48145466f, 0.4578275f, 0.40821073f}[c];
+      h.std[c] = std::array<float, 3>{0.26862954f, 0.26130258f, 0.27577711f}[c];
+    }
+  if (o.image_size <= 0 || o.patch_size <= 0 || o.n_embd <= 0 || o.n_ff <= 0 || o.n_head <= 0 || o.n_layer <= 0 ||
+      o.n_out <= 0 || o.n_mm_ff <= 0 || o.pool <= 0 || o.n_embd % o.n_head || o.image_size % o.patch_size ||
+      h.patches_per_side() % h.pool)
+    return Status::invalid_argument(
+        "random vision projector: sizes must be positive, heads | n_embd, patch | image size, pool | patches per side");
+  GgufWriter w;
+  write_clip_vision_hparams(h, fmt::format("edge-random-{}-vision", vision_projector_name(o.projector)), w);
+  w.set_u32("general.file_type", o.dtype == DType::F32 ? 0 : o.dtype == DType::F16 ? 1 : o.dtype == DType::Q8_0 ? 7 : 32);
+  const TensorSchema schema = clip_vision_schema(h);
+  for (const TensorSpec& s : schema.specs()) {
+    const random_model::Tensor t = random_tensor(s, o.seed);
+    const DType dt = tensor_dtype(s, o.dtype);
+    if (dt == DType::Q8_0 && s.shape.back() % 32)
+      return Status::invalid_argument(fmt::format("random vision projector: {} rows of {} values are not whole Q8_0 "
+                                                  "blocks of 32", s.name, s.shape.back()));
+    RETURN_IF_ERROR(w.add_tensor(t.name, dt, t.shape, [t, dt](uint8_t* dst, uint64_t n) {
+      const std::vector<float> v = t.generate();
+      const std::vector<uint8_t> bytes = dt == DType::Q8_0 ? encode_q8_0(v) : random_model::encode(v, dt);
+      if (n != bytes.size()) return Status::internal("random vision projector: tensor size mismatch");
+      std::memcpy(dst, bytes.data(), n);
+      return Status();
+    }));
+  }
+  return w.write(path);
+}
+
+}  // namespace edge
