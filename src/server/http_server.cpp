@@ -9,6 +9,7 @@
 #include "server/auth.h"
 #include "server/connection_watch.h"
 #include "server/server_context.h"
+#include "server/web_assets.h"
 
 namespace edge::server {
 
@@ -72,13 +73,15 @@ void add_routes(httplib::Server& svr, ServerContext& ctx) {
   svr.Get("/health/live", [&ctx](const Req& q, Res& s) { handle_liveness(ctx, q, s); });
   svr.Get("/health/ready", [&ctx](const Req& q, Res& s) { handle_readiness(ctx, q, s); });
   svr.Get("/health", [&ctx](const Req& q, Res& s) { handle_readiness(ctx, q, s); });
+  add_web_routes(svr);  // the chat page at / and its /assets/
 }
 
 // Before routing: the API key, then the lifecycle (503 while loading or draining). The
 // probes pass through: they report the lifecycle themselves.
 httplib::Server::HandlerResponse admit(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   using HR = httplib::Server::HandlerResponse;
-  if (is_probe(req.path)) return HR::Unhandled;
+  // The chat page loads without the key (it asks for it) and while the model loads.
+  if (is_probe(req.path) || find_web_asset(req.path)) return HR::Unhandled;
   if (!authorized(ctx, req)) {
     send_error(res, api_error_for_http_status(401));
     return HR::Handled;

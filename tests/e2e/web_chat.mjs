@@ -1,0 +1,135 @@
+// The chat page in headless Chromium (playwright-core + Debian's /usr/bin/chromium)
+// against a real `edge-infer serve` with an API key on loopback:
+//   key prompt on first load -> a streamed reply -> stop mid-stream (the server counts a
+//   cancelled request) -> reload (the conversation is still there, no second prompt) ->
+//   the status panel filled from /metrics.
+// Every request the browser makes is routed: one to a host other than loopback fails the
+// test. A screenshot of each state goes to SHOT_DIR. Prints a JSON summary; exit 1 on failure.
+// Usage: node web_chat.mjs NODE_MODULES BASE_URL SHOT_DIR API_KEY
+import fs from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [nodeModules, baseUrl, shotDir, apiKey] = process.argv.slice(2);
+const { chromium } = await import(pathToFileURL(path.join(nodeModules, "playwright-core", "index.mjs")).href);
+
+const summary = { foreign: [], pageErrors: [], steps: [] };
+const fail = (msg) => {
+  throw new Error(msg);
+};
+const step = (name) => summary.steps.push(name);
+
+async function metric(name) {
+  const text = await (await fetch(`${baseUrl}/metrics`, { headers: { Authorization: `Bearer ${apiKey}` } })).text();
+  const line = text.split("\n").find((l) => l.startsWith(name + " "));
+  return line ? Number(line.split(" ")[1]) : NaN;
+}
+
+const loopback = new Set(["127.0.0.1", "localhost", "[::1]"]);
+fs.mkdirSync(shotDir, { recursive: true });
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"], headless: true });
+let code = 0;
+try {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await context.route("**/*", (route) => {
+    const url = new URL(route.request().url());
+    if (url.protocol === "data:" || url.protocol === "blob:" || loopback.has(url.hostname)) return route.continue();
+    summary.foreign.push(route.request().url());
+    return route.abort();
+  });
+  const page = await context.newPage();
+  page.on("pageerror", (e) => summary.pageErrors.push(String(e)));
+  const shot = (name) => page.screenshot({ path: path.join(shotDir, name), fullPage: true });
+  const lastReply = () => page.locator(".msg.assistant .body").last();
+
+  // 1. The page loads without the key, then asks for it once.
+  await page.goto(baseUrl + "/");
+  await page.locator("#key-dialog[open]").waitFor({ timeout: 10000 });
+  await shot("1-key-prompt.png");
+  await page.fill("#key-input", apiKey);
+  await page.click("#key-save");
+  await page.locator("body[data-ready='1']").waitFor({ timeout: 10000 });
+  if ((await page.evaluate(() => localStorage.getItem("edge.apiKey"))) !== apiKey) fail("the key was not stored");
+  step("key prompt");
+
+  // 2. A reply streams in: the text grows over several renders before the reply ends.
+  await page.fill("#max-tokens", "300");
+  await page.evaluate(() => {
+    window.__lengths = [];
+    new MutationObserver(() => {
+      const b = document.querySelectorAll(".msg.assistant .body");
+      if (b.length) window.__lengths.push(b[b.length - 1].textContent.length);
+    }).observe(document.getElementById("messages"), { childList: true, subtree: true, characterData: true });
+  });
+  await page.fill("#input", "Tell me a story.");
+  await page.press("#input", "Enter");
+  await page.locator("#stop:disabled").waitFor({ timeout: 20000 });  // the reply ended
+  const lengths = await page.evaluate(() => window.__lengths.filter((n) => n > 0));
+  const distinct = new Set(lengths).size;
+  const first = (await lastReply().textContent()) || "";
+  if (!first.length) fail("no reply text");
+  if (distinct < 2) fail(`the reply did not stream (text lengths seen: ${JSON.stringify(lengths)})`);
+  summary.streamedRenders = distinct;
+  if (!/^\d+(\.\d+)?$/.test(await page.textContent("#stat-tps"))) fail("no tokens/s after the reply");
+  if (!/^\d+ ms$/.test(await page.textContent("#stat-ttft"))) fail("no TTFT after the reply");
+  await shot("2-streamed.png");
+  step("streamed");
+
+  // 3. Stop mid-stream: the fetch is aborted and the server cancels the generation.
+  const cancelledBefore = await metric("edge_requests_cancelled_total");
+  // Context 2048: room for ~1200 more tokens after the first exchange.
+  await page.fill("#max-tokens", "1200");
+  await page.fill("#extra-params", '{"ignore_eos": true}');
+  await page.fill("#input", "Now a very long one.");
+  await page.press("#input", "Enter");
+  await page.waitForFunction(() => {
+    const b = document.querySelectorAll(".msg.assistant .body");
+    return (b.length === 2 && b[1].textContent.length > 0) || document.querySelector(".msg.failed");
+  }, null, { timeout: 20000, polling: "raf" });
+  if (await page.locator(".msg.failed").count()) fail(`the reply failed: ${await page.textContent(".msg.failed")}`);
+  await page.click("#stop");
+  await page.locator(".msg.assistant.stopped").waitFor({ timeout: 10000 });
+  let cancelled = cancelledBefore;
+  for (let i = 0; i < 100 && !(cancelled > cancelledBefore); ++i) {
+    await new Promise((r) => setTimeout(r, 100));
+    cancelled = await metric("edge_requests_cancelled_total");
+  }
+  if (!(cancelled > cancelledBefore)) fail(`/metrics shows no cancelled request (${cancelledBefore} -> ${cancelled})`);
+  summary.cancelled = cancelled;
+  const stoppedText = (await lastReply().textContent()) || "";
+  await shot("3-stopped.png");
+  step("stopped");
+
+  // 4. Reload: the conversation comes back from localStorage; the key is not asked again.
+  await page.reload();
+  await page.locator("body[data-ready='1']").waitFor({ timeout: 10000 });
+  if (await page.locator("#key-dialog[open]").count()) fail("the key was asked for again after a reload");
+  const roles = await page.locator(".msg").evaluateAll((els) => els.map((e) => e.className));
+  if (roles.length !== 4) fail(`after reload ${roles.length} messages, want 4: ${JSON.stringify(roles)}`);
+  if (!roles[3].includes("stopped")) fail("the stopped mark was lost on reload");
+  const texts = await page.locator(".msg .body").allTextContents();
+  if (texts[1] !== first || texts[3] !== stoppedText) fail("reply text changed across the reload");
+  if (texts[0].trim() !== "Tell me a story.") fail(`first message after reload: ${texts[0]}`);
+  step("reloaded");
+
+  // 5. The status panel: KV blocks of the pool and resident memory by category.
+  await page.waitForFunction(() => /^\d+ \/ \d+$/.test(document.getElementById("stat-kv").textContent), null,
+                             { timeout: 10000 });
+  const memoryRows = await page.locator("#memory tr").count();
+  if (memoryRows < 2) fail(`memory table has ${memoryRows} rows`);
+  summary.kv = await page.textContent("#stat-kv");
+  summary.memoryRows = memoryRows;
+  summary.speakControl = !(await page.locator("#speak-row").isHidden());
+  await shot("4-reloaded-status.png");
+  step("status");
+
+  if (summary.foreign.length) fail(`requests left the machine: ${summary.foreign.join(", ")}`);
+  if (summary.pageErrors.length) fail(`page errors: ${summary.pageErrors.join(" | ")}`);
+} catch (e) {
+  summary.error = String(e.message || e);
+  code = 1;
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(summary));
+process.exit(code);
