@@ -16,7 +16,7 @@ namespace {
 
 struct GridArgs {
   std::string file, out, plots, lock_file, gnuplot = "gnuplot";
-  bool allow_noisy = false, quiet = false;
+  bool allow_noisy = false, quiet = false, dry_run = false;
   std::string command_line;
 };
 
@@ -29,6 +29,14 @@ std::string self_path() {
 int run_grid_cmd(const GridArgs& a) {
   auto spec = load_grid_spec(a.file, self_path());
   if (!spec) return report_error(spec.status());
+  if (a.dry_run) {  // the plan only: each arm's argv, in the order of pass 0
+    for (const ArmSpec& arm : spec->arms) {
+      std::string line = arm.name + (arm.serve ? " (serve):" : ":");
+      for (const std::string& w : arm.serve ? arm.load.command : arm.command) line += " " + w;
+      std::printf("%s\n", line.c_str());
+    }
+    return 0;
+  }
   GridOptions o;
   o.allow_noisy = a.allow_noisy;
   o.lock_path = a.lock_file;
@@ -64,6 +72,7 @@ void register_grid(CLI::App& app, Context& ctx) {
   sub->add_option("--lock-file", a->lock_file, "host lock file (default /run/lock/edge-infer-grid.lock)");
   sub->add_option("--gnuplot", a->gnuplot, "gnuplot binary")->capture_default_str();
   sub->add_flag("-q,--quiet", a->quiet, "no progress lines");
+  sub->add_flag("--dry-run", a->dry_run, "read the file and print each arm's command; run nothing");
   sub->callback([a, &ctx, sub] {
     a->command_line = "edge-infer grid";
     for (const std::string& s : sub->remaining(true)) a->command_line += " " + s;

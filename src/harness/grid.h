@@ -4,7 +4,7 @@
 // and spread; a comparison is "not a ranking" when its gap is inside the spread; bands
 // per metric from the observed spread (reported, never a gate); provenance on every run.
 //
-// Grid file (YAML or JSON):
+// Grid file (YAML or JSON; "${NAME}" anywhere is replaced from the environment):
 //   name: tiny
 //   passes: 3            # pass p starts at arm p mod n
 //   cpus: [0]            # cores the arms are pinned to (default: this process's)

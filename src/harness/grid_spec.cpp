@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -197,9 +198,27 @@ Status from_markdown(const std::string& out, std::map<std::string, double>& m) {
   return {};
 }
 
+// "${NAME}" from the environment (paths to other programs and models differ per machine);
+// an unset name is an error, not an empty string.
+Expected<std::string> expand_env(const std::string& text) {
+  std::string out;
+  size_t i = 0;
+  for (size_t b = text.find("${"); b != std::string::npos; b = text.find("${", i)) {
+    const size_t e = text.find('}', b);
+    if (e == std::string::npos) break;
+    const std::string name = text.substr(b + 2, e - b - 2);
+    const char* v = std::getenv(name.c_str());
+    if (!v) return Status::invalid_argument("grid file: ${" + name + "} is not set in the environment");
+    out += text.substr(i, b - i) + v;
+    i = e + 1;
+  }
+  return out + text.substr(i);
+}
+
 }  // namespace
 
-Expected<GridSpec> parse_grid_spec(const std::string& text, const std::string& edge_binary) {
+Expected<GridSpec> parse_grid_spec(const std::string& raw_text, const std::string& edge_binary) {
+  ASSIGN_OR_RETURN(const std::string text, expand_env(raw_text));
   json doc;
   try {
     doc = yaml_to_json(YAML::Load(text));

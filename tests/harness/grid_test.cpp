@@ -253,6 +253,24 @@ TEST(GridTest, BadGridFilesAreRefused) {
   EXPECT_EQ(g->arms[0].command[5], "8,16");
   EXPECT_TRUE(g->arms[0].ours);
   EXPECT_EQ(g->arms[0].model, "m.gguf");
+  ::setenv("EDGE_GRID_TEST_MODEL", "/models/x.gguf", 1);
+  auto env = parse_grid_spec("arms:\n  - name: e\n    bench: {model: '${EDGE_GRID_TEST_MODEL}'}\n", "ei");
+  ASSERT_TRUE(env.ok()) << env.status().to_string();
+  EXPECT_EQ(env->arms[0].model, "/models/x.gguf");
+  EXPECT_FALSE(parse_grid_spec("arms:\n  - name: e\n    bench: {model: '${EDGE_GRID_UNSET_NAME}'}\n", "ei").ok());
+}
+
+// The grid files kept in bench/grids/ must stay readable (paths from the environment).
+TEST(GridTest, KeptGridFilesParse) {
+  for (const char* v : {"LLAMA_BENCH", "IK_BENCH", "LLAMA_SERVER", "LLAMA_QUANTIZE", "MODELS", "MODEL"})
+    ::setenv(v, "/x", 0);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(std::string(EDGE_SOURCE_DIR) + "/bench/grids")) {
+    auto g = load_grid_spec(e.path().string(), "/bin/edge-infer");
+    EXPECT_TRUE(g.ok()) << g.status().to_string();
+    ++files;
+  }
+  EXPECT_GE(files, 4);
 }
 
 }  // namespace
