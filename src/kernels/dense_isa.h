@@ -14,7 +14,8 @@ namespace edge {
 void install_dense_avx512(KernelTable* t);
 // Needs Isa::kAvx2 (AVX2 + FMA + F16C).
 void install_dense_avx2(KernelTable* t);
-// Needs Isa::kNeon (aarch64 Advanced SIMD): the elementwise ops (arm_neon/dense_neon.cpp).
+// Needs Isa::kNeon (aarch64 Advanced SIMD): matmuls, attention and the elementwise ops
+// (arm_neon/dense_neon.cpp, dense_neon_mm.cpp).
 void install_dense_neon(KernelTable* t);
 
 // Every SIMD dense table this CPU runs (narrowest first; the reference not included):

@@ -1,5 +1,5 @@
 // aarch64 Advanced SIMD elementwise ops: rmsnorm, softmax, silu, gelu, add, mul and RoPE
-// (the dense matmuls and attention stay the reference's for now). 4 f32 lanes per vector;
+// (the dense matmuls and attention: dense_neon_mm.cpp). 4 f32 lanes per vector;
 // a tail shorter than a vector runs the same arithmetic one lane at a time. Tested against
 // the reference by tests/kernels/dense_simd_test.cpp.
 #include <arm_neon.h>
@@ -142,7 +142,10 @@ void rope(float* x, int64_t n_heads, int64_t pos, const RopeParams& p) {
 
 }  // namespace
 
+void install_dense_neon_matmul_attention(KernelTable* t);  // dense_neon_mm.cpp
+
 void install_dense_neon(KernelTable* t) {
+  install_dense_neon_matmul_attention(t);
   t->rmsnorm = rmsnorm;
   t->softmax = softmax;
   t->silu = silu;
