@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "audio_media.h"
 #include "commands.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -32,6 +33,7 @@ struct GenerateArgs {
   bool json = false;
   bool ignore_eos = false;
   SamplingParams sampling;
+  std::string mmproj, audio;  // --mmproj P --audio FILE: a clip before the prompt text
 };
 
 void add_common_options(CLI::App* sub, GenerateArgs& a) {
@@ -88,6 +90,13 @@ int run_generate(const GenerateArgs& a) {
   auto state = InferenceState::create(model, l->ctx);
   if (!state) return report_error(state.status());
   const Tokenizer* tok = model.tokenizer();
+  std::optional<AudioPrompt> audio;
+  if (!a.audio.empty()) {
+    auto p = build_audio_prompt(model, a.mmproj, a.audio, a.prompt);
+    if (!p) return report_error(p.status());
+    audio = std::move(*p);
+    l->prompt = audio->tokens;
+  }
   Sampler sampler(a.sampling);
   std::vector<int32_t> history = l->prompt, generated;
   std::string text;
@@ -95,7 +104,7 @@ int run_generate(const GenerateArgs& a) {
   if (tok) stream.emplace(*tok);
 
   auto t_prompt = Clock::now();
-  auto logits = state->forward(l->prompt);
+  auto logits = audio ? state->forward(l->prompt, false, audio->splices) : state->forward(l->prompt);
   if (!logits) return report_error(logits.status());
   double prompt_ms = ms_since(t_prompt);
   auto t_gen = Clock::now();
@@ -135,6 +144,7 @@ int run_generate(const GenerateArgs& a) {
   j["generated_ids"] = generated;
   j["text"] = text;
   j["n_ctx"] = l->ctx;
+  if (audio) j["audio"] = {{"tokens", audio->n_audio}, {"encode_ms", audio->encode_ms}};
   j["timings"] = {{"load_ms", l->load_ms},
                   {"prompt_ms", prompt_ms},
                   {"prompt_tokens_per_s", l->prompt.size() * 1000.0 / std::max(prompt_ms, 1e-9)},
@@ -181,6 +191,8 @@ void register_generate(CLI::App& app, Context& ctx) {
   sub->add_option("--seed", a->sampling.seed)->capture_default_str();
   sub->add_flag("--json", a->json, "print one JSON object instead of streaming text");
   sub->add_flag("--ignore-eos", a->ignore_eos, "keep generating past end-of-generation tokens");
+  sub->add_option("--mmproj", a->mmproj, "projector GGUF (llama.cpp clip conventions) for media input");
+  sub->add_option("--audio", a->audio, "WAV clip put before the prompt text (needs --mmproj)");
   sub->callback([a, &ctx] { ctx.exit_code = run_generate(*a); });
 }
 

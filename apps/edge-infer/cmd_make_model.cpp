@@ -3,6 +3,7 @@
 // Deterministic random weights: the same flags give the same bytes.
 #include <cstdio>
 
+#include "audio_media.h"
 #include "commands.h"
 #include "model/random_model.h"
 
@@ -14,6 +15,7 @@ struct MakeModelArgs {
   std::string type = "f32";
   std::string out;
   bool tied = false, untied = false;
+  int proj_dim = 0;  // projectors: the LM's embedding width (0: --dim)
 };
 
 int run_make_model(MakeModelArgs& a) {
@@ -23,6 +25,8 @@ int run_make_model(MakeModelArgs& a) {
     return report_error(Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
   a.o.dtype = *dt;
   if (a.o.arch == "wavtokenizer-dec") return make_vocoder(a.o, a.out);
+  if (a.o.arch == "clip-ultravox" || a.o.arch == "clip-qwen2a")
+    return make_audio_projector(a.o, a.proj_dim, a.out);
   if (a.o.arch == "outetts") {  // OuteTTS 0.2/0.3: a Qwen2 LM whose vocabulary holds audio codes
     a.o.arch = "qwen2";
     if (a.o.outetts.empty()) a.o.outetts = "0.2";
@@ -41,7 +45,10 @@ int run_make_model(MakeModelArgs& a) {
 void register_make_model(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<MakeModelArgs>();
   CLI::App* sub = app.add_subcommand("make-model", "Write a model with deterministic random weights");
-  sub->add_option("--arch", a->o.arch, "llama | qwen2 | qwen3 | gemma3 | spark | outetts | wavtokenizer-dec")->capture_default_str();
+  sub->add_option("--arch", a->o.arch,
+                  "llama | qwen2 | qwen3 | gemma3 | spark | outetts | wavtokenizer-dec | clip-ultravox | clip-qwen2a")
+      ->capture_default_str();
+  sub->add_option("--proj-dim", a->proj_dim, "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
   sub->add_option("--layers", a->o.n_layer)->capture_default_str();
   sub->add_option("--dim", a->o.n_embd, "hidden size")->capture_default_str();
   sub->add_option("--heads", a->o.n_head)->capture_default_str();

@@ -10,7 +10,9 @@
 #include <random>
 
 #include "core/thread_pool.h"
+#include "formats/wav.h"
 #include "kernels/api.h"
+#include "model/audio_input.h"
 #include "model/model_test_util.h"
 #include "model/random_audio_projector.h"
 
@@ -284,6 +286,32 @@ TEST(WhisperEnc, EncodeAudioGivesOneChunkPer30Seconds) {
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   EXPECT_EQ(n_tokens, 750);  // 3000 frames -> 1500 -> 750
   EXPECT_EQ(e->size(), static_cast<size_t>(750 * 24));
+  remove_file_dir(path);
+}
+
+TEST(WhisperEnc, EmbedWavRefusesLongAndBadClips) {
+  RandomAudioProjectorOptions o = tiny(AudioProjector::kQwen2a);
+  o.n_ctx = 1500;
+  const std::string path = write_tiny("embed", o);
+  auto m = load_audio_encoder(path);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  ThreadPool pool(1);
+  const Vec pcm(2 * 8000, 0.1f);  // 2 s at 8 kHz
+  const std::vector<uint8_t> wav = encode_wav16(pcm.data(), static_cast<int64_t>(pcm.size()), 8000);
+  auto too_long = embed_wav({select_kernels(), pool}, *m, wav.data(), wav.size(), 1.5);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(too_long.status().message().find("2.0 s"), std::string::npos)
+      << too_long.status().message();
+  const uint8_t junk[16] = {'I', 'D', '3', 4};
+  auto bad = embed_wav({select_kernels(), pool}, *m, junk, sizeof(junk));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidFormat);
+  auto ok = embed_wav({select_kernels(), pool}, *m, wav.data(), wav.size(), 3.0);
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->n_tokens, 750);
+  EXPECT_EQ(ok->n_embd, 24);
+  EXPECT_DOUBLE_EQ(ok->seconds, 2.0);
   remove_file_dir(path);
 }
 
