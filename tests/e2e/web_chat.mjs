@@ -2,7 +2,8 @@
 // against a real `edge-infer serve` with an API key on loopback:
 //   key prompt on first load -> a streamed reply -> stop mid-stream (the server counts a
 //   cancelled request) -> reload (the conversation is still there, no second prompt) ->
-//   the status panel filled from /metrics.
+//   the status panel filled from /metrics -> rendering (reasoning, Markdown, code, tool
+//   calls, sanitising), an image attachment and spoken replies, against canned answers.
 // Every request the browser makes is routed: one to a host other than loopback fails the
 // test. A screenshot of each state goes to SHOT_DIR. Prints a JSON summary; exit 1 on failure.
 // Usage: node web_chat.mjs NODE_MODULES BASE_URL SHOT_DIR API_KEY
@@ -53,7 +54,8 @@ try {
   step("key prompt");
 
   // 2. A reply streams in: the text grows over several renders before the reply ends.
-  await page.fill("#max-tokens", "300");
+  await page.fill("#max-tokens", "600");
+  await page.fill("#extra-params", '{"ignore_eos": true}');  // long enough to take many renders
   await page.evaluate(() => {
     window.__lengths = [];
     new MutationObserver(() => {
@@ -77,9 +79,8 @@ try {
 
   // 3. Stop mid-stream: the fetch is aborted and the server cancels the generation.
   const cancelledBefore = await metric("edge_requests_cancelled_total");
-  // Context 2048: room for ~1200 more tokens after the first exchange.
-  await page.fill("#max-tokens", "1200");
-  await page.fill("#extra-params", '{"ignore_eos": true}');
+  // Context 2048: room for ~1000 more tokens after the first exchange.
+  await page.fill("#max-tokens", "1000");
   await page.fill("#input", "Now a very long one.");
   await page.press("#input", "Enter");
   await page.waitForFunction(() => {
@@ -122,6 +123,58 @@ try {
   summary.speakControl = !(await page.locator("#speak-row").isHidden());
   await shot("4-reloaded-status.png");
   step("status");
+
+  // 6. Rendering and media against canned answers (the demo model's text is noise, and image
+  // input lands with issue 13): /v1/models announces vision and audio, the chat reply
+  // carries reasoning, Markdown with code, an HTML injection and a tool call. The image
+  // must go out as an image_url data: part; the reply must be rendered folded, highlighted,
+  // sanitised; "Speak replies" must fetch /v1/audio/speech from the real server.
+  let sent = null;
+  const speech = [];
+  page.on("response", (r) => r.url().endsWith("/v1/audio/speech") && speech.push(r.status()));
+  await page.route("**/v1/models", (route) => route.fulfill({ contentType: "application/json",
+    body: JSON.stringify({ object: "list", data: [{ id: "canned", object: "model", capabilities: ["vision", "audio"] }] }) }));
+  await page.route("**/v1/chat/completions", (route) => {
+    sent = JSON.parse(route.request().postData());
+    const chunk = (delta) => `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`;
+    route.fulfill({ contentType: "text/event-stream", body: [
+      chunk({ role: "assistant", reasoning_content: "The user sent a dot." }),
+      chunk({ content: "It is **one dot**. Code:\n\n```python\nprint('dot')\n```\n" }),
+      chunk({ content: '<img src="x" onerror="window.__xss = 1"> ![far](http://192.0.2.1/a.png) Done.' }),
+      chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: ' "Oslo"}' } }] }),
+      "data: [DONE]\n\n"].join("") });
+  });
+  await page.click("#new-chat");
+  await page.reload();
+  await page.locator("body[data-ready='1']").waitFor({ timeout: 10000 });
+  if (await page.locator("#attach-image").isHidden()) fail("no image control though /v1/models announces vision");
+  const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
+  await page.setInputFiles("#image-file", { name: "dot.png", mimeType: "image/png", buffer: png });
+  await page.locator("#attachments .chip").waitFor({ timeout: 5000 });
+  if (summary.speakControl) await page.check("#speak");
+  await page.fill("#input", "What is in this image?");
+  await page.press("#input", "Enter");
+  await page.locator(".msg.assistant .tool-call").waitFor({ timeout: 10000 });
+  await page.locator("#stop:disabled").waitFor({ timeout: 10000 });
+  const userParts = sent && sent.messages[sent.messages.length - 1].content;
+  const image = Array.isArray(userParts) && userParts.find((p) => p.type === "image_url");
+  if (!image || !image.image_url.url.startsWith("data:image/png;base64,")) fail(`no image_url part: ${JSON.stringify(userParts)}`);
+  if ((await page.locator(".msg.user img.attached").count()) !== 1) fail("the attached image is not shown");
+  if ((await page.locator("details.reasoning:not([open])").count()) !== 1) fail("reasoning is not shown folded");
+  if ((await page.textContent(".msg.assistant .body strong")) !== "one dot") fail("Markdown not rendered");
+  if (!(await page.locator(".msg.assistant pre code.hljs").count())) fail("code not highlighted");
+  if (await page.locator(".msg.assistant img[src]").count()) fail("a reply's image kept a non-data: source");
+  if (await page.locator("[onerror]").count() || (await page.evaluate(() => window.__xss))) fail("HTML not sanitised");
+  const tool = await page.textContent(".msg.assistant .tool-call");
+  if (!tool.includes("get_weather") || !tool.includes('"Oslo"')) fail(`tool call shown as: ${tool}`);
+  if (summary.speakControl) {
+    for (let i = 0; i < 150 && !speech.length; ++i) await new Promise((r) => setTimeout(r, 100));
+    if (speech[0] !== 200) fail(`spoken reply: /v1/audio/speech answered ${JSON.stringify(speech)}`);
+    summary.speech = speech;
+  }
+  await shot("5-rendering-media.png");
+  step("rendering and media");
 
   if (summary.foreign.length) fail(`requests left the machine: ${summary.foreign.join(", ")}`);
   if (summary.pageErrors.length) fail(`page errors: ${summary.pageErrors.join(" | ")}`);

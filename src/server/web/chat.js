@@ -33,6 +33,13 @@ function load() {
   }
 }
 
+// Model output must not make the browser fetch anything: an image keeps its source only as
+// a data: URI (a remote one would leave the machine), and links open in a new tab.
+DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+  if (node.tagName === 'IMG' && !/^data:image\//i.test(node.getAttribute('src') || '')) node.removeAttribute('src');
+  if (node.tagName === 'A') node.setAttribute('target', '_blank'), node.setAttribute('rel', 'noopener noreferrer');
+});
+
 function markdown(text, highlight) {
   const html = DOMPurify.sanitize(marked.parse(text || ''));
   const box = document.createElement('div');
@@ -110,12 +117,13 @@ function renderAll() {
   box.scrollTop = box.scrollHeight;
 }
 
-function requestBody() {
+// The request for `history` (the conversation before the reply being streamed).
+function requestBody(history) {
   const num = (id) => (edge.$(id).value === '' ? undefined : Number(edge.$(id).value));
   const messages = [];
   const system = edge.$('system-prompt').value.trim();
   if (system) messages.push({ role: 'system', content: system });
-  for (const m of chat.messages) {
+  for (const m of history) {
     if (m.error && !textOf(m.content)) continue;
     const out = { role: m.role, content: m.content };
     if (m.tool_calls && m.tool_calls.length) out.tool_calls = m.tool_calls;
@@ -164,7 +172,7 @@ async function send(text) {
   edge.media.resetSpeech(true);
   try {
     const res = await edge.api('/v1/chat/completions', { method: 'POST', signal: chat.controller.signal,
-      headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(requestBody()) });
+      headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(requestBody(chat.messages.slice(0, -1))) });
     if (!res.ok) {
       const body = await res.json().catch(() => ({}));
       throw new Error((body.error && body.error.message) || `HTTP ${res.status}`);
