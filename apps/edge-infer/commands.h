@@ -39,6 +39,8 @@ void register_worker(CLI::App& app, Context& ctx);
 void register_vocode(CLI::App& app, Context& ctx);
 void register_tts(CLI::App& app, Context& ctx);  // tts and bench-tts
 void register_grid(CLI::App& app, Context& ctx);
+void register_agent_suite(CLI::App& app, Context& ctx);
+void register_probe(CLI::App& app, Context& ctx);
 
 // make-model --arch wavtokenizer-dec: a random-weight vocoder (cmd_vocode.cpp).
 int make_vocoder(const RandomModelOptions& m, const std::string& out);

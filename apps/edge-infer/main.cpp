@@ -62,6 +62,8 @@ int main(int argc, char** argv) {
   edge::cli::register_vocode(app, ctx);
   edge::cli::register_tts(app, ctx);
   edge::cli::register_grid(app, ctx);
+  edge::cli::register_agent_suite(app, ctx);
+  edge::cli::register_probe(app, ctx);
   // `edge-infer nosuch --help` must not print the main help and exit 0 (CLI11 handles
   // --help before it notices the unknown command): the first word names a command or is
   // an option.

@@ -1,0 +1,230 @@
+// The server probe: a real client of `serve` over HTTP. Streams go through raw sockets so
+// that the probe decides when to read and when to hang up; a small receive buffer keeps
+// a stalled reader from hiding a whole response in socket buffers.
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <httplib.h>
+
+#include <thread>
+
+#include "harness/probe.h"
+#include "harness/probe_check.h"
+
+namespace edge {
+
+using namespace probe_detail;
+using nlohmann::json;
+
+namespace {
+
+struct Url {
+  std::string host, port;
+};
+
+Expected<Url> parse_url(std::string u) {
+  if (u.rfind("http://", 0) != 0) return Status::invalid_argument("only http:// URLs: " + u);
+  u = u.substr(7);
+  u = u.substr(0, u.find('/'));
+  const size_t colon = u.rfind(':');
+  if (colon == std::string::npos) return Url{u, "80"};
+  return Url{u.substr(0, colon), u.substr(colon + 1)};
+}
+
+class ServerClient {
+ public:
+  ServerClient(Url u, std::string base, const ServerProbeOptions& o)
+      : url_(std::move(u)), http_(base), o_(o) {
+    http_.set_read_timeout(static_cast<time_t>(o.timeout.count()), 0);
+    if (!o.api_key.empty()) auth_.emplace("Authorization", "Bearer " + o.api_key);
+  }
+
+  // A value of /metrics; -1 when absent or unreachable.
+  double metric(const std::string& name) {
+    auto r = http_.Get("/metrics", auth_);
+    if (!r || r->status != 200) return -1;
+    const size_t p = r->body.find("\n" + name + " ");
+    return p == std::string::npos ? -1 : std::atof(r->body.c_str() + p + name.size() + 2);
+  }
+  bool ready() {
+    auto r = http_.Get("/health/ready");
+    return r && r->status == 200;
+  }
+  // POST /v1/completions (stream) on a raw socket; -1 when it cannot connect.
+  int open_stream(int rcvbuf) {
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(url_.host.c_str(), url_.port.c_str(), &hints, &res) != 0) return -1;
+    const int fd = socket(res->ai_family, SOCK_STREAM, 0);
+    if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    const bool ok = connect(fd, res->ai_addr, res->ai_addrlen) == 0;
+    freeaddrinfo(res);
+    const json body = {{"prompt", o_.prompt},  {"max_tokens", o_.max_tokens}, {"n", o_.n},
+                       {"ignore_eos", true}, {"stream", true},             {"temperature", 0}};
+    std::string req = "POST /v1/completions HTTP/1.1\r\nHost: " + url_.host +
+                      "\r\nContent-Type: application/json\r\nConnection: close\r\n";
+    if (!o_.api_key.empty()) req += "Authorization: Bearer " + o_.api_key + "\r\n";
+    req += "Content-Length: " + std::to_string(body.dump().size()) + "\r\n\r\n" + body.dump();
+    if (!ok || write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  template <typename F>
+  bool eventually(F&& f) {
+    const auto deadline = Clock::now() + o_.timeout;
+    while (Clock::now() < deadline) {
+      if (f()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return f();
+  }
+
+ private:
+  Url url_;
+  httplib::Client http_;
+  httplib::Headers auth_;
+  const ServerProbeOptions& o_;
+};
+
+std::string read_to_end(int fd) {
+  std::string got;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return got;
+}
+
+// The text of each choice of an SSE completion stream (HTTP/1.1 chunked), and whether it
+// ended with [DONE].
+struct Streamed {
+  std::vector<std::string> texts;
+  bool done = false;
+  std::string error;
+};
+Streamed parse_stream(const std::string& raw) {
+  Streamed s;
+  std::string body;
+  size_t p = raw.find("\r\n\r\n");
+  if (p == std::string::npos) return s;
+  p += 4;
+  while (p < raw.size()) {  // de-chunk: "<hex>\r\n<data>\r\n" ... "0\r\n\r\n"
+    const size_t eol = raw.find("\r\n", p);
+    if (eol == std::string::npos) break;
+    const size_t len = std::strtoul(raw.substr(p, eol - p).c_str(), nullptr, 16);
+    if (len == 0 || eol + 2 + len > raw.size()) break;
+    body.append(raw, eol + 2, len);
+    p = eol + 2 + len + 2;
+  }
+  for (size_t at = body.find("data: "); at != std::string::npos; at = body.find("data: ", at + 6)) {
+    const size_t end = body.find("\n\n", at);
+    const std::string data = body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
+    if (data == "[DONE]") {
+      s.done = true;
+      continue;
+    }
+    const json j = json::parse(data, nullptr, false);
+    if (j.contains("error")) s.error = j["error"].dump();
+    if (!j.contains("choices")) continue;
+    for (const json& c : j["choices"]) {
+      const size_t i = c.value("index", 0);
+      if (s.texts.size() <= i) s.texts.resize(i + 1);
+      s.texts[i] += c.value("text", "");
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+ProbeReport probe_server(const std::string& url, const ServerProbeOptions& o) {
+  ProbeReport report;
+  report.target = "server " + url;
+  auto u = parse_url(url);
+  std::string base = url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  if (base.size() > 3 && base.compare(base.size() - 3, 3, "/v1") == 0) base.resize(base.size() - 3);
+  Streamed baseline;
+  {
+    Running c(report, "server.baseline");
+    if (!c.expect(u.ok(), u.status().to_string())) return report;
+    ServerClient probe_client(*u, base, o);
+    if (!c.expect(probe_client.ready(), "not ready: GET /health/ready is not 200")) return report;
+    const int fd = probe_client.open_stream(0);
+    if (!c.expect(fd >= 0, "cannot connect")) return report;
+    baseline = parse_stream(read_to_end(fd));
+    c.figures()["choices"] = baseline.texts.size();
+    c.expect(baseline.done && baseline.error.empty() && static_cast<int>(baseline.texts.size()) == o.n,
+             "the stream did not end cleanly with every choice");
+    if (c.failed()) return report;
+  }
+  ServerClient cl(*u, base, o);
+  auto stall = [&](Running& c) {
+    const int fd = cl.open_stream(8192);
+    if (!c.expect(fd >= 0, "cannot connect")) return -1;
+    const auto t0 = Clock::now();
+    // Paused: saturated. Seen running and then gone without a pause: it ended first (more
+    // choices or tokens are needed to fill the socket buffers); no need to wait longer.
+    bool seen_running = false, ended = false;
+    cl.eventually([&] {
+      if (cl.metric("edge_requests_paused") > 0) return true;
+      const double in_flight = cl.metric("edge_requests_running") + cl.metric("edge_requests_waiting");
+      ended = seen_running && in_flight == 0;
+      seen_running = seen_running || in_flight > 0;
+      return ended;
+    });
+    if (!c.expect(!ended, "the stream ended before it filled the socket buffers: raise --n or --stream-tokens") ||
+        !c.expect(cl.metric("edge_requests_paused") > 0,
+                  "the stream never paused (nothing stops it at the high-water mark)")) {
+      close(fd);
+      return -1;
+    }
+    c.figures()["seconds_to_pause"] = since(t0);
+    return fd;
+  };
+  int fd = -1;
+  {
+    Running c(report, "server.saturation");
+    fd = stall(c);
+  }
+  {
+    Running c(report, "server.same_text_after_saturation");
+    if (fd < 0) {
+      c.skip("no saturated stream");
+    } else {
+      const Streamed got = parse_stream(read_to_end(fd));
+      c.expect(got.done && got.error.empty(), "the stream did not end cleanly");
+      c.expect(got.texts == baseline.texts, "the text differs from the baseline");
+    }
+  }
+  {
+    Running c(report, "server.cancel");
+    const double before = cl.metric("edge_engine_requests_cancelled_total");
+    const int s = stall(c);
+    if (s >= 0) {
+      close(s);
+      const auto t0 = Clock::now();
+      c.expect(cl.eventually([&] { return cl.metric("edge_engine_requests_cancelled_total") > before; }),
+               "the engine never cancelled the request of a client that hung up");
+      c.figures()["hangup_to_cancel_s"] = since(t0);
+      c.expect(cl.eventually([&] { return cl.metric("edge_kv_blocks_used") == 0; }),
+               "KV blocks still held after the cancel");
+    }
+  }
+  {
+    Running c(report, "server.after_cancel");
+    const int f = cl.open_stream(0);
+    if (c.expect(f >= 0, "cannot connect"))
+      c.expect(parse_stream(read_to_end(f)).texts == baseline.texts, "the text differs from the baseline");
+  }
+  Running(report, "server.stale_handle").skip("the HTTP API has no request handles to go stale");
+  Running(report, "server.worker_killed")
+      .skip("the server's processes are not this program's children, so it does not signal them; "
+            "probe its pipeline with --pipeline FILE");
+  return report;
+}
+
+}  // namespace edge
