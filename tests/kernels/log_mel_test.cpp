@@ -10,23 +10,11 @@
 #include <numbers>
 #include <sstream>
 
+#include "audio_test_signal.h"
 #include "kernels/resample.h"
 
 namespace edge {
 namespace {
-
-// The signal of make_reference.py: two tones and an integer-hash noise, 0.25 s at 16 kHz.
-std::vector<float> reference_signal() {
-  std::vector<float> x(4000);
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double t = static_cast<double>(i);
-    const double noise = static_cast<double>((i * 7919) % 1000) / 1000.0 - 0.5;
-    x[i] = static_cast<float>(0.5 * std::sin(2 * std::numbers::pi * 440.0 * t / 16000) +
-                              0.25 * std::sin(2 * std::numbers::pi * 3000.0 * t / 16000 + 0.3) +
-                              0.1 * noise);
-  }
-  return x;
-}
 
 struct RefBlock {
   int n_mel = 0, frames = 0;
@@ -53,7 +41,7 @@ std::vector<RefBlock> read_reference() {
 TEST(LogMel, MatchesNumpyReference) {
   const std::vector<RefBlock> blocks = read_reference();
   ASSERT_EQ(blocks.size(), 2u) << "tests/data/whisper_mel/reference.txt unreadable";
-  const std::vector<float> x = reference_signal();
+  const std::vector<float> x = testing::two_tone_signal(4000);
   for (const RefBlock& b : blocks) {
     auto mel = whisper_log_mel(x.data(), static_cast<int64_t>(x.size()), b.n_mel);
     ASSERT_TRUE(mel.ok()) << mel.status().to_string();
