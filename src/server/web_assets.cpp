@@ -51,7 +51,8 @@ double quality(std::string_view item, std::string& name) {
 
 void serve_asset(const WebAsset& a, const httplib::Request& req, httplib::Response& res) {
   res.set_header("ETag", a.etag);
-  res.set_header("Cache-Control", "no-cache");  // revalidate every time: a new build is seen at once
+  // Revalidate every time (a 304 while unchanged): a new build is seen at once.
+  res.set_header("Cache-Control", "no-cache");
   res.set_header("Vary", "Accept-Encoding");
   res.set_header("X-Content-Type-Options", "nosniff");
   if (etag_matches(req.get_header_value("If-None-Match"), a.etag)) {

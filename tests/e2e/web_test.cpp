@@ -15,19 +15,23 @@ namespace {
 
 bool have_browser() {
   return std::filesystem::exists("/usr/bin/chromium") &&
-         std::filesystem::exists(std::string(EDGE_TEST_NODE_DIR) + "/node_modules/playwright-core/package.json") &&
+         std::filesystem::exists(std::string(EDGE_TEST_NODE_DIR) +
+                                 "/node_modules/playwright-core/package.json") &&
          std::system("node --version > /dev/null 2>&1") == 0;
 }
 
 TEST(WebE2E, ChatPageInChromium) {
-  if (!have_browser()) EDGE_SKIP_UNLESS_REQUIRED("chromium, node or playwright-core (tests/node) is missing");
+  if (!have_browser())
+    EDGE_SKIP_UNLESS_REQUIRED("chromium, node or playwright-core (tests/node) is missing");
   ServerProcess server;
   ASSERT_TRUE(server.start("", {"--api-key", "web-test-key", "--threads", "1"}));
-  const std::string shots = std::filesystem::path(EDGE_BINARY).parent_path().string() + "/test-artifacts/web";
+  const std::string shots =
+      std::filesystem::path(EDGE_BINARY).parent_path().string() + "/test-artifacts/web";
   std::filesystem::remove_all(shots);  // only this run's screenshots
   const CommandResult r = run_node("web_chat.mjs", server.url(), "'" + shots + "' web-test-key");
   EXPECT_EQ(r.code, 0) << r.out << "\n--- server log ---\n" << server.log();
-  for (const char* name : {"1-key-prompt.png", "2-streamed.png", "3-stopped.png", "4-reloaded-status.png"})
+  for (const char* name : {"1-key-prompt.png", "2-streamed.png", "3-stopped.png",
+                           "4-reloaded-status.png", "5-rendering-media.png"})
     EXPECT_TRUE(std::filesystem::exists(shots + "/" + name)) << name;
   EXPECT_TRUE(server.alive()) << server.log();
   EXPECT_EQ(server.stop(), 0) << server.log();

@@ -16,8 +16,9 @@ namespace edge::server {
 namespace {
 
 TEST(WebAssets, TableHoldsThePageAndTheLibraries) {
-  for (const char* path : {"/", "/assets/app.js", "/assets/chat.js", "/assets/marked.min.js",
-                           "/assets/purify.min.js", "/assets/highlight.min.js", "/assets/highlight.css"}) {
+  for (const char* path :
+       {"/", "/assets/app.js", "/assets/chat.js", "/assets/marked.min.js", "/assets/purify.min.js",
+        "/assets/highlight.min.js", "/assets/highlight.css"}) {
     const WebAsset* a = find_web_asset(path);
     ASSERT_NE(a, nullptr) << path;
     EXPECT_GT(a->raw_size, 0u) << path;
@@ -27,7 +28,8 @@ TEST(WebAssets, TableHoldsThePageAndTheLibraries) {
   }
   EXPECT_EQ(find_web_asset("/assets/missing.js"), nullptr);
   EXPECT_EQ(find_web_asset("/v1/models"), nullptr);
-  const std::string page(reinterpret_cast<const char*>(find_web_asset("/")->raw), find_web_asset("/")->raw_size);
+  const std::string page(reinterpret_cast<const char*>(find_web_asset("/")->raw),
+                         find_web_asset("/")->raw_size);
   EXPECT_NE(page.find("<!doctype html>"), std::string::npos);
   EXPECT_EQ(page.find("http://"), std::string::npos) << "the page must not reference another host";
   EXPECT_EQ(page.find("https://"), std::string::npos) << "the page must not reference another host";
@@ -76,7 +78,9 @@ class WebServer : public ::testing::Test {
   std::thread thread_;
 };
 
-std::string bytes(const unsigned char* p, size_t n) { return std::string(reinterpret_cast<const char*>(p), n); }
+std::string bytes(const unsigned char* p, size_t n) {
+  return std::string(reinterpret_cast<const char*>(p), n);
+}
 
 TEST_F(WebServer, ContentTypesAndGzipFromTheBuild) {
   const struct {
@@ -89,12 +93,14 @@ TEST_F(WebServer, ContentTypesAndGzipFromTheBuild) {
   for (const auto& c : cases) {
     const WebAsset* a = find_web_asset(c.path);
     ASSERT_NE(a, nullptr);
-    auto gz = get(c.path, {{"Accept-Encoding", "gzip, deflate, br"}});  // no key: the page is public
+    auto gz =
+        get(c.path, {{"Accept-Encoding", "gzip, deflate, br"}});  // no key: the page is public
     ASSERT_TRUE(gz) << c.path;
     EXPECT_EQ(gz->status, 200) << c.path;
     EXPECT_EQ(gz->get_header_value("Content-Type"), c.type);
     EXPECT_EQ(gz->get_header_value("Content-Encoding"), "gzip") << c.path;
-    EXPECT_EQ(gz->body, bytes(a->gzip, a->gzip_size)) << c.path << ": not the build's gzip (compressed twice?)";
+    EXPECT_EQ(gz->body, bytes(a->gzip, a->gzip_size))
+        << c.path << ": not the build's gzip (compressed twice?)";
     EXPECT_EQ(gz->get_header_value("Vary"), "Accept-Encoding");
     EXPECT_EQ(gz->get_header_value("ETag"), a->etag);
     EXPECT_EQ(gz->get_header_value("Cache-Control"), "no-cache");
