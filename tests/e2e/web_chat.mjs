@@ -77,19 +77,26 @@ try {
   await shot("2-streamed.png");
   step("streamed");
 
-  // 3. Stop mid-stream: the fetch is aborted and the server cancels the generation.
+  // 3. Stop mid-stream: the fetch is aborted and the server cancels the generation. The
+  // tiny model writes ~1000 tokens in about a second; should a reply end before the click
+  // lands, the next attempt starts a new chat (the context has no room for another one).
   const cancelledBefore = await metric("edge_requests_cancelled_total");
-  // Context 2048: room for ~1000 more tokens after the first exchange.
-  await page.fill("#max-tokens", "1000");
-  await page.fill("#input", "Now a very long one.");
-  await page.press("#input", "Enter");
-  await page.waitForFunction(() => {
-    const b = document.querySelectorAll(".msg.assistant .body");
-    return (b.length === 2 && b[1].textContent.length > 0) || document.querySelector(".msg.failed");
-  }, null, { timeout: 20000, polling: "raf" });
-  if (await page.locator(".msg.failed").count()) fail(`the reply failed: ${await page.textContent(".msg.failed")}`);
-  await page.click("#stop");
-  await page.locator(".msg.assistant.stopped").waitFor({ timeout: 10000 });
+  await page.fill("#max-tokens", "1000");  // context 2048: room for it after the first exchange
+  for (let attempt = 1; ; ++attempt) {
+    if (attempt > 1) await page.click("#new-chat");
+    const replies = attempt > 1 ? 1 : 2;
+    await page.fill("#input", "Now a very long one.");
+    await page.press("#input", "Enter");
+    await page.waitForFunction((n) => {
+      const b = document.querySelectorAll(".msg.assistant .body");
+      return (b.length === n && b[n - 1].textContent.length > 0) || document.querySelector(".msg.failed");
+    }, replies, { timeout: 20000, polling: "raf" });
+    if (await page.locator(".msg.failed").count()) fail(`the reply failed: ${await page.textContent(".msg.failed")}`);
+    await page.click("#stop");
+    await page.locator("#stop:disabled").waitFor({ timeout: 10000 });
+    if (await page.locator(".msg.assistant.stopped").count()) break;
+    if (attempt === 3) fail("three replies ended before Stop was clicked");
+  }
   let cancelled = cancelledBefore;
   for (let i = 0; i < 100 && !(cancelled > cancelledBefore); ++i) {
     await new Promise((r) => setTimeout(r, 100));
@@ -97,7 +104,7 @@ try {
   }
   if (!(cancelled > cancelledBefore)) fail(`/metrics shows no cancelled request (${cancelledBefore} -> ${cancelled})`);
   summary.cancelled = cancelled;
-  const stoppedText = (await lastReply().textContent()) || "";
+  const before = await page.locator(".msg").evaluateAll((els) => els.map((e) => [e.className, e.textContent]));
   await shot("3-stopped.png");
   step("stopped");
 
@@ -105,12 +112,11 @@ try {
   await page.reload();
   await page.locator("body[data-ready='1']").waitFor({ timeout: 10000 });
   if (await page.locator("#key-dialog[open]").count()) fail("the key was asked for again after a reload");
-  const roles = await page.locator(".msg").evaluateAll((els) => els.map((e) => e.className));
-  if (roles.length !== 4) fail(`after reload ${roles.length} messages, want 4: ${JSON.stringify(roles)}`);
-  if (!roles[3].includes("stopped")) fail("the stopped mark was lost on reload");
-  const texts = await page.locator(".msg .body").allTextContents();
-  if (texts[1] !== first || texts[3] !== stoppedText) fail("reply text changed across the reload");
-  if (texts[0].trim() !== "Tell me a story.") fail(`first message after reload: ${texts[0]}`);
+  const after = await page.locator(".msg").evaluateAll((els) => els.map((e) => [e.className, e.textContent]));
+  if (JSON.stringify(after) !== JSON.stringify(before))
+    fail(`the conversation changed across the reload: ${JSON.stringify(before)} -> ${JSON.stringify(after)}`);
+  if (after.length < 2 || !after[after.length - 1][0].includes("stopped")) fail("the stopped reply is not there");
+  summary.messagesAfterReload = after.length;
   step("reloaded");
 
   // 5. The status panel: KV blocks of the pool and resident memory by category.
