@@ -181,12 +181,28 @@ nlohmann::json summarize_runs(const nlohmann::json& runs, const std::vector<std:
                                    "reported, never a gate"},
                      {"arms", arms}, {"comparisons", cmp}};
   }
+  // Decode against the bandwidth ceiling measured in the same run, per arm (our bench arms).
+  json roofline = json::object();
+  for (const auto& [name, m] : metrics.items()) {
+    const std::string suffix = "_fraction_of_ceiling";
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string test = name.substr(0, name.size() - suffix.size());
+    for (const auto& [arm, a] : m["arms"].items()) {
+      json e = {{"test", test}, {"fraction_of_ceiling_median", a["median"]}};
+      if (metrics.contains(test + "_gbps") && metrics[test + "_gbps"]["arms"].contains(arm))
+        e["effective_gbps_median"] = metrics[test + "_gbps"]["arms"][arm]["median"];
+      if (metrics.contains(test + "_ceiling_gbps") && metrics[test + "_ceiling_gbps"]["arms"].contains(arm))
+        e["ceiling_gbps_median"] = metrics[test + "_ceiling_gbps"]["arms"][arm]["median"];
+      roofline[arm].push_back(e);
+    }
+  }
   int failed = 0, noisy = 0;
   for (const json& r : runs) {
     failed += !r.value("ok", false);
     noisy += r.value("contended", false);
   }
-  return {{"metrics", metrics}, {"failed_runs", failed}, {"contended_runs", noisy}};
+  return {{"metrics", metrics}, {"roofline", roofline}, {"failed_runs", failed}, {"contended_runs", noisy}};
 }
 
 std::string grid_summary_text(const nlohmann::json& summary) {
@@ -204,6 +220,11 @@ std::string grid_summary_text(const nlohmann::json& summary) {
                        c["factor"].is_null() ? std::string("x-") : fmt::format("x{:.3f}", c["factor"].get<double>()),
                        c["verdict"].get<std::string>());
   }
+  const json roofline = summary.value("roofline", json::object());  // held: items() does not own it
+  for (const auto& [arm, tests] : roofline.items())
+    for (const json& t : tests)
+      s += fmt::format("roofline: {} {} decode at {:.1f}% of the bandwidth ceiling measured in the same run\n", arm,
+                       t["test"].get<std::string>(), 100 * t["fraction_of_ceiling_median"].get<double>());
   if (summary["failed_runs"].get<int>() > 0) s += fmt::format("{} run(s) failed\n", summary["failed_runs"].get<int>());
   if (summary["contended_runs"].get<int>() > 0)
     s += fmt::format("{} run(s) labelled contended by the pre-flight\n", summary["contended_runs"].get<int>());

@@ -82,7 +82,13 @@ OneRequest stream_one(int port, const std::string& model_id, const std::string& 
     return sse.feed(std::string_view(data, n), [&](const std::string& payload) {
       if (payload == "[DONE]") return false;
       const json j = json::parse(payload, nullptr, false);
-      if (j.is_object() && j.contains("choices") && !j["choices"].empty()) r.stamps.push_back(Clock::now());
+      if (!j.is_object() || !j.contains("choices") || j["choices"].empty()) return true;
+      // One chunk per generated token (its text may be empty: part of a UTF-8 sequence),
+      // except the closing chunk that carries only the finish reason.
+      const json& c = j["choices"][0];
+      const bool closing = c.contains("finish_reason") && !c["finish_reason"].is_null() &&
+                           c.value("text", std::string()).empty();
+      if (!closing) r.stamps.push_back(Clock::now());
       return true;
     });
   };

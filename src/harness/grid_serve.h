@@ -1,6 +1,7 @@
 // The grid's load generator for serving arms: N concurrent streaming /v1/completions
 // requests against an OpenAI-compatible server (ours or llama-server), timed per SSE
-// chunk (one chunk per generated token in both servers; a chunk with empty text counts).
+// chunk (one chunk per generated token in both servers; a chunk with empty text counts,
+// the closing chunk with only a finish reason does not).
 #pragma once
 
 #include <nlohmann/json.hpp>
