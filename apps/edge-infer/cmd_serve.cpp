@@ -32,6 +32,7 @@
 #include "pipeline/speech_graph.h"
 #include "plan_options.h"
 #include "server/http_server.h"
+#include "server/media_request.h"
 
 namespace edge::cli {
 namespace {
@@ -57,6 +58,8 @@ struct ServeArgs {
   bool vocoder_worker = false;
   pipeline::VocoderSettings vocoder_stream;  // window 0: exact (the audio at the utterance's end)
   server::ServerOptions server;
+  std::string mmproj;  // image (and audio) content parts through this projector file
+  int64_t max_image_pixels = int64_t{4096} * 4096;
 };
 
 // For the signal-waiting thread: the server to drain (null once it is being destroyed).
@@ -183,6 +186,14 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
   Loaded loaded;
   Status st = load_graph(a, graph, loaded);
   if (st.ok() && loaded.speech) st = (*srv)->attach_speech(*loaded.speech);
+  if (st.ok() && !a.mmproj.empty()) {
+    auto media = server::load_media_encoders(a.mmproj, a.threads > 0 ? a.threads : 2, 0);
+    st = media.status();
+    if (media) {
+      (*media)->image_limits.max_pixels = a.max_image_pixels;
+      st = (*srv)->attach_media(*media);
+    }
+  }
   if (st.ok()) st = (*srv)->attach(*loaded.graph);
   if (st.ok()) {
     const pipeline::StageSpec& text = *loaded.graph->text_stage();
@@ -235,6 +246,11 @@ int run_serve(ServeArgs a) {
     auto demo = demo_model_path();
     if (!demo) return report_error(demo.status());
     path = *demo;
+    if (a.mmproj.empty()) {  // the demo sees images too (random weights: noise)
+      auto proj = demo_vision_projector_path();
+      if (!proj) return report_error(proj.status());
+      a.mmproj = *proj;
+    }
     if (a.speech_model.empty()) {  // the demo speaks too (random weights: noise)
       auto speech = demo_speech_paths();
       if (!speech) return report_error(speech.status());
@@ -259,6 +275,8 @@ void register_serve(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
   sub->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (default: demo model)");
+  sub->add_option("--mmproj", a->mmproj, "projector GGUF (llama.cpp clip conventions): image content parts");
+  sub->add_option("--max-image-pixels", a->max_image_pixels, "larger images are refused (400)")->capture_default_str();
   sub->add_option("--pipeline", a->pipeline_file,
                   "serve a pipeline file (YAML/JSON) instead of one model: its in-process lm stage "
                   "feeding output.text answers the API");

@@ -8,6 +8,7 @@
 
 #include "formats/gguf.h"
 #include "model/random_model.h"
+#include "model/random_vision_projector.h"
 #include "model/random_vocoder.h"
 #include "tokenizer/outetts_tokens.h"
 
@@ -109,6 +110,18 @@ Expected<std::string> demo_model_path() {
   o.dtype = DType::F16;
   o.seed = 2026;
   RETURN_IF_ERROR(write_random_model(o, path.string()));
+  return path.string();
+}
+
+Expected<std::string> demo_vision_projector_path() {
+  ASSIGN_OR_RETURN(fs::path dir, demo_dir());
+  fs::path path = dir / "demo-clip-gemma3-v1.gguf";
+  if (fs::exists(path)) return path.string();
+  RandomVisionProjectorOptions o;  // 64x64, patch 4, pool 4: 16 tokens
+  o.n_out = 256;                   // demo_model_path()'s n_embd
+  o.dtype = DType::F16;
+  o.seed = 2026;
+  RETURN_IF_ERROR(write_random_vision_projector(o, path.string()));
   return path.string();
 }
 

@@ -129,12 +129,13 @@ std::string client_id(const ServerContext& ctx, const httplib::Request& req) {
 // the lease travel with the state until the response has been written.
 std::optional<ApiError> start_generation(ServerContext& ctx, const httplib::Request& req,
                                          const std::vector<int32_t>& prompt, const CommonRequest& common,
-                                         const OutputSetup& setup, Clock::time_point arrived, StreamState& st) {
+                                         const OutputSetup& setup, Clock::time_point arrived, StreamState& st,
+                                         const std::vector<MediaEmbedding>& media = {}) {
   st.in_flight = ctx.lifecycle.enter();
   if (!st.in_flight) return not_ready_error(ctx.lifecycle.state());
   const int64_t tokens = (static_cast<int64_t>(prompt.size()) + common.params.max_tokens) * common.n;
   if (auto e = ctx.clients.admit(client_id(ctx, req), tokens, st.lease)) return e;
-  if (auto e = Generation::start(ctx.engine(), prompt, common, setup, ctx.metrics, arrived, st.gen)) return e;
+  if (auto e = Generation::start(ctx.engine(), prompt, common, setup, ctx.metrics, arrived, st.gen, media)) return e;
   st.gen->watch_drain(&ctx.lifecycle);
   return std::nullopt;
 }
@@ -165,10 +166,14 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
                                                  "", "no_tokenizer"));
   ChatPrompt::Rendered prompt;
   if (auto e = ctx.chat->render(cr, prompt)) return send_error(res, *e);
+  std::vector<MediaEmbedding> media;
+  if (!cr.media.empty())
+    if (auto e = build_media_prompt(ctx.media.get(), *ctx.engine().tokenizer(), prompt.text, cr.media, prompt.ids, media))
+      return send_error(res, *e);
   if (auto e = fit_to_context(prompt.ids.size(), ctx.limits, "messages", cr.common)) return send_error(res, *e);
   const OutputSetup setup{true, prompt.reasoning_open, cr.parse_tool_calls ? &cr.tools : nullptr};
   auto st = std::make_shared<StreamState>();
-  if (auto e = start_generation(ctx, req, prompt.ids, cr.common, setup, arrived, *st)) return send_error(res, *e);
+  if (auto e = start_generation(ctx, req, prompt.ids, cr.common, setup, arrived, *st, media)) return send_error(res, *e);
   st->meta = {random_id("chatcmpl-"), unix_seconds(), ctx.limits.reported_model_name()};
   st->tok = ctx.engine().tokenizer();
   st->chat = true;

@@ -4,7 +4,8 @@ namespace edge::server {
 
 std::optional<ApiError> Generation::start(Engine& engine, const std::vector<int32_t>& prompt,
                                           const CommonRequest& req, const OutputSetup& setup, ServerMetrics& metrics,
-                                          Clock::time_point arrived, std::unique_ptr<Generation>& out) {
+                                          Clock::time_point arrived, std::unique_ptr<Generation>& out,
+                                          const std::vector<MediaEmbedding>& media) {
   auto session = engine.open_session();
   if (!session) return api_error_from_status(session.status());
   std::unique_ptr<Generation> g(new Generation(engine, *session, metrics, arrived));
@@ -12,6 +13,7 @@ std::optional<ApiError> Generation::start(Engine& engine, const std::vector<int3
     GenerateRequest r;
     r.prompt = prompt;
     r.params = params_for_choice(req, i);
+    r.media = media;
     auto h = engine.submit(*session, std::move(r));
     if (!h) return api_error_from_status(h.status());  // ~Generation cancels the others
     g->choices_.push_back(Choice{*h, ChoiceOutput(setup.split_reasoning, setup.reasoning_open, setup.tools),

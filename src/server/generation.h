@@ -39,10 +39,12 @@ class Generation {
   using Clock = std::chrono::steady_clock;
   // Opens a session and submits one engine request per choice. The engine's refusal
   // (KV budget, queue full, bad values) comes back as an ApiError (429 / 503 / 400).
+  // `media`: rows spliced into the prompt (every choice shares them).
   static std::optional<ApiError> start(Engine& engine, const std::vector<int32_t>& prompt,
                                        const CommonRequest& req, const OutputSetup& setup,
                                        ServerMetrics& metrics, Clock::time_point arrived,
-                                       std::unique_ptr<Generation>& out);
+                                       std::unique_ptr<Generation>& out,
+                                       const std::vector<MediaEmbedding>& media = {});
   ~Generation();  // cancels whatever is still running and closes the session
 
   // A drain's deadline cancels the generation (poll() then reports a 503 error).

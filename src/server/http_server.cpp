@@ -156,6 +156,11 @@ Status HttpServer::attach(Engine& engine) {
   ServerContext& ctx = impl_->ctx;
   if (ctx.engine_ptr) return Status::invalid_argument("the server already has an engine");
   ctx.limits.max_model_len = engine.options().max_model_len;
+  if (ctx.media && ctx.media->vision && ctx.media->vision->hparams.n_out != engine.config().n_embd)
+    return Status::invalid_argument(fmt::format(
+        "--mmproj: the projector's output width (clip.vision.projection_dim) is {}, the model's embedding width {}: "
+        "the projector belongs to another model",
+        ctx.media->vision->hparams.n_out, engine.config().n_embd));
   if (const Tokenizer* tok = engine.tokenizer()) {
     auto chat = ChatPrompt::create(*tok, ctx.options.chat_template);
     if (!chat) return chat.status();
@@ -186,6 +191,14 @@ Status HttpServer::attach_speech(pipeline::PipelineRuntime& speech) {
   if (ctx.lifecycle.state() != Lifecycle::State::kLoading)
     return Status::invalid_argument("attach_speech() comes before attach()");
   ctx.speech = &speech;  // published by attach()'s set_ready
+  return Status();
+}
+
+Status HttpServer::attach_media(std::shared_ptr<MediaEncoders> encoders) {
+  ServerContext& ctx = impl_->ctx;
+  if (ctx.lifecycle.state() != Lifecycle::State::kLoading)
+    return Status::invalid_argument("attach_media() comes before attach()");
+  ctx.media = std::move(encoders);  // published by attach()'s set_ready
   return Status();
 }
 

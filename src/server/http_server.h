@@ -19,6 +19,8 @@
 
 namespace edge::server {
 
+struct MediaEncoders;  // server/media_request.h
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                  // 0: any free port (see HttpServer::port())
@@ -54,6 +56,9 @@ class HttpServer {
   // Serves POST /v1/audio/speech from a speech graph (input "text", output "audio"; it must
   // outlive the server); /metrics adds its figures. Before attach().
   Status attach_speech(pipeline::PipelineRuntime& speech);
+  // Accepts image (and audio) content parts with these encoders (serve --mmproj). Before
+  // attach().
+  Status attach_media(std::shared_ptr<MediaEncoders> encoders);
 
   // Binds the socket; afterwards port() is the real port (also for port 0).
   Status bind();

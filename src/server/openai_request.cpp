@@ -82,16 +82,23 @@ void read_common(RequestFields& f, const ServingLimits& limits, CommonRequest& o
 }
 
 // Content as the chat template expects it: a string (text parts joined) or null.
-std::optional<ApiError> normalize_content(json& msg, size_t i) {
+// Text parts are joined; image/audio parts leave a marker and go to `media`.
+std::optional<ApiError> normalize_content(json& msg, size_t i, std::vector<MediaInput>& media) {
   const std::string param = "messages[" + std::to_string(i) + "].content";
   if (!msg.contains("content") || msg["content"].is_null() || msg["content"].is_string()) return std::nullopt;
   if (!msg["content"].is_array())
     return ApiError::bad_request("'" + param + "' must be a string or a list of content parts", param, "invalid_type");
   std::string text;
-  for (const auto& part : msg["content"]) {
-    if (!part.is_object() || string_or(part, "type", "") != "text" || !part.contains("text") ||
-        !part["text"].is_string())
-      return ApiError::bad_request("'" + param + "': only text content parts are supported", param, "unsupported");
+  for (size_t j = 0; j < msg["content"].size(); ++j) {
+    const json& part = msg["content"][j];
+    if (!part.is_object())
+      return ApiError::bad_request("'" + param + "': each content part must be an object", param, "invalid_type");
+    if (string_or(part, "type", "") != "text") {
+      if (auto e = parse_media_part(part, param + "[" + std::to_string(j) + "]", text, media)) return e;
+      continue;
+    }
+    if (!part.contains("text") || !part["text"].is_string())
+      return ApiError::bad_request("'" + param + "': a text part needs a string 'text'", param, "invalid_type");
     text += part["text"].get<std::string>();
   }
   msg["content"] = text;
@@ -118,7 +125,7 @@ std::optional<ApiError> normalize_tool_calls(json& msg, size_t i) {
   return std::nullopt;
 }
 
-std::optional<ApiError> normalize_messages(const json& in, json& out) {
+std::optional<ApiError> normalize_messages(const json& in, json& out, std::vector<MediaInput>& media) {
   if (!in.is_array() || in.empty())
     return ApiError::bad_request("'messages' must be a non-empty array", "messages",
                                  in.is_array() ? "empty_messages" : "invalid_type");
@@ -132,7 +139,7 @@ std::optional<ApiError> normalize_messages(const json& in, json& out) {
     if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
       return ApiError::bad_request("'" + param + ".role' is not one of system, developer, user, assistant, tool",
                                    param + ".role", "invalid_value");
-    if (auto e = normalize_content(m, i)) return e;
+    if (auto e = normalize_content(m, i, media)) return e;
     if (auto e = normalize_tool_calls(m, i)) return e;
     // Templates test and split content as a string ('</think>' in message.content).
     if (!m.contains("content") || m["content"].is_null()) m["content"] = "";
@@ -218,7 +225,7 @@ std::optional<ApiError> parse_chat_request(const json& body, const ServingLimits
   RequestFields f(body);
   read_common(f, limits, out.common);
   if (f.error()) return f.error();
-  if (auto e = normalize_messages(body.contains("messages") ? body["messages"] : json(nullptr), out.messages))
+  if (auto e = normalize_messages(body.contains("messages") ? body["messages"] : json(nullptr), out.messages, out.media))
     return e;
   read_tools(f, body, out);
   const json& kwargs = f.object("chat_template_kwargs");

@@ -11,6 +11,7 @@
 
 #include "edge/engine.h"
 #include "server/api_error.h"
+#include "server/media_request.h"
 
 namespace edge::server {
 
@@ -45,6 +46,7 @@ struct ChatRequest {
   nlohmann::json template_kwargs = nlohmann::json::object();
   bool parse_tool_calls = false;
   bool logprobs = false;       // chat shape of logprobs (content[].top_logprobs)
+  std::vector<MediaInput> media;  // image/audio parts in order; kMediaMarker in the text
 };
 
 struct CompletionRequest {

@@ -13,6 +13,7 @@
 #include "server/client_limits.h"
 #include "server/http_server.h"
 #include "server/lifecycle.h"
+#include "server/media_request.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 
@@ -37,6 +38,8 @@ struct ServerContext {
   // Set by attach_speech() before the server turns ready.
   pipeline::PipelineRuntime* speech = nullptr;
   pipeline::SpeechFigureSet speech_figures;  // per utterance served: TTFA, RTF, underruns
+  // Image/audio encoders (serve --mmproj); null: media parts are refused. attach_media().
+  std::shared_ptr<MediaEncoders> media;
 
   Engine& engine() const { return *engine_ptr; }
 };

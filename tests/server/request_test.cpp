@@ -75,8 +75,9 @@ TEST(RequestValidation, Messages) {
   EXPECT_EQ(chat(R"({"messages":[]})")->param, "messages");
   EXPECT_EQ(chat(R"({"messages":[{"content":"x"}]})")->param, "messages[0]");
   EXPECT_EQ(chat(R"({"messages":[{"role":"wizard","content":"x"}]})")->param, "messages[0].role");
+  // Media parts are parsed (server/media_request.h): the error names the part's field.
   EXPECT_EQ(chat(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})")->param,
-            "messages[0].content");
+            "messages[0].content[0].image_url.url");
   ChatRequest r;
   ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
       {"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},
@@ -93,7 +94,7 @@ TEST(RequestValidation, Messages) {
 TEST(RequestValidation, FieldsOfTheWrongTypeInsidePartsAndToolsAre400) {
   auto e = chat(R"({"messages":[{"role":"user","content":[{"type":{"name":"x"},"text":"a"}]}]})");
   ASSERT_TRUE(e);
-  EXPECT_EQ(e->param, "messages[0].content");
+  EXPECT_EQ(e->param, "messages[0].content[0]");
   e = chat(with(R"("response_format":{"type":7})"));
   ASSERT_TRUE(e);
   e = chat(with(R"("tools":[{"type":["function"],"function":{"name":"f"}}])"));
