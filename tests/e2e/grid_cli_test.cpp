@@ -16,6 +16,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// edge-infer grid GRID writing dir/result.json and dir/plots. --allow-noisy: CI machines
+// are shared; the records carry the load instead.
+CommandResult run_grid_cli(const fs::path& dir, const std::string& grid) {
+  return run_command(std::string(EDGE_BINARY) + " grid '" + grid + "' --out '" + (dir / "result.json").string() +
+                     "' --plots '" + (dir / "plots").string() + "' --allow-noisy --lock-file '" +
+                     (dir / "lock").string() + "' -q");
+}
+
 TEST(GridCliTest, BenchArmsWithRooflineAndChartsThatRender) {
   const fs::path dir = fs::path(testing::TempDir()) / ("edge_grid_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -26,10 +34,7 @@ TEST(GridCliTest, BenchArmsWithRooflineAndChartsThatRender) {
                          "  - name: same-again\n"
                          "    bench: {p: 8, n: 4, r: 1, t: 1, args: [--roofline-bytes, '4194304']}\n";
   const std::string out = (dir / "result.json").string(), plots = (dir / "plots").string();
-  // --allow-noisy: CI machines are shared; the records carry the load instead.
-  const CommandResult r = run_command(std::string(EDGE_BINARY) + " grid '" + grid + "' --out '" + out +
-                                      "' --plots '" + plots + "' --allow-noisy --lock-file '" +
-                                      (dir / "lock").string() + "' -q");
+  const CommandResult r = run_grid_cli(dir, grid);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("tg4_fraction_of_ceiling"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("roofline: one-thread tg4 decode at"), std::string::npos) << r.out;
@@ -72,9 +77,7 @@ TEST(GridCliTest, ServeArmMeasuresTtftItlAndThroughput) {
                          "    serve: {command: ['{edge}', serve, -m, '" << model << "', --port, '{port}', -t, '1'],\n"
                          "            streams: [1, 2], requests: 2, max_tokens: 4, prompt_words: 8}\n";
   const std::string out = (dir / "result.json").string(), plots = (dir / "plots").string();
-  const CommandResult r = run_command(std::string(EDGE_BINARY) + " grid '" + grid + "' --out '" + out +
-                                      "' --plots '" + plots + "' --allow-noisy --lock-file '" +
-                                      (dir / "lock").string() + "' -q");
+  const CommandResult r = run_grid_cli(dir, grid);
   ASSERT_EQ(r.code, 0) << r.out;
   nlohmann::json doc;
   std::ifstream(out) >> doc;
