@@ -28,7 +28,7 @@ async function metric(name) {
 
 const loopback = new Set(["127.0.0.1", "localhost", "[::1]"]);
 fs.mkdirSync(shotDir, { recursive: true });
-const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"], headless: true });
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"], headless: true });
 let code = 0;
 try {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -158,6 +158,17 @@ try {
   const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
   await page.setInputFiles("#image-file", { name: "dot.png", mimeType: "image/png", buffer: png });
   await page.locator("#attachments .chip").waitFor({ timeout: 5000 });
+  // Audio: a WAV file, and a recording from Chromium's fake microphone (written as WAV).
+  const wav = Buffer.alloc(44 + 3200);
+  wav.write("RIFF", 0), wav.writeUInt32LE(36 + 3200, 4), wav.write("WAVEfmt ", 8), wav.writeUInt32LE(16, 16);
+  wav.writeUInt16LE(1, 20), wav.writeUInt16LE(1, 22), wav.writeUInt32LE(16000, 24), wav.writeUInt32LE(32000, 28);
+  wav.writeUInt16LE(2, 32), wav.writeUInt16LE(16, 34), wav.write("data", 36), wav.writeUInt32LE(3200, 40);
+  await page.setInputFiles("#audio-file", { name: "note.wav", mimeType: "audio/wav", buffer: wav });
+  await page.click("#record-audio");
+  await page.locator("#record-audio", { hasText: "Stop recording" }).waitFor({ timeout: 5000 });
+  await new Promise((r) => setTimeout(r, 600));
+  await page.click("#record-audio");
+  await page.locator("#attachments .chip", { hasText: "recording.wav" }).waitFor({ timeout: 5000 });
   if (summary.speakControl) await page.check("#speak");
   await page.fill("#input", "What is in this image?");
   await page.press("#input", "Enter");
@@ -166,6 +177,11 @@ try {
   const userParts = sent && sent.messages[sent.messages.length - 1].content;
   const image = Array.isArray(userParts) && userParts.find((p) => p.type === "image_url");
   if (!image || !image.image_url.url.startsWith("data:image/png;base64,")) fail(`no image_url part: ${JSON.stringify(userParts)}`);
+  const audio = (Array.isArray(userParts) ? userParts : []).filter((p) => p.type === "input_audio");
+  if (audio.length !== 2 || audio.some((a) => a.input_audio.format !== "wav" || !a.input_audio.data.startsWith("UklGR")))
+    fail(`want two input_audio WAV parts (file, recording): ${JSON.stringify(audio.map((a) => a.input_audio.format))}`);
+  summary.recordedWavBytes = Buffer.from(audio[1].input_audio.data, "base64").length;
+  if (summary.recordedWavBytes <= 44) fail("the recording is empty");
   if ((await page.locator(".msg.user img.attached").count()) !== 1) fail("the attached image is not shown");
   if ((await page.locator("details.reasoning:not([open])").count()) !== 1) fail("reasoning is not shown folded");
   if ((await page.textContent(".msg.assistant .body strong")) !== "one dot") fail("Markdown not rendered");

@@ -9,8 +9,17 @@ const kSettingsKey = 'edge.settings.v1';
 const chat = { messages: [], controller: null };
 const settingIds = ['system-prompt', 'temperature', 'top-p', 'top-k', 'max-tokens', 'seed', 'extra-params', 'speak'];
 
+// localStorage holds a few MB: when images or audio do not fit, they are kept as a note.
 function save() {
-  localStorage.setItem(kChatKey, JSON.stringify(chat.messages));
+  try {
+    localStorage.setItem(kChatKey, JSON.stringify(chat.messages));
+  } catch (e) {
+    const slim = chat.messages.map((m) => (!Array.isArray(m.content) ? m : { ...m,
+      content: m.content.map((p) => (p.type === 'text' ? p : { type: 'text', text: `[${p.type} not kept]` })) }));
+    try {
+      localStorage.setItem(kChatKey, JSON.stringify(slim));
+    } catch (e2) { /* nothing more to drop: the conversation lives until the tab closes */ }
+  }
 }
 
 function saveSettings() {

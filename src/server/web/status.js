@@ -20,6 +20,7 @@ edge.status.parseMetrics = (text) => {
 };
 
 edge.status.showReply = ({ ttftMs, tokens, decodeMs }) => {
+  localStorage.setItem('edge.lastReply', JSON.stringify({ ttftMs, tokens, decodeMs }));  // shown after a reload
   edge.$('stat-ttft').textContent = ttftMs == null ? '–' : `${ttftMs.toFixed(0)} ms`;
   edge.$('stat-tokens').textContent = tokens == null ? '–' : String(tokens);
   const tps = tokens > 1 && decodeMs > 0 ? ((tokens - 1) * 1000) / decodeMs : null;
@@ -68,3 +69,8 @@ edge.status.refresh = async () => {
     err.hidden = false;
   }
 };
+
+try {
+  const last = JSON.parse(localStorage.getItem('edge.lastReply') || 'null');
+  if (last) edge.status.showReply(last);
+} catch (e) { /* nothing kept */ }
