@@ -1,6 +1,6 @@
 set terminal svg size 820,460 noenhanced font 'sans,12' background rgb 'white'
 set output 'bench/results/2026-12-01-grid-example/metric-tg64_ts.svg'
-set title 'tg64_ts (higher is better; band ±19.4%)'
+set title 'tg64_ts (higher is better; band ±20.7%)'
 set grid ytics lc rgb '#dddddd'
 set key outside right top
 set xrange [-0.6:1.6]

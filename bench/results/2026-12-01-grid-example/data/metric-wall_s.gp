@@ -1,6 +1,6 @@
 set terminal svg size 820,460 noenhanced font 'sans,12' background rgb 'white'
 set output 'bench/results/2026-12-01-grid-example/metric-wall_s.svg'
-set title 'wall_s (lower is better; band ±7.8%)'
+set title 'wall_s (lower is better; band ±67.1%)'
 set grid ytics lc rgb '#dddddd'
 set key outside right top
 set xrange [-0.6:1.6]
