@@ -8,6 +8,7 @@
 
 #include "audio_media.h"
 #include "commands.h"
+#include "image_media.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "model_source.h"
@@ -34,6 +35,7 @@ struct GenerateArgs {
   bool ignore_eos = false;
   SamplingParams sampling;
   std::string mmproj, audio;  // --mmproj P --audio FILE: a clip before the prompt text
+  std::string image;          // --mmproj P --image FILE: an image before the prompt text
 };
 
 void add_common_options(CLI::App* sub, GenerateArgs& a) {
@@ -97,6 +99,13 @@ int run_generate(const GenerateArgs& a) {
     audio = std::move(*p);
     l->prompt = audio->tokens;
   }
+  std::optional<ImagePrompt> image;
+  if (!a.image.empty()) {
+    auto p = build_image_prompt(model, a.mmproj, a.image, a.prompt);
+    if (!p) return report_error(p.status());
+    image = std::move(*p);
+    l->prompt = image->tokens;
+  }
   Sampler sampler(a.sampling);
   std::vector<int32_t> history = l->prompt, generated;
   std::string text;
@@ -104,7 +113,9 @@ int run_generate(const GenerateArgs& a) {
   if (tok) stream.emplace(*tok);
 
   auto t_prompt = Clock::now();
-  auto logits = audio ? state->forward(l->prompt, false, audio->splices) : state->forward(l->prompt);
+  auto logits = audio   ? state->forward(l->prompt, false, audio->splices)
+                : image ? state->forward(l->prompt, false, image->splices)
+                        : state->forward(l->prompt);
   if (!logits) return report_error(logits.status());
   double prompt_ms = ms_since(t_prompt);
   auto t_gen = Clock::now();
@@ -145,6 +156,7 @@ int run_generate(const GenerateArgs& a) {
   j["text"] = text;
   j["n_ctx"] = l->ctx;
   if (audio) j["audio"] = {{"tokens", audio->n_audio}, {"encode_ms", audio->encode_ms}};
+  if (image) j["image"] = {{"tokens", image->n_image}, {"encode_ms", image->encode_ms}};
   j["timings"] = {{"load_ms", l->load_ms},
                   {"prompt_ms", prompt_ms},
                   {"prompt_tokens_per_s", l->prompt.size() * 1000.0 / std::max(prompt_ms, 1e-9)},
@@ -193,6 +205,7 @@ void register_generate(CLI::App& app, Context& ctx) {
   sub->add_flag("--ignore-eos", a->ignore_eos, "keep generating past end-of-generation tokens");
   sub->add_option("--mmproj", a->mmproj, "projector GGUF (llama.cpp clip conventions) for media input");
   sub->add_option("--audio", a->audio, "WAV clip put before the prompt text (needs --mmproj)");
+  sub->add_option("--image", a->image, "PNG/JPEG image put before the prompt text (needs --mmproj)");
   sub->callback([a, &ctx] { ctx.exit_code = run_generate(*a); });
 }
 

@@ -5,6 +5,7 @@
 
 #include "audio_media.h"
 #include "commands.h"
+#include "image_media.h"
 #include "model/random_model.h"
 
 namespace edge::cli {
@@ -16,9 +17,12 @@ struct MakeModelArgs {
   std::string out;
   bool tied = false, untied = false;
   int proj_dim = 0;  // projectors: the LM's embedding width (0: --dim)
+  int image_size = 64, patch_size = 4;  // vision projectors
 };
 
 int run_make_model(MakeModelArgs& a) {
+  if (a.o.arch == "clip-gemma3" || a.o.arch == "clip-mlp")  // --type may be q8_0 here
+    return make_vision_projector(a.o, a.proj_dim, a.image_size, a.patch_size, a.type, a.out);
   auto dt = dtype_from_name(a.type);
   if (!dt) return report_error(dt.status());
   if (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16)
@@ -46,9 +50,13 @@ void register_make_model(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<MakeModelArgs>();
   CLI::App* sub = app.add_subcommand("make-model", "Write a model with deterministic random weights");
   sub->add_option("--arch", a->o.arch,
-                  "llama | qwen2 | qwen3 | gemma3 | spark | outetts | wavtokenizer-dec | clip-ultravox | clip-qwen2a")
+                  "llama | qwen2 | qwen3 | gemma3 | spark | outetts | wavtokenizer-dec | clip-ultravox | clip-qwen2a | "
+                  "clip-gemma3 | clip-mlp")
       ->capture_default_str();
   sub->add_option("--proj-dim", a->proj_dim, "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
+  sub->add_option("--image-size", a->image_size, "vision projectors (clip-gemma3 | clip-mlp): input side")
+      ->capture_default_str();
+  sub->add_option("--patch-size", a->patch_size, "vision projectors: patch side")->capture_default_str();
   sub->add_option("--layers", a->o.n_layer)->capture_default_str();
   sub->add_option("--dim", a->o.n_embd, "hidden size")->capture_default_str();
   sub->add_option("--heads", a->o.n_head)->capture_default_str();
