@@ -61,6 +61,7 @@ void register_agent_suite(CLI::App& app, Context& ctx) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_option("--max-tokens", a->model.max_tokens, "max_tokens per step")->capture_default_str();
+  sub->add_flag("--ui-json", a->model.ui_json, "show the model the UI tree as JSON (default: one line per element)");
   sub->add_option("--policy", a->policy, "who acts: the model, or a scripted policy (no server)")
       ->check(CLI::IsMember({"model", "oracle", "toggle-all", "loop"}))
       ->capture_default_str();

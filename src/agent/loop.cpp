@@ -27,6 +27,7 @@ nlohmann::json Episode::to_json() const {
           {"self_undos", self_undos},
           {"actions", actions},
           {"recoveries", recoveries},
+          {"unusable_replies", unusable_replies},
           {"final_state", final_state}};
 }
 
@@ -61,6 +62,8 @@ Episode run_episode(const Task& t, const Variant& v, Policy& policy, const LoopL
     ++ep.steps;
     for (const std::string& r : d->recoveries) ep.recoveries.push_back("step " + std::to_string(step) + ": " + r);
     ep.actions.push_back(d->action.to_string());
+    if (d->action.kind == "none" && !d->unusable_reply.empty())
+      ep.unusable_replies.push_back("step " + std::to_string(step) + ": " + d->unusable_reply);
     obs.history.push_back(d->action.to_string());
     if (d->action.kind == "done") {
       ep.claimed_done = true, ep.end = "done";

@@ -35,6 +35,7 @@ struct Decision {
   // How the action was obtained when the reply was not one clean tool call: every
   // repair is recorded ("json_in_content", "extra_tool_calls_ignored", "unparseable", ...).
   std::vector<std::string> recoveries;
+  std::string unusable_reply;  // with kind "none": the start of what came back, to read later
 };
 
 class Policy {
@@ -61,6 +62,7 @@ struct Episode {
   std::string error;
   int steps = 0, no_change_steps = 0, self_undos = 0;
   std::vector<std::string> actions, recoveries;
+  std::vector<std::string> unusable_replies;  // "step N: <start of the reply>"
   nlohmann::json final_state;
   nlohmann::json to_json() const;
 };

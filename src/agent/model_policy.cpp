@@ -48,7 +48,8 @@ class ModelPolicy : public Policy {
 }  // namespace
 
 json step_request(const ModelPolicyOptions& o, const Observation& obs) {
-  std::string user = "Goal: " + obs.task->goal + "\n\n" + obs.ui.to_text();
+  std::string user = "Goal: " + obs.task->goal + "\n\n" +
+                     (o.ui_json ? obs.ui.to_json().dump() + "\n" : obs.ui.to_text());
   if (!obs.history.empty()) {
     user += "\nYour actions so far:";
     for (const std::string& a : obs.history) user += " " + a + ";";

@@ -17,6 +17,7 @@ struct ModelPolicyOptions {
   int max_tokens = 96;
   double temperature = 0.0;
   int timeout_s = 120;
+  bool ui_json = false;  // the screen as the UI tree's JSON instead of one line per element
 };
 
 std::unique_ptr<Policy> make_model_policy(const ModelPolicyOptions& o);

@@ -146,6 +146,7 @@ Decision parse_reply(const json& completion) {
   if (content.is_string() && from_content(content.get<std::string>(), d)) return d;
   d.action = Action{"none", "", ""};
   d.recoveries.push_back("unparseable");
+  d.unusable_reply = msg->dump().substr(0, 200);
   return d;
 }
 

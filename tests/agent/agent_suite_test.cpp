@@ -139,6 +139,7 @@ TEST(AgentToolReply, CleanCallsAndEveryRecovery) {
   d = parse_reply(reply_with_content("the weather is nice"));
   EXPECT_EQ(d.action.kind, "none");
   EXPECT_EQ(d.recoveries, std::vector<std::string>{"unparseable"});
+  EXPECT_NE(d.unusable_reply.find("the weather is nice"), std::string::npos);
   EXPECT_EQ(parse_reply(json::object()).recoveries, std::vector<std::string>{"no_message"});
 }
 
@@ -153,6 +154,11 @@ TEST(AgentToolReply, StepRequestCarriesToolsGoalScreenAndHistory) {
   EXPECT_NE(user.find("Turn Wi-Fi off."), std::string::npos);
   EXPECT_NE(user.find("\"System preferences\""), std::string::npos) << user;
   EXPECT_NE(user.find("tap(e2);"), std::string::npos);
+  ModelPolicyOptions as_json;
+  as_json.ui_json = true;
+  const std::string j = step_request(as_json, o)["messages"][1]["content"];
+  EXPECT_NE(j.find(R"({"elements":[{"id":"e1","label":"Camera","role":"app"})"), std::string::npos) << j;
+  EXPECT_NE(j.find(R"("screen":"Home"})"), std::string::npos) << j;
 }
 
 }  // namespace
