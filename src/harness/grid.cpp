@@ -88,7 +88,7 @@ void run_command_arm(const ArmSpec& arm, const GridSpec& g, const std::vector<in
   rec["ok"] = true;
   if (!engine.is_null()) {
     rec["provenance"]["engine"] = engine;
-    rec["provenance"]["kernel_path"] = engine.value("kernel_path", "");
+    if (engine.contains("kernel_path")) rec["provenance"]["kernel_path"] = engine["kernel_path"];
     rec["provenance"]["threads"] = engine.value("n_threads", 0);
   }
 }

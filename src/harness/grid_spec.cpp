@@ -158,7 +158,12 @@ void from_bench_records(const json& recs, std::map<std::string, double>& m, json
       m[test + "_ceiling_gbps"] = rf.value("ceiling_gbps", 0.0);
       m[test + "_bytes_per_token"] = rf.value("bytes_per_token", 0.0);
     }
-    if (engine && r.contains("provenance") && r["provenance"].contains("engine")) *engine = r["provenance"]["engine"];
+    if (!engine) continue;
+    if (r.contains("provenance") && r["provenance"].contains("engine"))
+      *engine = r["provenance"]["engine"];
+    else if (r.contains("n_threads"))  // llama-bench: threads and backend, its kernels unknown to us
+      *engine = {{"n_threads", r["n_threads"]}, {"backends", r.value("backends", std::string())},
+                 {"build_commit", r.value("build_commit", std::string())}};
   }
 }
 

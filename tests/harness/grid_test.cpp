@@ -119,6 +119,11 @@ TEST(GridTest, ParsesLlamaBenchMarkdownAndJson) {
   EXPECT_DOUBLE_EQ(j->at("tg16_fraction_of_ceiling"), 0.25);
   EXPECT_EQ(engine["kernel_path"], "avx2");
   EXPECT_FALSE(parse_arm_output("no table here", ParseMode::kLlamaBenchMd, nullptr).ok());
+  json ext;  // llama-bench's own records: threads and backend, no kernel path of ours
+  ASSERT_TRUE(parse_arm_output(R"([{"n_prompt":512,"n_gen":0,"avg_ts":50,"n_threads":2,"backends":"CPU"}])",
+                               ParseMode::kAuto, &ext).ok());
+  EXPECT_EQ(ext["n_threads"], 2);
+  EXPECT_FALSE(ext.contains("kernel_path"));
 }
 
 TEST(GridTest, OwnedProcessIsTimedKilledOnTimeoutAndReaped) {
