@@ -47,8 +47,9 @@ int run_grid_cmd(const GridArgs& a) {
   auto doc = run_grid(*spec, o);
   if (!doc) return report_error(doc.status());
   std::printf("%s", grid_summary_text((*doc)["summary"]).c_str());
-  if (doc->contains("plots_error")) std::fprintf(stderr, "edge-infer: warning: %s\n",
-                                                 (*doc)["plots_error"].get<std::string>().c_str());
+  if (doc->contains("plots_error"))
+    std::fprintf(stderr, "edge-infer: warning: %s\n",
+                 (*doc)["plots_error"].get<std::string>().c_str());
   if (!a.out.empty()) {
     std::ofstream f(a.out);
     f << doc->dump(1) << "\n";
@@ -63,13 +64,16 @@ int run_grid_cmd(const GridArgs& a) {
 
 void register_grid(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<GridArgs>();
-  auto* sub = app.add_subcommand("grid", "run a measurement grid file (arms, passes, pre-flight, plots)");
+  auto* sub =
+      app.add_subcommand("grid", "run a measurement grid file (arms, passes, pre-flight, plots)");
   sub->add_option("file", a->file, "grid file (YAML or JSON)")->required();
   sub->add_option("-o,--out", a->out, "write the result JSON here (default: stdout)");
   sub->add_option("--plots", a->plots, "write SVG charts (gnuplot) into this folder");
-  sub->add_flag("--allow-noisy", a->allow_noisy,
-                "run even when the pre-flight finds a contended core; every record carries its load");
-  sub->add_option("--lock-file", a->lock_file, "host lock file (default /run/lock/edge-infer-grid.lock)");
+  sub->add_flag(
+      "--allow-noisy", a->allow_noisy,
+      "run even when the pre-flight finds a contended core; every record carries its load");
+  sub->add_option("--lock-file", a->lock_file,
+                  "host lock file (default /run/lock/edge-infer-grid.lock)");
   sub->add_option("--gnuplot", a->gnuplot, "gnuplot binary")->capture_default_str();
   sub->add_flag("-q,--quiet", a->quiet, "no progress lines");
   sub->add_flag("--dry-run", a->dry_run, "read the file and print each arm's command; run nothing");

@@ -33,7 +33,8 @@ json rss_series(const std::vector<RssPoint>& pts) {
 }
 
 // One command arm (ours or not) run once, output parsed into metrics.
-void run_command_arm(const ArmSpec& arm, const GridSpec& g, const std::vector<int>& cpus, json& rec) {
+void run_command_arm(const ArmSpec& arm, const GridSpec& g, const std::vector<int>& cpus,
+                     json& rec) {
   SpawnOptions so;
   so.cpus = cpus;
   so.timeout_s = g.timeout_s;
@@ -41,11 +42,13 @@ void run_command_arm(const ArmSpec& arm, const GridSpec& g, const std::vector<in
   // "{scratch}": a folder of this run's own (e.g. a quantiser's output), removed after it.
   std::vector<std::string> argv = arm.command;
   char tpl[] = "/tmp/edge-grid-scratch-XXXXXX";
-  const bool scratch = std::any_of(argv.begin(), argv.end(),
-                                   [](const std::string& a) { return a.find("{scratch}") != std::string::npos; });
+  const bool scratch = std::any_of(argv.begin(), argv.end(), [](const std::string& a) {
+    return a.find("{scratch}") != std::string::npos;
+  });
   const std::string dir = scratch && ::mkdtemp(tpl) ? tpl : "";
   for (std::string& a : argv)
-    for (size_t i = a.find("{scratch}"); !dir.empty() && i != std::string::npos; i = a.find("{scratch}"))
+    for (size_t i = a.find("{scratch}"); !dir.empty() && i != std::string::npos;
+         i = a.find("{scratch}"))
       a.replace(i, 9, dir);
   auto r = run_owned(argv, so);
   if (!dir.empty()) {
@@ -104,13 +107,21 @@ void run_serve_arm_once(const ArmSpec& arm, const std::vector<int>& cpus, int se
   json levels = json::array();
   for (const ServeLevelResult& l : r->levels) {
     l.add_metrics(m);
-    levels.push_back({{"streams", l.streams}, {"requests", l.requests}, {"tokens", l.tokens},
-                      {"wall_s", l.wall_s}, {"errors", l.errors}, {"error_samples", l.error_samples},
-                      {"ttft_ms", l.ttft_ms}, {"itl_ms", l.itl_ms}});
+    levels.push_back({{"streams", l.streams},
+                      {"requests", l.requests},
+                      {"tokens", l.tokens},
+                      {"wall_s", l.wall_s},
+                      {"errors", l.errors},
+                      {"error_samples", l.error_samples},
+                      {"ttft_ms", l.ttft_ms},
+                      {"itl_ms", l.itl_ms}});
   }
   m["ready_s"] = r->ready_s;
   rec["metrics"] = m;
-  rec["serve"] = {{"ready_s", r->ready_s}, {"model_id", r->model_id}, {"stopped", r->stopped}, {"levels", levels}};
+  rec["serve"] = {{"ready_s", r->ready_s},
+                  {"model_id", r->model_id},
+                  {"stopped", r->stopped},
+                  {"levels", levels}};
   rec["ok"] = true;
 }
 
@@ -122,7 +133,8 @@ std::string cpus_text(const std::vector<int>& cpus) {
 
 }  // namespace
 
-nlohmann::json summarize_runs(const nlohmann::json& runs, const std::vector<std::string>& arm_order) {
+nlohmann::json summarize_runs(const nlohmann::json& runs,
+                              const std::vector<std::string>& arm_order) {
   std::set<std::string> names;
   for (const json& r : runs)
     if (r.value("ok", false))
@@ -152,12 +164,14 @@ nlohmann::json summarize_runs(const nlohmann::json& runs, const std::vector<std:
       const double med = median_of(v);
       const double spread = med != 0 ? (*hi - *lo) / std::abs(med) : 0;
       band = std::max(band, spread);
-      arms[arm] = {{"median", med}, {"min", *lo}, {"max", *hi}, {"n", v.size()}, {"spread_rel", spread},
-                   {"values", v}, {"contended_runs", noisy}};
+      arms[arm] = {{"median", med},          {"min", *lo},           {"max", *hi},
+                   {"n", v.size()},          {"spread_rel", spread}, {"values", v},
+                   {"contended_runs", noisy}};
       stats.push_back({arm, med, *lo, *hi, v.size()});
     }
-    std::stable_sort(stats.begin(), stats.end(),
-                     [&](const Stat& a, const Stat& b) { return lower ? a.med < b.med : a.med > b.med; });
+    std::stable_sort(stats.begin(), stats.end(), [&](const Stat& a, const Stat& b) {
+      return lower ? a.med < b.med : a.med > b.med;
+    });
     json cmp = json::array();
     for (size_t i = 1; i < stats.size(); ++i) {
       const Stat &best = stats[0], &o = stats[i];
@@ -171,28 +185,35 @@ nlohmann::json summarize_runs(const nlohmann::json& runs, const std::vector<std:
         verdict = "not a ranking: fewer than 2 passes, no spread to judge the gap";
       else if (overlap || (!factor.is_null() && std::abs(f - 1) <= band))
         verdict = "not a ranking: the gap is inside the spread";
-      if (arms[best.arm]["contended_runs"].get<int>() + arms[o.arm]["contended_runs"].get<int>() > 0)
+      if (arms[best.arm]["contended_runs"].get<int>() + arms[o.arm]["contended_runs"].get<int>() >
+          0)
         verdict += " (from runs the pre-flight found contended)";
-      cmp.push_back({{"better", best.arm}, {"other", o.arm}, {"factor", factor}, {"verdict", verdict}});
+      cmp.push_back(
+          {{"better", best.arm}, {"other", o.arm}, {"factor", factor}, {"verdict", verdict}});
     }
-    metrics[name] = {{"direction", lower ? "lower is better" : "higher is better"}, {"direction_rule", why},
+    metrics[name] = {{"direction", lower ? "lower is better" : "higher is better"},
+                     {"direction_rule", why},
                      {"band_rel", band},
-                     {"band_note", "the largest relative spread (max-min)/median over the arms in this run; "
-                                   "reported, never a gate"},
-                     {"arms", arms}, {"comparisons", cmp}};
+                     {"band_note",
+                      "the largest relative spread (max-min)/median over the arms in this run; "
+                      "reported, never a gate"},
+                     {"arms", arms},
+                     {"comparisons", cmp}};
   }
   // Decode against the bandwidth ceiling measured in the same run, per arm (our bench arms).
   json roofline = json::object();
   for (const auto& [name, m] : metrics.items()) {
     const std::string suffix = "_fraction_of_ceiling";
-    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    if (name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
       continue;
     const std::string test = name.substr(0, name.size() - suffix.size());
     for (const auto& [arm, a] : m["arms"].items()) {
       json e = {{"test", test}, {"fraction_of_ceiling_median", a["median"]}};
       if (metrics.contains(test + "_gbps") && metrics[test + "_gbps"]["arms"].contains(arm))
         e["effective_gbps_median"] = metrics[test + "_gbps"]["arms"][arm]["median"];
-      if (metrics.contains(test + "_ceiling_gbps") && metrics[test + "_ceiling_gbps"]["arms"].contains(arm))
+      if (metrics.contains(test + "_ceiling_gbps") &&
+          metrics[test + "_ceiling_gbps"]["arms"].contains(arm))
         e["ceiling_gbps_median"] = metrics[test + "_ceiling_gbps"]["arms"][arm]["median"];
       roofline[arm].push_back(e);
     }
@@ -202,7 +223,10 @@ nlohmann::json summarize_runs(const nlohmann::json& runs, const std::vector<std:
     failed += !r.value("ok", false);
     noisy += r.value("contended", false);
   }
-  return {{"metrics", metrics}, {"roofline", roofline}, {"failed_runs", failed}, {"contended_runs", noisy}};
+  return {{"metrics", metrics},
+          {"roofline", roofline},
+          {"failed_runs", failed},
+          {"contended_runs", noisy}};
 }
 
 std::string grid_summary_text(const nlohmann::json& summary) {
@@ -211,36 +235,44 @@ std::string grid_summary_text(const nlohmann::json& summary) {
     s += fmt::format("{} ({}; band ±{:.1f}%)\n", name, m["direction"].get<std::string>(),
                      50.0 * m["band_rel"].get<double>());
     for (const auto& [arm, a] : m["arms"].items())
-      s += fmt::format("  {:<24} median {:<12.6g} [{:.6g} .. {:.6g}] n={}{}\n", arm, a["median"].get<double>(),
-                       a["min"].get<double>(), a["max"].get<double>(), a["n"].get<int>(),
-                       a["contended_runs"].get<int>() ? fmt::format(" ({} contended)", a["contended_runs"].get<int>())
-                                                      : "");
+      s += fmt::format("  {:<24} median {:<12.6g} [{:.6g} .. {:.6g}] n={}{}\n", arm,
+                       a["median"].get<double>(), a["min"].get<double>(), a["max"].get<double>(),
+                       a["n"].get<int>(),
+                       a["contended_runs"].get<int>()
+                           ? fmt::format(" ({} contended)", a["contended_runs"].get<int>())
+                           : "");
     for (const json& c : m["comparisons"])
-      s += fmt::format("  {} over {}: {} — {}\n", c["better"].get<std::string>(), c["other"].get<std::string>(),
-                       c["factor"].is_null() ? std::string("x-") : fmt::format("x{:.3f}", c["factor"].get<double>()),
+      s += fmt::format("  {} over {}: {} — {}\n", c["better"].get<std::string>(),
+                       c["other"].get<std::string>(),
+                       c["factor"].is_null() ? std::string("x-")
+                                             : fmt::format("x{:.3f}", c["factor"].get<double>()),
                        c["verdict"].get<std::string>());
   }
   const json roofline = summary.value("roofline", json::object());  // held: items() does not own it
   for (const auto& [arm, tests] : roofline.items())
     for (const json& t : tests)
-      s += fmt::format("roofline: {} {} decode at {:.1f}% of the bandwidth ceiling measured in the same run\n", arm,
-                       t["test"].get<std::string>(), 100 * t["fraction_of_ceiling_median"].get<double>());
-  if (summary["failed_runs"].get<int>() > 0) s += fmt::format("{} run(s) failed\n", summary["failed_runs"].get<int>());
+      s += fmt::format(
+          "roofline: {} {} decode at {:.1f}% of the bandwidth ceiling measured in the same run\n",
+          arm, t["test"].get<std::string>(), 100 * t["fraction_of_ceiling_median"].get<double>());
+  if (summary["failed_runs"].get<int>() > 0)
+    s += fmt::format("{} run(s) failed\n", summary["failed_runs"].get<int>());
   if (summary["contended_runs"].get<int>() > 0)
-    s += fmt::format("{} run(s) labelled contended by the pre-flight\n", summary["contended_runs"].get<int>());
+    s += fmt::format("{} run(s) labelled contended by the pre-flight\n",
+                     summary["contended_runs"].get<int>());
   return s;
 }
 
 Expected<nlohmann::json> run_grid(const GridSpec& g, const GridOptions& o) {
-  ASSIGN_OR_RETURN(HostLock lock, HostLock::acquire(o.lock_path.empty() ? default_grid_lock_path() : o.lock_path));
+  ASSIGN_OR_RETURN(HostLock lock,
+                   HostLock::acquire(o.lock_path.empty() ? default_grid_lock_path() : o.lock_path));
   const std::vector<int> cpus = g.cpus.empty() ? allowed_cores() : g.cpus;
   ASSIGN_OR_RETURN(Preflight pf, preflight_cores(cpus, g.preflight_s, g.max_busy));
   if (pf.contended && !o.allow_noisy)
-    return Status::resource_exhausted(
-        fmt::format("pre-flight: a core the grid would use is {:.0f}% busy (threshold {:.0f}%) on cpus {}; the "
-                    "figures would measure the other tenants. Run on an idle machine, or pass --allow-noisy to "
-                    "run anyway with every record labelled",
-                    100 * pf.max_busy, 100 * g.max_busy, cpus_text(cpus)));
+    return Status::resource_exhausted(fmt::format(
+        "pre-flight: a core the grid would use is {:.0f}% busy (threshold {:.0f}%) on cpus {}; the "
+        "figures would measure the other tenants. Run on an idle machine, or pass --allow-noisy to "
+        "run anyway with every record labelled",
+        100 * pf.max_busy, 100 * g.max_busy, cpus_text(cpus)));
   const json machine = machine_provenance();
   std::map<std::string, std::string> sha;  // model path -> sha256
   for (const ArmSpec& a : g.arms)
@@ -268,7 +300,8 @@ Expected<nlohmann::json> run_grid(const GridSpec& g, const GridOptions& o) {
       prov["configuration"] = arm.config;
       prov["kernel_path"] = arm.ours ? "unknown" : "external (not ours)";
       if (!arm.model.empty()) prov["model_sha256"] = sha[arm.model];
-      if (arm.config.contains("bench") && arm.config["bench"].contains("t")) prov["threads"] = arm.config["bench"]["t"];
+      if (arm.config.contains("bench") && arm.config["bench"].contains("t"))
+        prov["threads"] = arm.config["bench"]["t"];
       rec["provenance"] = prov;
       if (arm.serve)
         run_serve_arm_once(arm, cpus, p, rec);
@@ -281,20 +314,31 @@ Expected<nlohmann::json> run_grid(const GridSpec& g, const GridOptions& o) {
         rec["metrics"] = kept;
       }
       if (!o.quiet)
-        std::fprintf(stderr, "grid: pass %d %-20s %s%s\n", p, arm.name.c_str(),
-                     rec.value("ok", false) ? "ok" : rec.value("error", std::string("failed")).c_str(),
-                     rec.value("contended", false) ? " (contended)" : "");
+        std::fprintf(
+            stderr, "grid: pass %d %-20s %s%s\n", p, arm.name.c_str(),
+            rec.value("ok", false) ? "ok" : rec.value("error", std::string("failed")).c_str(),
+            rec.value("contended", false) ? " (contended)" : "");
       runs.push_back(std::move(rec));
     }
   }
-  json doc = {{"grid", g.name}, {"command", o.command_line}, {"passes", g.passes}, {"cpus", cpus},
-              {"max_busy", g.max_busy}, {"allow_noisy", o.allow_noisy}, {"preflight", pf.to_json()},
-              {"host_lock", lock.path()}, {"machine", machine}, {"arms", names}, {"runs", runs},
+  json doc = {{"grid", g.name},
+              {"command", o.command_line},
+              {"passes", g.passes},
+              {"cpus", cpus},
+              {"max_busy", g.max_busy},
+              {"allow_noisy", o.allow_noisy},
+              {"preflight", pf.to_json()},
+              {"host_lock", lock.path()},
+              {"machine", machine},
+              {"arms", names},
+              {"runs", runs},
               {"summary", summarize_runs(runs, names)}};
   if (!o.plots_dir.empty()) {
     auto plots = write_grid_plots(doc, o.plots_dir, o.gnuplot);
-    if (plots) doc["plots"] = *plots;
-    else doc["plots_error"] = plots.status().to_string();
+    if (plots)
+      doc["plots"] = *plots;
+    else
+      doc["plots_error"] = plots.status().to_string();
   }
   return doc;
 }

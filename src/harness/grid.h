@@ -25,9 +25,8 @@
 //               requests: 8, max_tokens: 32, prompt_words: 100, unique_prompts: true}
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -53,9 +52,9 @@ struct ArmSpec {
   ParseMode parse = ParseMode::kAuto;
   bool serve = false;
   ServeLoad load;
-  std::string model;       // for the sha256 in provenance
-  bool ours = false;       // an edge-infer bench arm
-  nlohmann::json config;   // the arm as written in the file
+  std::string model;      // for the sha256 in provenance
+  bool ours = false;      // an edge-infer bench arm
+  nlohmann::json config;  // the arm as written in the file
 };
 
 struct GridSpec {
@@ -100,7 +99,8 @@ bool lower_is_better(const std::string& metric, std::string* why = nullptr);
 Expected<std::map<std::string, double>> parse_arm_output(const std::string& out, ParseMode mode,
                                                          nlohmann::json* engine);
 // Medians, spread, bands and comparisons from run records ({arm, metrics{...}}).
-nlohmann::json summarize_runs(const nlohmann::json& runs, const std::vector<std::string>& arm_order);
+nlohmann::json summarize_runs(const nlohmann::json& runs,
+                              const std::vector<std::string>& arm_order);
 // A human summary: one line per metric and arm, then the comparisons.
 std::string grid_summary_text(const nlohmann::json& summary);
 

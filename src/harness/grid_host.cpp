@@ -59,10 +59,11 @@ nlohmann::json Preflight::to_json() const {
   nlohmann::json per = nlohmann::json::object();
   for (const CoreLoad& c : cores) per[std::to_string(c.cpu)] = c.busy;
   return {{"source", "/proc/stat"}, {"window_s", window_s}, {"threshold", threshold},
-          {"busy_per_core", per}, {"max_busy", max_busy}, {"contended", contended}};
+          {"busy_per_core", per},   {"max_busy", max_busy}, {"contended", contended}};
 }
 
-Expected<Preflight> preflight_cores(const std::vector<int>& cpus, double window_s, double threshold) {
+Expected<Preflight> preflight_cores(const std::vector<int>& cpus, double window_s,
+                                    double threshold) {
   if (cpus.empty()) return Status::invalid_argument("pre-flight: no cores to check");
   ASSIGN_OR_RETURN(auto before, read_proc_stat());
   std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
@@ -73,7 +74,8 @@ Expected<Preflight> preflight_cores(const std::vector<int>& cpus, double window_
   for (int cpu : cpus) {
     auto a = before.find(cpu), b = after.find(cpu);
     if (a == before.end() || b == after.end())
-      return Status::invalid_argument("pre-flight: cpu " + std::to_string(cpu) + " is not in /proc/stat");
+      return Status::invalid_argument("pre-flight: cpu " + std::to_string(cpu) +
+                                      " is not in /proc/stat");
     const double total = static_cast<double>(b->second.total - a->second.total);
     const double idle = static_cast<double>(b->second.idle - a->second.idle);
     CoreLoad c{cpu, total > 0 ? std::clamp(1.0 - idle / total, 0.0, 1.0) : 0.0};
@@ -93,7 +95,8 @@ Expected<HostLock> HostLock::acquire(const std::string& path) {
     ::close(fd);
     std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "unknown";
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    return Status::resource_exhausted("another grid holds the host lock " + path + " (pid " + holder + ")");
+    return Status::resource_exhausted("another grid holds the host lock " + path + " (pid " +
+                                      holder + ")");
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, pid.data(), pid.size(), 0);
@@ -115,7 +118,8 @@ HostLock::~HostLock() {
 }
 
 std::string default_grid_lock_path() {
-  return ::access("/run/lock", W_OK) == 0 ? "/run/lock/edge-infer-grid.lock" : "/tmp/edge-infer-grid.lock";
+  return ::access("/run/lock", W_OK) == 0 ? "/run/lock/edge-infer-grid.lock"
+                                          : "/tmp/edge-infer-grid.lock";
 }
 
 }  // namespace edge

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -32,7 +31,8 @@ struct Preflight {
 
 // Samples /proc/stat twice, window_s apart, and reports each of `cpus`. A cpu that
 // /proc/stat does not list (offline) is an error: the run would not get it.
-Expected<Preflight> preflight_cores(const std::vector<int>& cpus, double window_s, double threshold);
+Expected<Preflight> preflight_cores(const std::vector<int>& cpus, double window_s,
+                                    double threshold);
 
 // flock(LOCK_EX | LOCK_NB) on a lock file; released when destroyed. Advisory: it keeps
 // grids apart, not other tenants (that is the pre-flight's job).

@@ -23,7 +23,8 @@ std::string q(const std::string& s) {
 
 std::string safe_name(const std::string& s) {
   std::string o;
-  for (char c : s) o += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
+  for (char c : s)
+    o += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
   return o;
 }
 
@@ -60,8 +61,8 @@ Status metric_chart(Plotter& p, const std::string& name, const json& m) {
   std::ofstream med(p.dir + "/data/" + stem + ".dat"), pts(p.dir + "/data/" + stem + "-passes.dat");
   int i = 0;
   for (const auto& [arm, a] : m["arms"].items()) {
-    med << i << " " << a["median"].get<double>() << " " << a["min"].get<double>() << " " << a["max"].get<double>()
-        << " \"" << arm << "\"\n";
+    med << i << " " << a["median"].get<double>() << " " << a["min"].get<double>() << " "
+        << a["max"].get<double>() << " \"" << arm << "\"\n";
     for (const json& v : a["values"]) pts << i << " " << v.get<double>() << "\n";
     ++i;
   }
@@ -72,10 +73,14 @@ Status metric_chart(Plotter& p, const std::string& name, const json& m) {
       header(p.dir + "/" + stem + ".svg",
              fmt::format("{} ({}; band ±{:.1f}%)", name, m["direction"].get<std::string>(),
                          50.0 * m["band_rel"].get<double>())) +
-      fmt::format("set xrange [-0.6:{}]\nset yrange [0:*]\nset ylabel {}\nset xtics rotate by -20\n", i - 0.4, q(name)) +
-      fmt::format("plot {} using 1:2:3:4:xtic(5) with yerrorbars pt 7 ps 1.4 lw 2 lc rgb '#1f77b4' "
-                  "title 'median, min-max', {} using 1:2 with points pt 6 ps 1 lc rgb '#ff7f0e' title 'passes'\n",
-                  q(p.dir + "/data/" + stem + ".dat"), q(p.dir + "/data/" + stem + "-passes.dat"));
+      fmt::format(
+          "set xrange [-0.6:{}]\nset yrange [0:*]\nset ylabel {}\nset xtics rotate by -20\n",
+          i - 0.4, q(name)) +
+      fmt::format(
+          "plot {} using 1:2:3:4:xtic(5) with yerrorbars pt 7 ps 1.4 lw 2 lc rgb '#1f77b4' "
+          "title 'median, min-max', {} using 1:2 with points pt 6 ps 1 lc rgb '#ff7f0e' title "
+          "'passes'\n",
+          q(p.dir + "/data/" + stem + ".dat"), q(p.dir + "/data/" + stem + "-passes.dat"));
   return p.draw(stem, "median and spread per arm: " + name, script);
 }
 
@@ -95,15 +100,17 @@ Status latency_cdf(Plotter& p, const json& runs, const std::vector<std::string>&
     std::sort(v.begin(), v.end());
     const std::string dat = p.dir + "/data/" + stem + "-" + safe_name(arm) + ".dat";
     std::ofstream f(dat);
-    for (size_t i = 0; i < v.size(); ++i) f << v[i] << " " << (i + 1.0) / static_cast<double>(v.size()) << "\n";
+    for (size_t i = 0; i < v.size(); ++i)
+      f << v[i] << " " << (i + 1.0) / static_cast<double>(v.size()) << "\n";
     plot += (plot.empty() ? "plot " : ", ") + q(dat) + " using 1:2 with steps lw 2 title " + q(arm);
   }
   if (plot.empty()) return {};
   const std::string what = key == "ttft_ms" ? "time to first token" : "inter-token latency";
-  const std::string script = header(p.dir + "/" + stem + ".svg", fmt::format("{} at {} streams (CDF)", what, streams)) +
-                             fmt::format("set xlabel {}\nset ylabel 'fraction of samples'\nset yrange [0:1]\n",
-                                         q(key == "ttft_ms" ? "TTFT (ms)" : "ITL (ms)")) +
-                             plot + "\n";
+  const std::string script =
+      header(p.dir + "/" + stem + ".svg", fmt::format("{} at {} streams (CDF)", what, streams)) +
+      fmt::format("set xlabel {}\nset ylabel 'fraction of samples'\nset yrange [0:1]\n",
+                  q(key == "ttft_ms" ? "TTFT (ms)" : "ITL (ms)")) +
+      plot + "\n";
   return p.draw(stem, fmt::format("{} distribution at {} streams", what, streams), script);
 }
 
@@ -117,13 +124,15 @@ Status memory_chart(Plotter& p, const json& runs, const std::vector<std::string>
     if (!last) continue;
     const std::string dat = p.dir + "/data/rss-" + safe_name(arm) + ".dat";
     std::ofstream f(dat);
-    for (const json& pt : (*last)["rss_mib"]) f << pt[0].get<double>() << " " << pt[1].get<double>() << "\n";
+    for (const json& pt : (*last)["rss_mib"])
+      f << pt[0].get<double>() << " " << pt[1].get<double>() << "\n";
     plot += (plot.empty() ? "plot " : ", ") + q(dat) + " using 1:2 with lines lw 2 title " + q(arm);
   }
   if (plot.empty()) return {};
-  const std::string script = header(p.dir + "/rss.svg", "RssAnon over time (process tree, last pass)") +
-                             "set xlabel 'seconds since start'\nset ylabel 'RssAnon (MiB)'\nset yrange [0:*]\n" +
-                             plot + "\n";
+  const std::string script =
+      header(p.dir + "/rss.svg", "RssAnon over time (process tree, last pass)") +
+      "set xlabel 'seconds since start'\nset ylabel 'RssAnon (MiB)'\nset yrange [0:*]\n" + plot +
+      "\n";
   return p.draw("rss", "memory over time per arm", script);
 }
 
@@ -136,7 +145,8 @@ Expected<nlohmann::json> write_grid_plots(const nlohmann::json& grid, const std:
   if (ec) return Status::io_error("cannot create " + dir + "/data: " + ec.message());
   Plotter p{dir, gnuplot};
   const std::vector<std::string> arms = grid["arms"].get<std::vector<std::string>>();
-  for (const auto& [name, m] : grid["summary"]["metrics"].items()) RETURN_IF_ERROR(metric_chart(p, name, m));
+  for (const auto& [name, m] : grid["summary"]["metrics"].items())
+    RETURN_IF_ERROR(metric_chart(p, name, m));
   std::vector<int> levels;
   for (const json& r : grid["runs"])
     if (r.contains("serve"))

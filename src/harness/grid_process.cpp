@@ -25,7 +25,8 @@ struct Pipe {
   int r = -1, w = -1;
   Status open() {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return Status::unavailable(std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      return Status::unavailable(std::string("pipe: ") + std::strerror(errno));
     r = fds[0];
     w = fds[1];
     return {};
@@ -39,8 +40,8 @@ struct Pipe {
 
 // fork + exec. The child only makes async-signal-safe calls: affinity, dup2, exec, and on
 // exec failure writes errno to `report` (close-on-exec, so a successful exec closes it).
-Expected<pid_t> spawn_child(const std::vector<std::string>& argv, const std::vector<int>& cpus, int out_fd,
-                            int err_fd) {
+Expected<pid_t> spawn_child(const std::vector<std::string>& argv, const std::vector<int>& cpus,
+                            int out_fd, int err_fd) {
   if (argv.empty()) return Status::invalid_argument("empty command");
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -112,7 +113,8 @@ Expected<ProcessResult> run_owned(const std::vector<std::string>& argv, const Sp
     return pid.status();
   }
   ProcessResult r;
-  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.timeout_s));
+  const auto deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.timeout_s));
   auto next_sample = t0;
   bool out_open = true, err_open = true, reaped = false;
   int status = 0;
@@ -142,7 +144,9 @@ Expected<ProcessResult> run_owned(const std::vector<std::string>& argv, const Sp
       r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     }
     // A grandchild that kept the pipes open must not hold us past the child's end.
-    if (reaped && Clock::now() - t0 > std::chrono::duration<double>(o.timeout_s) + std::chrono::seconds(2)) break;
+    if (reaped &&
+        Clock::now() - t0 > std::chrono::duration<double>(o.timeout_s) + std::chrono::seconds(2))
+      break;
   }
   decode_status(status, r);
   r.cpu_user_s = static_cast<double>(usage.ru_utime.tv_sec) + usage.ru_utime.tv_usec * 1e-6;
@@ -153,7 +157,8 @@ Expected<ProcessResult> run_owned(const std::vector<std::string>& argv, const Sp
   return r;
 }
 
-Expected<OwnedProcess> OwnedProcess::spawn(const std::vector<std::string>& argv, const std::vector<int>& cpus) {
+Expected<OwnedProcess> OwnedProcess::spawn(const std::vector<std::string>& argv,
+                                           const std::vector<int>& cpus) {
   ASSIGN_OR_RETURN(pid_t pid, spawn_child(argv, cpus, -1, -1));
   return OwnedProcess(pid);
 }

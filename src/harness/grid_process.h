@@ -46,7 +46,8 @@ Expected<ProcessResult> run_owned(const std::vector<std::string>& argv, const Sp
 // SIGKILL after a grace period, always reaped.
 class OwnedProcess {
  public:
-  static Expected<OwnedProcess> spawn(const std::vector<std::string>& argv, const std::vector<int>& cpus);
+  static Expected<OwnedProcess> spawn(const std::vector<std::string>& argv,
+                                      const std::vector<int>& cpus);
   OwnedProcess(OwnedProcess&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
   OwnedProcess& operator=(OwnedProcess&&) = delete;
   OwnedProcess(const OwnedProcess&) = delete;

@@ -41,8 +41,8 @@ Expected<int> free_port() {
 }
 
 std::string make_prompt(int words) {
-  static const char* kWords[] = {"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog",
-                                 "while", "seven", "wizards", "quietly", "judge"};
+  static const char* kWords[] = {"the",  "quick", "brown", "fox",   "jumps",   "over",    "a",
+                                 "lazy", "dog",   "while", "seven", "wizards", "quietly", "judge"};
   std::string p;
   for (int i = 0; i < words; ++i) p += (i ? " " : "") + std::string(kWords[i % 14]);
   return p;
@@ -54,8 +54,8 @@ struct OneRequest {
   std::string error;
 };
 
-OneRequest stream_one(int port, const std::string& model_id, const std::string& prompt, int max_tokens,
-                      int seed) {
+OneRequest stream_one(int port, const std::string& model_id, const std::string& prompt,
+                      int max_tokens, int seed) {
   OneRequest r;
   httplib::Client cli("127.0.0.1", port);
   cli.set_connection_timeout(10, 0);
@@ -64,9 +64,10 @@ OneRequest stream_one(int port, const std::string& model_id, const std::string& 
   req.method = "POST";
   req.path = "/v1/completions";
   req.headers = {{"Content-Type", "application/json"}, {"Accept", "text/event-stream"}};
-  req.body = json{{"model", model_id}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0},
-                  {"stream", true}, {"seed", seed}, {"ignore_eos", true}}
-                 .dump();
+  req.body =
+      json{{"model", model_id}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0},
+           {"stream", true},    {"seed", seed},     {"ignore_eos", true}}
+          .dump();
   int status = 0;
   std::string body;
   pipeline::SseReader sse;
@@ -94,8 +95,10 @@ OneRequest stream_one(int port, const std::string& model_id, const std::string& 
   };
   r.t0 = Clock::now();
   const httplib::Result res = cli.send(req);
-  if (status != 200 && status != 0) r.error = "HTTP " + std::to_string(status) + ": " + body;
-  else if (!res && r.stamps.empty()) r.error = httplib::to_string(res.error());
+  if (status != 200 && status != 0)
+    r.error = "HTTP " + std::to_string(status) + ": " + body;
+  else if (!res && r.stamps.empty())
+    r.error = httplib::to_string(res.error());
   return r;
 }
 
@@ -116,7 +119,8 @@ std::string served_model_id(int port) {
   auto r = c.Get("/v1/models");
   if (!r || r->status != 200) return "m";
   const json j = json::parse(r->body, nullptr, false);
-  if (j.is_object() && j.contains("data") && !j["data"].empty()) return j["data"][0].value("id", "m");
+  if (j.is_object() && j.contains("data") && !j["data"].empty())
+    return j["data"][0].value("id", "m");
   return "m";
 }
 
@@ -138,8 +142,8 @@ void ServeLevelResult::add_metrics(std::map<std::string, double>& m) const {
   m[c + "errors"] = errors;
 }
 
-ServeLevelResult run_serve_level(int port, const std::string& model_id, const ServeLoad& load, int streams,
-                                 int level_seed) {
+ServeLevelResult run_serve_level(int port, const std::string& model_id, const ServeLoad& load,
+                                 int streams, int level_seed) {
   ServeLevelResult out;
   out.streams = streams;
   out.requests = std::max(load.requests, streams);
@@ -160,7 +164,8 @@ ServeLevelResult run_serve_level(int port, const std::string& model_id, const Se
         }
         // unique_prompts: a different first word per request, so no prefix cache serves it.
         const std::string p =
-            load.unique_prompts ? "request " + std::to_string(i + 1000 * level_seed) + " " + prompt : prompt;
+            load.unique_prompts ? "request " + std::to_string(i + 1000 * level_seed) + " " + prompt
+                                : prompt;
         done[static_cast<size_t>(i)] = stream_one(port, model_id, p, load.max_tokens, 1000 + i);
       }
     });
@@ -170,17 +175,20 @@ ServeLevelResult run_serve_level(int port, const std::string& model_id, const Se
   for (const OneRequest& r : done) {
     if (!r.error.empty() || r.stamps.empty()) {
       out.errors++;
-      if (out.error_samples.size() < 2) out.error_samples.push_back(r.error.empty() ? "no tokens" : r.error);
+      if (out.error_samples.size() < 2)
+        out.error_samples.push_back(r.error.empty() ? "no tokens" : r.error);
       continue;
     }
     out.tokens += static_cast<int64_t>(r.stamps.size());
     out.ttft_ms.push_back(ms_since(r.t0, r.stamps[0]));
-    for (size_t k = 1; k < r.stamps.size(); ++k) out.itl_ms.push_back(ms_since(r.stamps[k - 1], r.stamps[k]));
+    for (size_t k = 1; k < r.stamps.size(); ++k)
+      out.itl_ms.push_back(ms_since(r.stamps[k - 1], r.stamps[k]));
   }
   return out;
 }
 
-Expected<ServeArmResult> run_serve_arm(const ServeLoad& load, const std::vector<int>& cpus, int level_seed) {
+Expected<ServeArmResult> run_serve_arm(const ServeLoad& load, const std::vector<int>& cpus,
+                                       int level_seed) {
   ASSIGN_OR_RETURN(int port, free_port());
   std::vector<std::string> argv = load.command;
   for (std::string& a : argv)
@@ -197,7 +205,8 @@ Expected<ServeArmResult> run_serve_arm(const ServeLoad& load, const std::vector<
   r.model_id = served_model_id(port);
   (void)stream_one(port, r.model_id, make_prompt(load.prompt_words), 4, 1);  // warm-up
   for (size_t i = 0; i < load.streams.size(); ++i)
-    r.levels.push_back(run_serve_level(port, r.model_id, load, load.streams[i], level_seed * 16 + static_cast<int>(i)));
+    r.levels.push_back(run_serve_level(port, r.model_id, load, load.streams[i],
+                                       level_seed * 16 + static_cast<int>(i)));
   r.stopped = server.stop(10.0);
   return r;
 }

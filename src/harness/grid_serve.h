@@ -4,9 +4,8 @@
 // the closing chunk with only a finish reason does not).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -32,8 +31,8 @@ struct ServeLevelResult {
 double percentile(std::vector<double> v, double q);
 
 // Drives one level against a ready server on 127.0.0.1:port.
-ServeLevelResult run_serve_level(int port, const std::string& model_id, const ServeLoad& load, int streams,
-                                 int level_seed);
+ServeLevelResult run_serve_level(int port, const std::string& model_id, const ServeLoad& load,
+                                 int streams, int level_seed);
 
 struct ServeArmResult {
   double ready_s = 0;
@@ -44,6 +43,7 @@ struct ServeArmResult {
 
 // Starts the arm's server (owned: pinned to cpus, stopped and reaped here), waits for
 // /health, warms it up, runs every level.
-Expected<ServeArmResult> run_serve_arm(const ServeLoad& load, const std::vector<int>& cpus, int level_seed);
+Expected<ServeArmResult> run_serve_arm(const ServeLoad& load, const std::vector<int>& cpus,
+                                       int level_seed);
 
 }  // namespace edge

@@ -37,7 +37,8 @@ json yaml_to_json(const YAML::Node& n) {
       if (s == "true" || s == "false") return s == "true";
       return s;
     }
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 
@@ -52,9 +53,11 @@ std::string scalar_text(const json& v) {
   return v.dump();
 }
 
-Expected<std::vector<std::string>> argv_of(const json& v, const std::string& arm, const std::string& edge) {
+Expected<std::vector<std::string>> argv_of(const json& v, const std::string& arm,
+                                           const std::string& edge) {
   if (!v.is_array() || v.empty())
-    return Status::invalid_argument("arm '" + arm + "': command must be a non-empty list (argv, no shell)");
+    return Status::invalid_argument("arm '" + arm +
+                                    "': command must be a non-empty list (argv, no shell)");
   std::vector<std::string> out;
   for (const json& e : v) {
     std::string s = scalar_text(e);
@@ -70,14 +73,20 @@ Expected<ParseMode> parse_mode(const std::string& s) {
   if (s == "llama-bench-json") return ParseMode::kLlamaBenchJson;
   if (s == "llama-bench-md") return ParseMode::kLlamaBenchMd;
   if (s == "none") return ParseMode::kNone;
-  return Status::invalid_argument("parse must be auto, json, llama-bench-json, llama-bench-md or none (got " + s + ")");
+  return Status::invalid_argument(
+      "parse must be auto, json, llama-bench-json, llama-bench-md or none (got " + s + ")");
 }
 
 // bench: {model, p, n, r, t, args: [...]} -> `edge bench ... -o json`.
 std::vector<std::string> bench_argv(const json& b, const std::string& edge) {
   std::vector<std::string> a = {edge, "bench"};
-  for (const auto& [key, flag] : std::vector<std::pair<std::string, std::string>>{
-           {"model", "-m"}, {"p", "-p"}, {"n", "-n"}, {"r", "-r"}, {"t", "-t"}, {"kv_type", "--kv-type"}}) {
+  for (const auto& [key, flag] :
+       std::vector<std::pair<std::string, std::string>>{{"model", "-m"},
+                                                        {"p", "-p"},
+                                                        {"n", "-n"},
+                                                        {"r", "-r"},
+                                                        {"t", "-t"},
+                                                        {"kv_type", "--kv-type"}}) {
     if (b.contains(key)) {
       a.push_back(flag);
       a.push_back(scalar_text(b[key]));
@@ -91,17 +100,21 @@ std::vector<std::string> bench_argv(const json& b, const std::string& edge) {
 
 Expected<ArmSpec> parse_arm(const json& a, const std::string& edge) {
   ArmSpec arm;
-  if (!a.is_object() || !a.contains("name")) return Status::invalid_argument("every arm needs a name");
+  if (!a.is_object() || !a.contains("name"))
+    return Status::invalid_argument("every arm needs a name");
   arm.name = scalar_text(a["name"]);
   arm.config = a;
   if (a.contains("model")) arm.model = scalar_text(a["model"]);
   const int kinds = a.contains("command") + a.contains("bench") + a.contains("serve");
-  if (kinds != 1) return Status::invalid_argument("arm '" + arm.name + "': give exactly one of command, bench, serve");
+  if (kinds != 1)
+    return Status::invalid_argument("arm '" + arm.name +
+                                    "': give exactly one of command, bench, serve");
   if (a.contains("command")) {
     ASSIGN_OR_RETURN(arm.command, argv_of(a["command"], arm.name, edge));
     ASSIGN_OR_RETURN(arm.parse, parse_mode(a.value("parse", std::string("auto"))));
   } else if (a.contains("bench")) {
-    if (!a["bench"].is_object()) return Status::invalid_argument("arm '" + arm.name + "': bench must be a map");
+    if (!a["bench"].is_object())
+      return Status::invalid_argument("arm '" + arm.name + "': bench must be a map");
     arm.command = bench_argv(a["bench"], edge);
     arm.parse = ParseMode::kLlamaBenchJson;
     arm.ours = true;
@@ -161,8 +174,10 @@ void from_bench_records(const json& recs, std::map<std::string, double>& m, json
     if (!engine) continue;
     if (r.contains("provenance") && r["provenance"].contains("engine"))
       *engine = r["provenance"]["engine"];
-    else if (r.contains("n_threads"))  // llama-bench: threads and backend, its kernels unknown to us
-      *engine = {{"n_threads", r["n_threads"]}, {"backends", r.value("backends", std::string())},
+    else if (r.contains(
+                 "n_threads"))  // llama-bench: threads and backend, its kernels unknown to us
+      *engine = {{"n_threads", r["n_threads"]},
+                 {"backends", r.value("backends", std::string())},
                  {"build_commit", r.value("build_commit", std::string())}};
   }
 }
@@ -194,12 +209,15 @@ Status from_markdown(const std::string& out, std::map<std::string, double>& m) {
       if (ts_col < 0) test_col = -1;
       continue;
     }
-    if (static_cast<int>(c.size()) <= std::max(test_col, ts_col) || c[ts_col].empty() || c[ts_col][0] == '-') continue;
+    if (static_cast<int>(c.size()) <= std::max(test_col, ts_col) || c[ts_col].empty() ||
+        c[ts_col][0] == '-')
+      continue;
     char* end = nullptr;
     const double v = std::strtod(c[ts_col].c_str(), &end);
     if (end != c[ts_col].c_str() && !c[test_col].empty()) m[c[test_col] + "_ts"] = v;
   }
-  if (m.empty()) return Status::invalid_format("no llama-bench table (test and t/s columns) in the output");
+  if (m.empty())
+    return Status::invalid_format("no llama-bench table (test and t/s columns) in the output");
   return {};
 }
 
@@ -213,7 +231,8 @@ Expected<std::string> expand_env(const std::string& text) {
     if (e == std::string::npos) break;
     const std::string name = text.substr(b + 2, e - b - 2);
     const char* v = std::getenv(name.c_str());
-    if (!v) return Status::invalid_argument("grid file: ${" + name + "} is not set in the environment");
+    if (!v)
+      return Status::invalid_argument("grid file: ${" + name + "} is not set in the environment");
     out += text.substr(i, b - i) + v;
     i = e + 1;
   }
@@ -247,7 +266,8 @@ Expected<GridSpec> parse_grid_spec(const std::string& raw_text, const std::strin
     for (const json& a : doc["arms"]) {
       ASSIGN_OR_RETURN(ArmSpec arm, parse_arm(a, edge_binary));
       for (const ArmSpec& other : g.arms)
-        if (other.name == arm.name) return Status::invalid_argument("grid file: two arms named '" + arm.name + "'");
+        if (other.name == arm.name)
+          return Status::invalid_argument("grid file: two arms named '" + arm.name + "'");
       g.arms.push_back(std::move(arm));
     }
   } catch (const json::exception& e) {
@@ -268,7 +288,8 @@ Expected<GridSpec> load_grid_spec(const std::string& path, const std::string& ed
   return g;
 }
 
-Expected<std::map<std::string, double>> parse_arm_output(const std::string& out, ParseMode mode, json* engine) {
+Expected<std::map<std::string, double>> parse_arm_output(const std::string& out, ParseMode mode,
+                                                         json* engine) {
   std::map<std::string, double> m;
   if (mode == ParseMode::kNone) return m;
   if (mode == ParseMode::kLlamaBenchMd) {
@@ -285,7 +306,8 @@ Expected<std::map<std::string, double>> parse_arm_output(const std::string& out,
   }
   if (j.is_array() || mode == ParseMode::kLlamaBenchJson) {
     from_bench_records(j.is_array() ? j : json::array({j}), m, engine);
-    if (m.empty()) return Status::invalid_format("no llama-bench records (avg_ts) in the arm's output");
+    if (m.empty())
+      return Status::invalid_format("no llama-bench records (avg_ts) in the arm's output");
     return m;
   }
   flatten(j, "", m);
@@ -296,16 +318,19 @@ bool lower_is_better(const std::string& metric, std::string* why) {
   std::string n = metric;
   for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
-  auto ends = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+  auto ends = [&](const std::string& s) {
+    return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
+  };
   auto say = [&](const std::string& w) {
     if (why) *why = w;
   };
   // Rates first: "throughput_tok_s" ends in "_s" but is tokens per second.
-  for (const char* s : {"tok_s", "tokens_per_s", "per_s", "/s", "throughput", "gbps", "fraction", "speedup"})
+  for (const char* s :
+       {"tok_s", "tokens_per_s", "per_s", "/s", "throughput", "gbps", "fraction", "speedup"})
     if (has(s)) return say(std::string("a rate (\"") + s + "\"): higher is better"), false;
   if (ends("_ts")) return say("tokens per second (\"_ts\"): higher is better"), false;
-  for (const char* s : {"ms", "latency", "ttft", "itl", "ttfa", "time", "wall", "seconds", "bytes", "rss", "mib",
-                        "error", "rtf", "underrun"})
+  for (const char* s : {"ms", "latency", "ttft", "itl", "ttfa", "time", "wall", "seconds", "bytes",
+                        "rss", "mib", "error", "rtf", "underrun"})
     if (has(s)) return say(std::string("a cost (\"") + s + "\"): lower is better"), true;
   if (ends("_s") || ends("_us") || ends("_ns")) return say("a duration: lower is better"), true;
   say("no rule matched: assumed higher is better");

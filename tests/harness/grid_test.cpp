@@ -88,11 +88,11 @@ TEST(GridTest, PassesRotateTheStartingArm) {
 }
 
 TEST(GridTest, DirectionIsInferredFromTheMetricName) {
-  for (const char* higher : {"tg128_ts", "pp512_ts", "c4_throughput_tok_s", "tg16_gbps", "tg16_fraction_of_ceiling",
-                             "tokens_per_s"})
+  for (const char* higher : {"tg128_ts", "pp512_ts", "c4_throughput_tok_s", "tg16_gbps",
+                             "tg16_fraction_of_ceiling", "tokens_per_s"})
     EXPECT_FALSE(lower_is_better(higher)) << higher;
-  for (const char* lower : {"c4_ttft_ms_p50", "c1_itl_ms_p99", "wall_s", "peak_rss_anon_mib", "ready_s",
-                            "latency_us", "c2_errors", "model_bytes"})
+  for (const char* lower : {"c4_ttft_ms_p50", "c1_itl_ms_p99", "wall_s", "peak_rss_anon_mib",
+                            "ready_s", "latency_us", "c2_errors", "model_bytes"})
     EXPECT_TRUE(lower_is_better(lower)) << lower;
   std::string why;
   EXPECT_FALSE(lower_is_better("quality", &why));
@@ -109,7 +109,8 @@ TEST(GridTest, ParsesLlamaBenchMarkdownAndJson) {
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   EXPECT_DOUBLE_EQ(m->at("pp512_ts"), 21.5);
   EXPECT_DOUBLE_EQ(m->at("tg128_ts"), 7.25);
-  const std::string js = R"([{"n_prompt":0,"n_gen":16,"avg_ts":40.5,"roofline":{"effective_gbps":3.0,
+  const std::string js =
+      R"([{"n_prompt":0,"n_gen":16,"avg_ts":40.5,"roofline":{"effective_gbps":3.0,
       "fraction_of_ceiling":0.25,"ceiling_gbps":12.0,"bytes_per_token":1000},
       "provenance":{"engine":{"kernel_path":"avx2","n_threads":1}}}])";
   json engine;
@@ -120,8 +121,10 @@ TEST(GridTest, ParsesLlamaBenchMarkdownAndJson) {
   EXPECT_EQ(engine["kernel_path"], "avx2");
   EXPECT_FALSE(parse_arm_output("no table here", ParseMode::kLlamaBenchMd, nullptr).ok());
   json ext;  // llama-bench's own records: threads and backend, no kernel path of ours
-  ASSERT_TRUE(parse_arm_output(R"([{"n_prompt":512,"n_gen":0,"avg_ts":50,"n_threads":2,"backends":"CPU"}])",
-                               ParseMode::kAuto, &ext).ok());
+  ASSERT_TRUE(
+      parse_arm_output(R"([{"n_prompt":512,"n_gen":0,"avg_ts":50,"n_threads":2,"backends":"CPU"}])",
+                       ParseMode::kAuto, &ext)
+          .ok());
   EXPECT_EQ(ext["n_threads"], 2);
   EXPECT_FALSE(ext.contains("kernel_path"));
 }
@@ -160,8 +163,8 @@ TEST(GridTest, ContendedRunIsRefusedUnlessLabelled) {
   TempDir d;
   const int cpu = allowed_cores().back();
   Spinner spin(cpu);
-  const std::string text = "passes: 1\nmax_busy: 0.5\ncpus: [" + std::to_string(cpu) + "]\narms:\n" +
-                           echo_arm("a", R"({"x_ms": 1})");
+  const std::string text = "passes: 1\nmax_busy: 0.5\ncpus: [" + std::to_string(cpu) +
+                           "]\narms:\n" + echo_arm("a", R"({"x_ms": 1})");
   GridOptions o = quiet_options(d);
   o.allow_noisy = false;
   auto refused = run_text(text, o);
@@ -189,10 +192,11 @@ TEST(GridTest, HostLockRefusesASecondGrid) {
 
 TEST(GridTest, EqualArmsAreNotARankingAndPassesRotate) {
   TempDir d;
-  const std::string text = "name: equal\npasses: 3\npreflight_s: 0.05\narms:\n" +
-                           echo_arm("a", R"({"value_ms": 5, "rate_ts": 10})") +
-                           echo_arm("b", R"({"value_ms": 5, "rate_ts": 10})") +
-                           "  - name: sleeper\n    command: [/bin/sleep, '0.05']\n    parse: none\n";
+  const std::string text =
+      "name: equal\npasses: 3\npreflight_s: 0.05\narms:\n" +
+      echo_arm("a", R"({"value_ms": 5, "rate_ts": 10})") +
+      echo_arm("b", R"({"value_ms": 5, "rate_ts": 10})") +
+      "  - name: sleeper\n    command: [/bin/sleep, '0.05']\n    parse: none\n";
   auto r = run_text(text, quiet_options(d));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const json& runs = (*r)["runs"];
@@ -209,7 +213,8 @@ TEST(GridTest, EqualArmsAreNotARankingAndPassesRotate) {
   const json& v = (*r)["summary"]["metrics"]["value_ms"];
   EXPECT_EQ(v["direction"], "lower is better");
   ASSERT_EQ(v["comparisons"].size(), 1u);
-  EXPECT_NE(v["comparisons"][0]["verdict"].get<std::string>().find("not a ranking"), std::string::npos);
+  EXPECT_NE(v["comparisons"][0]["verdict"].get<std::string>().find("not a ranking"),
+            std::string::npos);
   EXPECT_EQ((*r)["summary"]["metrics"]["wall_s"]["arms"].size(), 3u);  // every arm is timed
 }
 
@@ -251,23 +256,29 @@ TEST(GridTest, BadGridFilesAreRefused) {
   EXPECT_FALSE(parse_grid_spec("arms: []", "e").ok());
   EXPECT_FALSE(parse_grid_spec("arms:\n  - name: a\n", "e").ok());
   EXPECT_FALSE(parse_grid_spec("arms:\n  - name: a\n    command: x\n", "e").ok());
-  EXPECT_FALSE(parse_grid_spec(echo_arm("a", "{}").insert(0, "arms:\n") + echo_arm("a", "{}"), "e").ok());
-  auto g = parse_grid_spec("arms:\n  - name: e\n    bench: {model: m.gguf, p: [8, 16], n: 4, t: 1}\n", "/bin/ei");
+  EXPECT_FALSE(
+      parse_grid_spec(echo_arm("a", "{}").insert(0, "arms:\n") + echo_arm("a", "{}"), "e").ok());
+  auto g = parse_grid_spec(
+      "arms:\n  - name: e\n    bench: {model: m.gguf, p: [8, 16], n: 4, t: 1}\n", "/bin/ei");
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   EXPECT_EQ(g->arms[0].command[0], "/bin/ei");
   EXPECT_EQ(g->arms[0].command[5], "8,16");
   EXPECT_TRUE(g->arms[0].ours);
   EXPECT_EQ(g->arms[0].model, "m.gguf");
   ::setenv("EDGE_GRID_TEST_MODEL", "/models/x.gguf", 1);
-  auto env = parse_grid_spec("arms:\n  - name: e\n    bench: {model: '${EDGE_GRID_TEST_MODEL}'}\n", "ei");
+  auto env =
+      parse_grid_spec("arms:\n  - name: e\n    bench: {model: '${EDGE_GRID_TEST_MODEL}'}\n", "ei");
   ASSERT_TRUE(env.ok()) << env.status().to_string();
   EXPECT_EQ(env->arms[0].model, "/models/x.gguf");
-  EXPECT_FALSE(parse_grid_spec("arms:\n  - name: e\n    bench: {model: '${EDGE_GRID_UNSET_NAME}'}\n", "ei").ok());
+  EXPECT_FALSE(
+      parse_grid_spec("arms:\n  - name: e\n    bench: {model: '${EDGE_GRID_UNSET_NAME}'}\n", "ei")
+          .ok());
 }
 
 // The grid files kept in bench/grids/ must stay readable (paths from the environment).
 TEST(GridTest, KeptGridFilesParse) {
-  for (const char* v : {"LLAMA_BENCH", "IK_BENCH", "LLAMA_SERVER", "LLAMA_QUANTIZE", "MODELS", "MODEL", "DATA"})
+  for (const char* v :
+       {"LLAMA_BENCH", "IK_BENCH", "LLAMA_SERVER", "LLAMA_QUANTIZE", "MODELS", "MODEL", "DATA"})
     ::setenv(v, "/x", 0);
   int files = 0;
   for (const auto& e : fs::directory_iterator(std::string(EDGE_SOURCE_DIR) + "/bench/grids")) {
