@@ -42,8 +42,11 @@ Expected<AudioPrompt> build_audio_prompt(const Model& lm, const std::string& mmp
   const int64_t pos = static_cast<int64_t>(p.tokens.size());
   p.n_audio = e->n_tokens;
   p.tokens.insert(p.tokens.end(), static_cast<size_t>(e->n_tokens), 0);  // placeholders
-  const std::vector<int32_t> rest = tok->encode(mk.end + text, /*add_special=*/false);
-  p.tokens.insert(p.tokens.end(), rest.begin(), rest.end());
+  // As mtmd: the end marker and the text are tokenized apart.
+  for (const std::string& piece : {mk.end, text}) {
+    const std::vector<int32_t> ids = tok->encode(piece, /*add_special=*/false);
+    p.tokens.insert(p.tokens.end(), ids.begin(), ids.end());
+  }
   p.rows = std::move(e->rows);
   p.splices.push_back({pos, p.n_audio, p.rows.data(), /*bidirectional=*/false});
   return p;

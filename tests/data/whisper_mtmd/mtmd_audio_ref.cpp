@@ -4,12 +4,18 @@
 // Usage: mtmd_audio_ref LM.gguf MMPROJ.gguf > OUT.txt
 // Feeds mtmd the fixed 16 kHz signal below (the test computes the same samples), encodes
 // the audio chunk and prints "n_tokens N n_embd E", then for each row listed in kRows the
-// row's E values, then for every row its mean and root-mean-square.
+// row's E values, then for every row its mean and root-mean-square; then the text chunk's
+// text chunks' token ids ("tokens ...": the audio begin marker, no BOS; then "hello") and
+// the LM's logits at the last prompt token ("logits n_past P ..."; the prompt is marker
+// tokens, audio rows, "hello", evaluated by mtmd_helper_eval_chunks; mtmd gives no logits
+// on media rows, so the first logits after the media are those of the next text token).
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "llama.h"
+#include "mtmd-helper.h"
 #include "mtmd.h"
 
 static const int kRows[] = {0, 1, 2, 50, 100, 186, 374};
@@ -46,7 +52,8 @@ int main(int argc, char** argv) {
   if (!ctx || !mtmd_support_audio(ctx)) return 1;
   const std::vector<float> x = signal();
   mtmd_bitmap* bmp = mtmd_bitmap_init_from_audio(x.size(), x.data());
-  mtmd_input_text text{mtmd_default_marker(), false, true};
+  const std::string prompt = std::string(mtmd_default_marker()) + "hello";  // audio, then text
+  mtmd_input_text text{prompt.c_str(), false, true};
   mtmd_input_chunks* chunks = mtmd_input_chunks_init();
   const mtmd_bitmap* bitmaps[] = {bmp};
   if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) return 1;
@@ -70,6 +77,30 @@ int main(int argc, char** argv) {
       std::printf("stat %d %.7g %.7g\n", r, s / d, std::sqrt(s2 / d));
     }
   }
+  for (size_t c = 0; c < mtmd_input_chunks_size(chunks); ++c) {
+    const mtmd_input_chunk* ch = mtmd_input_chunks_get(chunks, c);
+    if (mtmd_input_chunk_get_type(ch) != MTMD_INPUT_CHUNK_TYPE_TEXT) continue;
+    size_t n = 0;
+    const llama_token* t = mtmd_input_chunk_get_tokens_text(ch, &n);
+    std::printf("tokens");
+    for (size_t i = 0; i < n; ++i) std::printf(" %d", t[i]);
+    std::printf("\n");
+  }
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = 1024;
+  cp.n_batch = 512;
+  cp.n_ubatch = 512;
+  cp.n_threads = cp.n_threads_batch = 2;
+  llama_context* lctx = llama_init_from_model(lm, cp);
+  if (!lctx) return 1;
+  llama_pos n_past = 0;
+  if (mtmd_helper_eval_chunks(ctx, lctx, chunks, 0, 0, 512, true, &n_past) != 0) return 1;
+  const float* logits = llama_get_logits_ith(lctx, -1);
+  const int n_vocab = llama_n_vocab(lm);
+  std::printf("logits n_past %d", n_past);
+  for (int i = 0; i < n_vocab; ++i) std::printf(" %.7g", logits[i]);
+  std::printf("\n");
+  llama_free(lctx);
   mtmd_input_chunks_free(chunks);
   mtmd_bitmap_free(bmp);
   mtmd_free(ctx);
