@@ -19,6 +19,9 @@ void send_error(httplib::Response& res, const ApiError& e) {
 }
 
 void handle_models(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+  // What the model takes besides text (the chat page shows its attach controls from this).
+  json capabilities = json::array();
+  if (ctx.media && ctx.media->vision) capabilities.push_back("vision");
   json data = json::array();
   for (const std::string& name : ctx.limits.model_names)
     data.push_back({{"id", name},
@@ -26,7 +29,8 @@ void handle_models(ServerContext& ctx, const httplib::Request&, httplib::Respons
                     {"created", unix_seconds()},
                     {"owned_by", "edge-infer"},
                     {"root", ctx.limits.reported_model_name()},
-                    {"max_model_len", ctx.limits.max_model_len}});
+                    {"max_model_len", ctx.limits.max_model_len},
+                    {"capabilities", capabilities}});
   send_json(res, 200, {{"object", "list"}, {"data", data}});
 }
 

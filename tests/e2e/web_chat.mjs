@@ -198,6 +198,26 @@ try {
   await shot("5-rendering-media.png");
   step("rendering and media");
 
+  // 7. The real server: the demo has a vision projector, so /v1/models announces "vision"
+  // and an attached image is answered (the image_url part goes through the encoder).
+  await page.unroute("**/v1/models");
+  await page.unroute("**/v1/chat/completions");
+  await page.click("#new-chat");
+  await page.uncheck("#speak").catch(() => {});
+  await page.reload();
+  await page.locator("body[data-ready='1']").waitFor({ timeout: 10000 });
+  if (await page.locator("#attach-image").isHidden()) fail("the server has vision but the image control is hidden");
+  await page.fill("#max-tokens", "16");
+  await page.setInputFiles("#image-file", { name: "dot.png", mimeType: "image/png", buffer: png });
+  await page.fill("#input", "What colour is this dot?");
+  await page.press("#input", "Enter");
+  await page.locator(".msg.assistant").waitFor({ timeout: 10000 });
+  await page.locator("#stop:disabled").waitFor({ timeout: 30000 });
+  if (await page.locator(".msg.failed").count()) fail(`the image was refused: ${await page.textContent(".msg.failed")}`);
+  if (!((await lastReply().textContent()) || "").length) fail("no answer to the image");
+  await shot("6-real-image.png");
+  step("real image");
+
   if (summary.foreign.length) fail(`requests left the machine: ${summary.foreign.join(", ")}`);
   if (summary.pageErrors.length) fail(`page errors: ${summary.pageErrors.join(" | ")}`);
 } catch (e) {

@@ -31,7 +31,7 @@ TEST(WebE2E, ChatPageInChromium) {
   const CommandResult r = run_node("web_chat.mjs", server.url(), "'" + shots + "' web-test-key");
   EXPECT_EQ(r.code, 0) << r.out << "\n--- server log ---\n" << server.log();
   for (const char* name : {"1-key-prompt.png", "2-streamed.png", "3-stopped.png",
-                           "4-reloaded-status.png", "5-rendering-media.png"})
+                           "4-reloaded-status.png", "5-rendering-media.png", "6-real-image.png"})
     EXPECT_TRUE(std::filesystem::exists(shots + "/" + name)) << name;
   EXPECT_TRUE(server.alive()) << server.log();
   EXPECT_EQ(server.stop(), 0) << server.log();
