@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "kernels/dense_blocking.h"
 #include "kernels/dense_isa.h"
 
 namespace edge::ref {
@@ -127,47 +128,17 @@ void mm_tile(const float* x, int64_t in, const uint8_t* const* w, float* y, int6
     for (int t = 0; t < T; ++t) y[t * out + r] = hsum8(acc[r][t]);
 }
 
-template <int K, int R>
-void mm_rows(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out, int64_t t0,
-             int64_t t1) {
-  int64_t t = t0;
-  for (; t + 2 <= t1; t += 2) mm_tile<K, R, 2>(x + t * in, in, w, y + t * out, out);
-  if (t < t1) mm_tile<K, R, 1>(x + t * in, in, w, y + t * out, out);
-}
-
+// The register tile the shared loop nest (kernels/dense_blocking.h) runs; 2 tokens x 4 rows:
+// 8 ymm accumulators, the x rows of a token block (~256 KiB) stay in L2.
 template <int K>
-void matmul_kind(const float* x, int64_t n, int64_t in, const uint8_t* w, uint64_t w_row_bytes,
-                 int64_t out, int64_t r0, int64_t r1, float* y) {
-  // Token block: x rows of ~256 KiB stay in L2 while every row tile passes over them.
-  int64_t tb = (262144 / (in * 4)) / 2 * 2;
-  if (tb < 2) tb = 2;
-  for (int64_t b0 = 0; b0 < n; b0 += tb) {
-    const int64_t b1 = min64(n, b0 + tb);
-    int64_t r = r0;
-    for (; r + 4 <= r1; r += 4) {
-      const uint8_t* rows[4] = {w + r * w_row_bytes, w + (r + 1) * w_row_bytes,
-                                w + (r + 2) * w_row_bytes, w + (r + 3) * w_row_bytes};
-      mm_rows<K, 4>(x, in, rows, y + r, out, b0, b1);
-    }
-    for (; r < r1; ++r) {
-      const uint8_t* rows[1] = {w + r * w_row_bytes};
-      mm_rows<K, 1>(x, in, rows, y + r, out, b0, b1);
-    }
+struct Tile {
+  static constexpr int kTokens = 2;
+  static constexpr int64_t kL2Bytes = 262144;
+  template <int R, int T>
+  static void run(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out) {
+    mm_tile<K, R, T>(x, in, w, y, out);
   }
-}
-
-void matmul_f32(const float* x, int64_t n, int64_t in, const uint8_t* w, uint64_t w_row_bytes,
-                int64_t out, int64_t r0, int64_t r1, float* y, float* /*scratch*/) {
-  matmul_kind<kF32>(x, n, in, w, w_row_bytes, out, r0, r1, y);
-}
-void matmul_f16(const float* x, int64_t n, int64_t in, const uint8_t* w, uint64_t w_row_bytes,
-                int64_t out, int64_t r0, int64_t r1, float* y, float* /*scratch*/) {
-  matmul_kind<kF16>(x, n, in, w, w_row_bytes, out, r0, r1, y);
-}
-void matmul_bf16(const float* x, int64_t n, int64_t in, const uint8_t* w, uint64_t w_row_bytes,
-                 int64_t out, int64_t r0, int64_t r1, float* y, float* /*scratch*/) {
-  matmul_kind<kBF16>(x, n, in, w, w_row_bytes, out, r0, r1, y);
-}
+};
 
 // ---- attention ----------------------------------------------------------------------
 
@@ -505,9 +476,9 @@ void gelu(float* x, int64_t n) {
 }  // namespace
 
 void install_dense_avx2(KernelTable* t) {
-  t->matmul_f32 = matmul_f32;
-  t->matmul_f16 = matmul_f16;
-  t->matmul_bf16 = matmul_bf16;
+  t->matmul_f32 = dense::matmul_rows<Tile<kF32>>;
+  t->matmul_f16 = dense::matmul_rows<Tile<kF16>>;
+  t->matmul_bf16 = dense::matmul_rows<Tile<kBF16>>;
   t->attention = attention;
   t->rmsnorm = rmsnorm;
   t->softmax = softmax;
