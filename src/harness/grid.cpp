@@ -117,6 +117,8 @@ void run_serve_arm_once(const ArmSpec& arm, const std::vector<int>& cpus, int se
                       {"itl_ms", l.itl_ms}});
   }
   m["ready_s"] = r->ready_s;
+  if (r->peak_anon > 0) m["peak_rss_anon_mib"] = r->peak_anon / 1048576.0;
+  if (!r->rss.empty()) rec["rss_mib"] = rss_series(r->rss);  // [t_s, RssAnon MiB, +RssFile MiB]
   rec["metrics"] = m;
   rec["serve"] = {{"ready_s", r->ready_s},
                   {"model_id", r->model_id},

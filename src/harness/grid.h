@@ -44,6 +44,8 @@ struct ServeLoad {
   int prompt_words = 100;
   bool unique_prompts = false;  // a different first word per request: no prefix cache hit
   double ready_timeout_s = 300;
+  double request_timeout_s = 600;  // the grid's timeout_s: a read that stalls this long fails
+  int rss_interval_ms = 50;        // the server's RssAnon over time (0: not sampled)
 };
 
 struct ArmSpec {

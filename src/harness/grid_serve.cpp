@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
 
+#include "core/process_rss.h"
 #include "harness/grid_process.h"
 #include "pipeline/external_stage.h"
 
@@ -55,11 +57,12 @@ struct OneRequest {
 };
 
 OneRequest stream_one(int port, const std::string& model_id, const std::string& prompt,
-                      int max_tokens, int seed) {
+                      int max_tokens, int seed, double timeout_s) {
   OneRequest r;
   httplib::Client cli("127.0.0.1", port);
   cli.set_connection_timeout(10, 0);
-  cli.set_read_timeout(600, 0);
+  cli.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::duration<double>(timeout_s)));
   httplib::Request req;
   req.method = "POST";
   req.path = "/v1/completions";
@@ -124,6 +127,36 @@ std::string served_model_id(int port) {
   return "m";
 }
 
+// Samples the server's process tree on a thread until stopped (before the server is).
+class TreeSampler {
+ public:
+  TreeSampler(pid_t pid, int interval_ms, ServeArmResult& out) : out_(out) {
+    if (interval_ms <= 0) return;
+    const auto t0 = Clock::now();
+    thread_ = std::thread([this, pid, interval_ms, t0] {
+      while (!stop_) {
+        const RssSample s = read_rss_tree(pid);
+        if (s.processes > 0) {
+          out_.rss.push_back(
+              {std::chrono::duration<double>(Clock::now() - t0).count(), s.anon, s.anon_file()});
+          out_.peak_anon = std::max(out_.peak_anon, s.anon);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
+      }
+    });
+  }
+  ~TreeSampler() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  ServeArmResult& out_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 }  // namespace
 
 double percentile(std::vector<double> v, double q) {
@@ -166,7 +199,8 @@ ServeLevelResult run_serve_level(int port, const std::string& model_id, const Se
         const std::string p =
             load.unique_prompts ? "request " + std::to_string(i + 1000 * level_seed) + " " + prompt
                                 : prompt;
-        done[static_cast<size_t>(i)] = stream_one(port, model_id, p, load.max_tokens, 1000 + i);
+        done[static_cast<size_t>(i)] =
+            stream_one(port, model_id, p, load.max_tokens, 1000 + i, load.request_timeout_s);
       }
     });
   }
@@ -197,16 +231,20 @@ Expected<ServeArmResult> run_serve_arm(const ServeLoad& load, const std::vector<
   const auto t0 = Clock::now();
   ASSIGN_OR_RETURN(OwnedProcess server, OwnedProcess::spawn(argv, cpus));
   ServeArmResult r;
+  TreeSampler sampler(server.pid(), load.rss_interval_ms, r);
   if (Status s = wait_ready(port, server, load.ready_timeout_s); !s.ok()) {
+    sampler.stop();
     r.stopped = server.stop(5.0);
     return s.with_context(argv[0]);
   }
   r.ready_s = std::chrono::duration<double>(Clock::now() - t0).count();
   r.model_id = served_model_id(port);
-  (void)stream_one(port, r.model_id, make_prompt(load.prompt_words), 4, 1);  // warm-up
+  (void)stream_one(port, r.model_id, make_prompt(load.prompt_words), 4, 1,
+                   load.request_timeout_s);  // warm-up
   for (size_t i = 0; i < load.streams.size(); ++i)
     r.levels.push_back(run_serve_level(port, r.model_id, load, load.streams[i],
                                        level_seed * 16 + static_cast<int>(i)));
+  sampler.stop();
   r.stopped = server.stop(10.0);
   return r;
 }

@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "harness/grid.h"
+#include "harness/grid_process.h"
 
 namespace edge {
 
@@ -39,6 +40,8 @@ struct ServeArmResult {
   std::string model_id;
   std::string stopped;  // how the server ended
   std::vector<ServeLevelResult> levels;
+  std::vector<RssPoint> rss;  // the server's process tree from spawn to stop
+  int64_t peak_anon = 0;
 };
 
 // Starts the arm's server (owned: pinned to cpus, stopped and reaped here), waits for

@@ -273,6 +273,10 @@ Expected<GridSpec> parse_grid_spec(const std::string& raw_text, const std::strin
   } catch (const json::exception& e) {
     return Status::invalid_argument(std::string("grid file: ") + e.what());
   }
+  for (ArmSpec& a : g.arms) {
+    a.load.request_timeout_s = g.timeout_s;
+    a.load.rss_interval_ms = g.rss_interval_ms;
+  }
   if (g.passes < 1) return Status::invalid_argument("grid file: passes must be >= 1");
   if (g.timeout_s <= 0) return Status::invalid_argument("grid file: timeout_s must be positive");
   return g;

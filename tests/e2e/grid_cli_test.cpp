@@ -107,6 +107,9 @@ TEST(GridCliTest, ServeArmMeasuresTtftItlAndThroughput) {
   EXPECT_EQ(run["provenance"]["model_sha256"].get<std::string>().size(), 64u);
   EXPECT_TRUE(fs::exists(plots + "/serve-c2-ttft.svg"));
   EXPECT_TRUE(fs::exists(plots + "/serve-c2-itl.svg"));
+  EXPECT_GT(run["metrics"]["peak_rss_anon_mib"].get<double>(), 0.0);  // the server's tree, sampled
+  EXPECT_FALSE(run["rss_mib"].empty());
+  EXPECT_TRUE(fs::exists(plots + "/rss.svg"));
   fs::remove_all(dir);
 }
 
