@@ -1,8 +1,6 @@
 // The server probe: a real client of `serve` over HTTP. Streams go through raw sockets so
 // that the probe decides when to read and when to hang up; a small receive buffer keeps
 // a stalled reader from hiding a whole response in socket buffers.
-#include <netdb.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <httplib.h>
@@ -11,6 +9,7 @@
 
 #include "harness/probe.h"
 #include "harness/probe_check.h"
+#include "harness/raw_http.h"
 
 namespace edge {
 
@@ -53,24 +52,10 @@ class ServerClient {
   }
   // POST /v1/completions (stream) on a raw socket; -1 when it cannot connect.
   int open_stream(int rcvbuf) {
-    addrinfo hints{}, *res = nullptr;
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(url_.host.c_str(), url_.port.c_str(), &hints, &res) != 0) return -1;
-    const int fd = socket(res->ai_family, SOCK_STREAM, 0);
-    if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-    const bool ok = connect(fd, res->ai_addr, res->ai_addrlen) == 0;
-    freeaddrinfo(res);
     const json body = {{"prompt", o_.prompt},  {"max_tokens", o_.max_tokens}, {"n", o_.n},
                        {"ignore_eos", true}, {"stream", true},             {"temperature", 0}};
-    std::string req = "POST /v1/completions HTTP/1.1\r\nHost: " + url_.host +
-                      "\r\nContent-Type: application/json\r\nConnection: close\r\n";
-    if (!o_.api_key.empty()) req += "Authorization: Bearer " + o_.api_key + "\r\n";
-    req += "Content-Length: " + std::to_string(body.dump().size()) + "\r\n\r\n" + body.dump();
-    if (!ok || write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-      close(fd);
-      return -1;
-    }
-    return fd;
+    const std::string auth = o_.api_key.empty() ? "" : "Authorization: Bearer " + o_.api_key + "\r\n";
+    return raw_http_request(url_.host, url_.port, "POST", "/v1/completions", body.dump(), auth, rcvbuf);
   }
   template <typename F>
   bool eventually(F&& f) {
@@ -88,15 +73,6 @@ class ServerClient {
   httplib::Headers auth_;
   const ServerProbeOptions& o_;
 };
-
-std::string read_to_end(int fd) {
-  std::string got;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return got;
-}
 
 // The text of each choice of an SSE completion stream (HTTP/1.1 chunked), and whether it
 // ended with [DONE].

@@ -3,14 +3,12 @@
 // (in-flight streams finish, new requests are refused, exit 0; after --drain-timeout they
 // are cancelled and still end cleanly); the health probes, served-model-name aliases and
 // per-client limits.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/raw_http.h"
 #include "server_process.h"
 
 namespace edge::e2e {
@@ -21,37 +19,11 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// A request on a raw socket (so that the test decides when to read and when to hang up).
-// A small receive buffer (rcvbuf > 0) keeps a reader that does not read from hiding a
-// whole response in socket buffers.
+// A request on a raw socket (harness/raw_http.h: the test decides when to read and when
+// to hang up).
 int raw_request(int port, const std::string& method, const std::string& path, const std::string& body,
                 const std::string& headers = "", int rcvbuf = 0) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  const std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + headers +
-                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-std::string read_to_end(int fd) {
-  std::string got;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return got;
+  return raw_http_request("127.0.0.1", std::to_string(port), method, path, body, headers, rcvbuf);
 }
 
 class ServerOps : public ::testing::Test {
