@@ -267,7 +267,12 @@ std::string grid_summary_text(const nlohmann::json& summary) {
 Expected<nlohmann::json> run_grid(const GridSpec& g, const GridOptions& o) {
   ASSIGN_OR_RETURN(HostLock lock,
                    HostLock::acquire(o.lock_path.empty() ? default_grid_lock_path() : o.lock_path));
-  const std::vector<int> cpus = g.cpus.empty() ? allowed_cores() : g.cpus;
+  const std::vector<int> allowed = allowed_cores();
+  const std::vector<int> cpus = g.cpus.empty() ? allowed : g.cpus;
+  for (int c : cpus)  // the children are pinned there: a core we may not use would be a lie
+    if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
+      return Status::invalid_argument(fmt::format(
+          "grid cpus: core {} is not in this process's affinity ({})", c, cpus_text(allowed)));
   ASSIGN_OR_RETURN(Preflight pf, preflight_cores(cpus, g.preflight_s, g.max_busy));
   if (pf.contended && !o.allow_noisy)
     return Status::resource_exhausted(fmt::format(

@@ -178,6 +178,14 @@ TEST(GridTest, ContendedRunIsRefusedUnlessLabelled) {
   EXPECT_EQ((*labelled)["summary"]["contended_runs"], 1);
 }
 
+TEST(GridTest, CoresOutsideTheAffinityAreRefused) {
+  TempDir d;
+  auto r = run_text("passes: 1\ncpus: [4095]\narms:\n" + echo_arm("a", R"({"x_ms": 1})"),
+                    quiet_options(d));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(GridTest, HostLockRefusesASecondGrid) {
   TempDir d;
   auto held = HostLock::acquire(d.file("grid.lock"));
