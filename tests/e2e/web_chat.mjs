@@ -47,6 +47,7 @@ try {
   await page.goto(baseUrl + "/");
   await page.locator("#key-dialog[open]").waitFor({ timeout: 10000 });
   await shot("1-key-prompt.png");
+  if (!(await page.locator("#speak-row").isHidden())) fail("the speech control shows before the server said it speaks");
   await page.fill("#key-input", apiKey);
   await page.click("#key-save");
   await page.locator("body[data-ready='1']").waitFor({ timeout: 10000 });
@@ -207,6 +208,8 @@ try {
   await page.reload();
   await page.locator("body[data-ready='1']").waitFor({ timeout: 10000 });
   if (await page.locator("#attach-image").isHidden()) fail("the server has vision but the image control is hidden");
+  if (!(await page.locator("#attach-audio").isHidden()) || !(await page.locator("#record-audio").isHidden()))
+    fail("audio controls shown though the server announces no audio input");
   await page.fill("#max-tokens", "16");
   await page.setInputFiles("#image-file", { name: "dot.png", mimeType: "image/png", buffer: png });
   await page.fill("#input", "What colour is this dot?");
