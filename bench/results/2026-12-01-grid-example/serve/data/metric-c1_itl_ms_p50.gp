@@ -1,6 +1,6 @@
 set terminal svg size 820,460 noenhanced font 'sans,12' background rgb 'white'
 set output 'bench/results/2026-12-01-grid-example/serve/metric-c1_itl_ms_p50.svg'
-set title 'c1_itl_ms_p50 (lower is better; band ±22.7%)'
+set title 'c1_itl_ms_p50 (lower is better; band ±31.8%)'
 set grid ytics lc rgb '#dddddd'
 set key outside right top
 set xrange [-0.6:1.6]

@@ -1,6 +1,6 @@
 set terminal svg size 820,460 noenhanced font 'sans,12' background rgb 'white'
 set output 'bench/results/2026-12-01-grid-example/serve/metric-c2_itl_ms_p99.svg'
-set title 'c2_itl_ms_p99 (lower is better; band ±73.9%)'
+set title 'c2_itl_ms_p99 (lower is better; band ±61.5%)'
 set grid ytics lc rgb '#dddddd'
 set key outside right top
 set xrange [-0.6:1.6]
