@@ -1,7 +1,8 @@
 // edge-infer agent-suite --server URL [--repeats N] [--tasks a,b] [--variants a,b]
 //   [--max-steps S] [--policy model|oracle|toggle-all|loop] [--model NAME] [--api-key K]:
 // the phone-agent suite (src/agent/) against an OpenAI-compatible server, as JSON: pass
-// rate per task over repeats, falsely claimed done, damage, loops, every recovery.
+// rate per task over repeats, falsely claimed done, damage, loops, every recovery. Exit 1
+// when a request to the server failed (the report still comes out).
 #include <cstdio>
 #include <memory>
 
@@ -40,7 +41,8 @@ int run_agent_suite(const AgentSuiteArgs& a) {
   for (const auto& w : (*report)["warnings"])
     std::fprintf(stderr, "edge-infer: warning: %s\n", w.get<std::string>().c_str());
   std::printf("%s\n", report->dump(2).c_str());
-  return 0;
+  // The server failing (unreachable, errors) is not a model's low score: say so in the status.
+  return (*report)["total"]["policy_errors"].get<int>() > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -60,8 +62,10 @@ void register_agent_suite(CLI::App& app, Context& ctx) {
   sub->add_option("--max-steps", a->max_steps, "actions per episode")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--max-tokens", a->model.max_tokens, "max_tokens per step")->capture_default_str();
-  sub->add_flag("--ui-json", a->model.ui_json, "show the model the UI tree as JSON (default: one line per element)");
+  sub->add_option("--max-tokens", a->model.max_tokens, "max_tokens per step")
+      ->capture_default_str();
+  sub->add_flag("--ui-json", a->model.ui_json,
+                "show the model the UI tree as JSON (default: one line per element)");
   sub->add_option("--policy", a->policy, "who acts: the model, or a scripted policy (no server)")
       ->check(CLI::IsMember({"model", "oracle", "toggle-all", "loop"}))
       ->capture_default_str();

@@ -43,26 +43,32 @@ int run_probe(ProbeArgs& a) {
 
 void register_probe(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<ProbeArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "probe", "Reliability probes of a server or a pipeline (saturation, cancel, stale handles, killed workers)");
+  CLI::App* sub = app.add_subcommand("probe",
+                                     "Reliability probes of a server or a pipeline (saturation, "
+                                     "cancel, stale handles, killed workers)");
   sub->add_option("--server", a->server, "a running server's base URL, e.g. http://127.0.0.1:8080");
   sub->add_option("--pipeline", a->pipeline, "a pipeline file: its stages are started here");
   sub->add_option("--api-key", a->http.api_key, "bearer key of the server");
-  sub->add_option("--n", a->http.n, "server: choices per stream (bytes enough to fill the socket buffers)")
+  sub->add_option("--n", a->http.n,
+                  "server: choices per stream (bytes enough to fill the socket buffers)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_option("--stream-tokens", a->http.max_tokens, "server: max_tokens per stream")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--high-water", a->pipe.high_water, "pipeline: events queued per request before it stalls")
+  sub->add_option("--high-water", a->pipe.high_water,
+                  "pipeline: events queued per request before it stalls")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--max-tokens", a->pipe.max_tokens, "pipeline: tokens per text request (above the mark)")
+  sub->add_option("--max-tokens", a->pipe.max_tokens,
+                  "pipeline: tokens per text request (above the mark)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--ctx", a->pipe.ctx, "pipeline: context of each lm stage")->capture_default_str();
+  sub->add_option("--ctx", a->pipe.ctx, "pipeline: context of each lm stage")
+      ->capture_default_str();
   sub->add_option("-t,--threads", a->pipe.n_threads, "pipeline: threads per stage (default: all)");
-  sub->add_option("--slow-consumer-ms", a->slow_consumer_ms, "speech: how long the slow consumer stops reading")
+  sub->add_option("--slow-consumer-ms", a->slow_consumer_ms,
+                  "speech: how long the slow consumer stops reading")
       ->capture_default_str();
   sub->callback([a, &ctx] { ctx.exit_code = run_probe(*a); });
 }

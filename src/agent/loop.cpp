@@ -60,7 +60,8 @@ Episode run_episode(const Task& t, const Variant& v, Policy& policy, const LoopL
       break;
     }
     ++ep.steps;
-    for (const std::string& r : d->recoveries) ep.recoveries.push_back("step " + std::to_string(step) + ": " + r);
+    for (const std::string& r : d->recoveries)
+      ep.recoveries.push_back("step " + std::to_string(step) + ": " + r);
     ep.actions.push_back(d->action.to_string());
     if (d->action.kind == "none" && !d->unusable_reply.empty())
       ep.unusable_replies.push_back("step " + std::to_string(step) + ": " + d->unusable_reply);

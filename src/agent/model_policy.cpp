@@ -30,9 +30,11 @@ class ModelPolicy : public Policy {
     cli.set_connection_timeout(10, 0);
     httplib::Headers h;
     if (!o_.api_key.empty()) h.emplace("Authorization", "Bearer " + o_.api_key);
-    auto res = cli.Post("/v1/chat/completions", h, step_request(o_, obs).dump(), "application/json");
-    if (!res) return Status::unavailable("POST " + o_.server + "/v1/chat/completions: " +
-                                         httplib::to_string(res.error()));
+    auto res =
+        cli.Post("/v1/chat/completions", h, step_request(o_, obs).dump(), "application/json");
+    if (!res)
+      return Status::unavailable("POST " + o_.server +
+                                 "/v1/chat/completions: " + httplib::to_string(res.error()));
     if (res->status != 200)
       return Status::unavailable("the server answered " + std::to_string(res->status) + ": " +
                                  res->body.substr(0, 300));

@@ -11,8 +11,8 @@
 namespace edge::agent {
 
 struct ModelPolicyOptions {
-  std::string server;     // http://127.0.0.1:8080 (a trailing /v1 is accepted)
-  std::string model;      // the request's "model" ("" : the server's default)
+  std::string server;  // http://127.0.0.1:8080 (a trailing /v1 is accepted)
+  std::string model;   // the request's "model" ("" : the server's default)
   std::string api_key;
   int max_tokens = 96;
   double temperature = 0.0;

@@ -14,7 +14,8 @@ std::string alarm_text(const Alarm& a) {
 
 nlohmann::json state_json(const DeviceState& s) {
   nlohmann::json alarms = nlohmann::json::array();
-  for (const Alarm& a : s.alarms) alarms.push_back({{"time", alarm_text(a)}, {"enabled", a.enabled}});
+  for (const Alarm& a : s.alarms)
+    alarms.push_back({{"time", alarm_text(a)}, {"enabled", a.enabled}});
   return {{"wifi", s.wifi},
           {"airplane", s.airplane},
           {"bluetooth", s.bluetooth},
@@ -23,10 +24,11 @@ nlohmann::json state_json(const DeviceState& s) {
 }
 
 const std::vector<Variant>& all_variants() {
-  static const std::vector<Variant> v = {
-      {"base", false, false, false, false},   {"renamed", true, false, false, false},
-      {"reordered", false, true, false, false}, {"decoys", false, false, true, false},
-      {"deep", false, false, false, true}};
+  static const std::vector<Variant> v = {{"base", false, false, false, false},
+                                         {"renamed", true, false, false, false},
+                                         {"reordered", false, true, false, false},
+                                         {"decoys", false, false, true, false},
+                                         {"deep", false, false, false, true}};
   return v;
 }
 
@@ -154,7 +156,8 @@ UiTree Phone::ui() const {
       {"editor", {"Edit alarm", "Edit alarm"}}};
   UiTree t;
   auto it = kTitles.find(screen());
-  t.screen = it == kTitles.end() ? screen() : (variant_.renamed ? it->second.second : it->second.first);
+  t.screen =
+      it == kTitles.end() ? screen() : (variant_.renamed ? it->second.second : it->second.first);
   int n = 0;
   for (const Element& el : elements())
     t.nodes.push_back({"e" + std::to_string(++n), el.role, el.label, el.value});
@@ -164,7 +167,8 @@ UiTree Phone::ui() const {
 std::string Phone::snapshot() const {
   std::string s = state_json(state_).dump();
   for (const std::string& screen : stack_) s += "/" + screen;
-  if (screen() == "editor") s += "|" + draft_hour_ + ":" + draft_minute_ + draft_period_ + editor_error_;
+  if (screen() == "editor")
+    s += "|" + draft_hour_ + ":" + draft_minute_ + draft_period_ + editor_error_;
   return s;
 }
 
@@ -179,10 +183,14 @@ Status Phone::activate(const Element& e) {
     if (stack_.back() == "decoy_app" || stack_.back() == "camera") stack_.back() = "dead_end";
     return Status();
   }
-  if (e.key == "switch.wifi") set_switch("wifi", &state_.wifi);
-  else if (e.key == "switch.airplane") set_switch("airplane", &state_.airplane);
-  else if (e.key == "switch.bluetooth") set_switch("bluetooth", &state_.bluetooth);
-  else if (e.key == "switch.wifi_calling") set_switch("wifi_calling", &state_.wifi_calling);
+  if (e.key == "switch.wifi")
+    set_switch("wifi", &state_.wifi);
+  else if (e.key == "switch.airplane")
+    set_switch("airplane", &state_.airplane);
+  else if (e.key == "switch.bluetooth")
+    set_switch("bluetooth", &state_.bluetooth);
+  else if (e.key == "switch.wifi_calling")
+    set_switch("wifi_calling", &state_.wifi_calling);
   else if (e.key.rfind("alarm.", 0) == 0) {
     Alarm& a = state_.alarms[std::stoul(e.key.substr(6))];
     a.enabled = !a.enabled;

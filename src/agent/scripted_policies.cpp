@@ -62,7 +62,8 @@ class Oracle : public Policy {
       return act("tap", find(t, {"Save", "Confirm"}, "button")->id);
     }
     if (titled(t, kClock))
-      return find(t, {"7:30 AM"}) ? act("done") : act("tap", find(t, {"Add alarm", "New alarm"})->id);
+      return find(t, {"7:30 AM"}) ? act("done")
+                                  : act("tap", find(t, {"Add alarm", "New alarm"})->id);
     if (titled(t, {"Home"})) return act("tap", find(t, kClock, "app")->id);
     return act("back");
   }
@@ -74,7 +75,8 @@ class ToggleAll : public Policy {
   Expected<Decision> decide(const Observation& o) override {
     for (const UiNode& n : o.ui.nodes) {
       const std::string key = o.ui.screen + "/" + n.label;
-      if ((n.role == "switch" || n.role == "item" || (n.role == "app" && find(o.ui, kSettings) == &n)) &&
+      if ((n.role == "switch" || n.role == "item" ||
+           (n.role == "app" && find(o.ui, kSettings) == &n)) &&
           used_.insert(key).second)
         return act("tap", n.id);
     }
@@ -104,8 +106,12 @@ class Looping : public Policy {
 
 }  // namespace
 
-std::unique_ptr<Policy> make_oracle_policy() { return std::make_unique<Oracle>(); }
-std::unique_ptr<Policy> make_toggle_all_policy() { return std::make_unique<ToggleAll>(); }
+std::unique_ptr<Policy> make_oracle_policy() {
+  return std::make_unique<Oracle>();
+}
+std::unique_ptr<Policy> make_toggle_all_policy() {
+  return std::make_unique<ToggleAll>();
+}
 std::unique_ptr<Policy> make_looping_policy(const std::string& kind) {
   return std::make_unique<Looping>(kind);
 }

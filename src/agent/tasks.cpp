@@ -14,7 +14,8 @@ DeviceState start_state(bool wifi) {
 }
 
 MustNot unchanged(const std::string& what, bool DeviceState::*field) {
-  return {what + " changed", [field](const Phone& p) { return p.state().*field != p.initial().*field; }};
+  return {what + " changed",
+          [field](const Phone& p) { return p.state().*field != p.initial().*field; }};
 }
 
 // Toggled at all, even if toggled back: "already on" allows no toggle.
@@ -30,8 +31,8 @@ MustNot existing_alarms_kept() {
   return {"existing alarms changed", [](const Phone& p) {
             const auto& now = p.state().alarms;
             for (const Alarm& a : p.initial().alarms)
-              if (std::count(now.begin(), now.end(), a) < std::count(p.initial().alarms.begin(),
-                                                                     p.initial().alarms.end(), a))
+              if (std::count(now.begin(), now.end(), a) <
+                  std::count(p.initial().alarms.begin(), p.initial().alarms.end(), a))
                 return true;
             return false;
           }};
@@ -89,8 +90,8 @@ std::vector<Task> make_tasks() {
                    return x.hour24 == 7 && x.minute == 30 && x.enabled;
                  });
                },
-               with(radios_except(""), {new_alarm_at(19, 30, "alarm at 7:30 PM"),
-                                        existing_alarms_kept()})});
+               with(radios_except(""),
+                    {new_alarm_at(19, 30, "alarm at 7:30 PM"), existing_alarms_kept()})});
   return t;
 }
 

@@ -13,7 +13,7 @@
 namespace edge::agent {
 
 struct MustNot {
-  std::string name;                           // "bluetooth changed", "alarm at 7:30 PM", ...
+  std::string name;                            // "bluetooth changed", "alarm at 7:30 PM", ...
   std::function<bool(const Phone&)> violated;  // true when it happened
 };
 

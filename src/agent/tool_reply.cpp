@@ -11,20 +11,19 @@ using nlohmann::json;
 const json& phone_tools() {
   static const json tools = [] {
     auto fn = [](const char* name, const char* what, json props, json required) {
-      return json{{"type", "function"},
-                  {"function",
-                   {{"name", name},
-                    {"description", what},
-                    {"parameters",
-                     {{"type", "object"}, {"properties", props}, {"required", required}}}}}};
+      return json{
+          {"type", "function"},
+          {"function",
+           {{"name", name},
+            {"description", what},
+            {"parameters", {{"type", "object"}, {"properties", props}, {"required", required}}}}}};
     };
     const json id = {{"type", "string"}, {"description", "element id, e.g. e3"}};
-    return json::array(
-        {fn("tap", "Tap an element of the screen", {{"id", id}}, {"id"}),
-         fn("type", "Replace the text of a field", {{"id", id}, {"text", {{"type", "string"}}}},
-            {"id", "text"}),
-         fn("back", "Go back one screen", json::object(), json::array()),
-         fn("done", "The goal is reached", json::object(), json::array())});
+    return json::array({fn("tap", "Tap an element of the screen", {{"id", id}}, {"id"}),
+                        fn("type", "Replace the text of a field",
+                           {{"id", id}, {"text", {{"type", "string"}}}}, {"id", "text"}),
+                        fn("back", "Go back one screen", json::object(), json::array()),
+                        fn("done", "The goal is reached", json::object(), json::array())});
   }();
   return tools;
 }
@@ -57,8 +56,10 @@ json first_json_object(const std::string& s) {
     for (size_t i = start; i < s.size(); ++i) {
       const char c = s[i];
       if (in_str) {
-        if (c == '\\') ++i;
-        else if (c == '"') in_str = false;
+        if (c == '\\')
+          ++i;
+        else if (c == '"')
+          in_str = false;
       } else if (c == '"') {
         in_str = true;
       } else if (c == '{') {
@@ -102,7 +103,8 @@ bool from_content(const std::string& content, Decision& d) {
     d.recoveries.push_back("json_in_content");
     return true;
   }
-  static const std::regex call(R"re((tap|type|back|done)\s*\(\s*"?(\w*)"?\s*(?:,\s*"([^"]*)")?\s*\))re");
+  static const std::regex call(
+      R"re((tap|type|back|done)\s*\(\s*"?(\w*)"?\s*(?:,\s*"([^"]*)")?\s*\))re");
   std::smatch m;
   if (std::regex_search(content, m, call) &&
       to_action(m[1], json{{"id", m[2].str()}, {"text", m[3].str()}}, d.action)) {

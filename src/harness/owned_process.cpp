@@ -56,7 +56,8 @@ Status OwnedProcess::signal(int sig) const {
   auto s = read_stat(pid);
   if (!s.ok() || s->start_ticks != start_ticks)
     return Status::not_found(to_string() + " is gone (its pid may name another process now)");
-  if (s->ppid != ::getpid()) return Status::invalid_argument(to_string() + " is no longer our child");
+  if (s->ppid != ::getpid())
+    return Status::invalid_argument(to_string() + " is no longer our child");
   if (::kill(pid, sig) != 0) return Status::io_error("kill " + to_string() + " failed");
   return Status();
 }

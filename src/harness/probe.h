@@ -82,7 +82,7 @@ Expected<ProbeReport> probe_pipeline_file(const std::string& path, const Pipelin
 struct ServerProbeOptions {
   std::string api_key;
   std::string prompt = "hello";
-  int n = 16;                // choices per stream: enough bytes to fill the socket buffers
+  int n = 16;  // choices per stream: enough bytes to fill the socket buffers
   int max_tokens = 900;
   std::chrono::seconds timeout{60};
 };

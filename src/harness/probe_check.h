@@ -17,7 +17,9 @@ inline double since(Clock::time_point t) {
 
 class Running {
  public:
-  Running(ProbeReport& r, std::string name) : r_(r), t0_(Clock::now()) { c_.name = std::move(name); }
+  Running(ProbeReport& r, std::string name) : r_(r), t0_(Clock::now()) {
+    c_.name = std::move(name);
+  }
   ~Running() {
     c_.seconds = since(t0_);
     r_.checks.push_back(std::move(c_));

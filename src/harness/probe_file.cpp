@@ -72,7 +72,8 @@ Expected<ProbeReport> probe_pipeline_file(const std::string& path, const Pipelin
     if (graph_has_speech(spec)) speech_probe(**rt, o.speech, report);
     for (const auto& s : spec.stages) remember(&seen, stage_worker(**rt, s.name));
     if (report.checks.empty())
-      return Status::unsupported(path + ": the graph has neither a language-model output nor audio");
+      return Status::unsupported(path +
+                                 ": the graph has neither a language-model output nor audio");
   }
   check_cleanup(seen, report);
   return report;

@@ -82,7 +82,10 @@ std::map<std::string, pipeline::PortValue> id_inputs(const pipeline::PipelineSpe
 class TextProbe {
  public:
   TextProbe(PipelineRuntime& rt, const TextProbeOptions& o, ProbeReport& r)
-      : rt_(rt), o_(o), r_(r), hw_(rt.options().stream_high_water),
+      : rt_(rt),
+        o_(o),
+        r_(r),
+        hw_(rt.options().stream_high_water),
         inputs_(id_inputs(rt.spec(), o.prompt)) {}
 
   void run() {
@@ -102,8 +105,8 @@ class TextProbe {
     c.figures()["tokens"] = out.ids.size();
     c.expect(out.end.ok(), "the request ended in error: " + out.end.to_string());
     c.expect(static_cast<int32_t>(out.ids.size()) > hw_,
-             "too few tokens (" + std::to_string(out.ids.size()) + ") to pass the high-water mark " +
-                 std::to_string(hw_));
+             "too few tokens (" + std::to_string(out.ids.size()) +
+                 ") to pass the high-water mark " + std::to_string(hw_));
     return !c.failed();
   }
 
@@ -136,14 +139,17 @@ class TextProbe {
     }
     Running c(r_, "text.stale_handle");
     auto n = rt_.next(copy, std::chrono::milliseconds(10));
-    c.expect(n.status().code() == StatusCode::kNotFound, "next() on a stale handle: " + n.status().to_string());
+    c.expect(n.status().code() == StatusCode::kNotFound,
+             "next() on a stale handle: " + n.status().to_string());
     const Status cs = rt_.cancel(copy);
-    c.expect(cs.code() == StatusCode::kNotFound && cs.message().find("stale handle") != std::string::npos,
+    c.expect(cs.code() == StatusCode::kNotFound &&
+                 cs.message().find("stale handle") != std::string::npos,
              "cancel() on a stale handle: " + cs.to_string());
     PipelineHandle forged = copy;
     forged.token ^= 1;
-    c.expect(rt_.next(forged, std::chrono::milliseconds(10)).status().code() == StatusCode::kNotFound,
-             "a handle of another runtime was accepted");
+    c.expect(
+        rt_.next(forged, std::chrono::milliseconds(10)).status().code() == StatusCode::kNotFound,
+        "a handle of another runtime was accepted");
   }
 
   void cancel_after_saturation() {
@@ -175,7 +181,8 @@ class TextProbe {
 void TextProbe::worker_killed() {
   std::string stage;
   for (const auto& s : rt_.spec().stages)
-    if (s.kind == pipeline::StageKind::kLm && s.placement == pipeline::Placement::kWorker) stage = s.name;
+    if (s.kind == pipeline::StageKind::kLm && s.placement == pipeline::Placement::kWorker)
+      stage = s.name;
   Expected<StageWorker> w = Status::not_found("no worker");
   {
     Running c(r_, "text.worker_killed");

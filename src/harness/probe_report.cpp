@@ -5,9 +5,8 @@
 namespace edge {
 
 bool ProbeReport::passed() const {
-  return findings.empty() && std::none_of(checks.begin(), checks.end(), [](const ProbeCheck& c) {
-           return c.result == "fail";
-         });
+  return findings.empty() && std::none_of(checks.begin(), checks.end(),
+                                          [](const ProbeCheck& c) { return c.result == "fail"; });
 }
 
 const ProbeCheck* ProbeReport::check(const std::string& name) const {
@@ -27,12 +26,8 @@ nlohmann::json ProbeReport::to_json() const {
                            {"figures", c.figures}});
     failed += c.result == "fail", skipped += c.result == "skipped";
   }
-  return {{"target", target},
-          {"passed", passed()},
-          {"failed", failed},
-          {"skipped", skipped},
-          {"checks", checks_json},
-          {"findings", findings}};
+  return {{"target", target},   {"passed", passed()},    {"failed", failed},
+          {"skipped", skipped}, {"checks", checks_json}, {"findings", findings}};
 }
 
 }  // namespace edge

@@ -1,9 +1,8 @@
 // The server probe: a real client of `serve` over HTTP. Streams go through raw sockets so
 // that the probe decides when to read and when to hang up; a small receive buffer keeps
 // a stalled reader from hiding a whole response in socket buffers.
-#include <unistd.h>
-
 #include <httplib.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -52,10 +51,13 @@ class ServerClient {
   }
   // POST /v1/completions (stream) on a raw socket; -1 when it cannot connect.
   int open_stream(int rcvbuf) {
-    const json body = {{"prompt", o_.prompt},  {"max_tokens", o_.max_tokens}, {"n", o_.n},
-                       {"ignore_eos", true}, {"stream", true},             {"temperature", 0}};
-    const std::string auth = o_.api_key.empty() ? "" : "Authorization: Bearer " + o_.api_key + "\r\n";
-    return raw_http_request(url_.host, url_.port, "POST", "/v1/completions", body.dump(), auth, rcvbuf);
+    const json body = {{"prompt", o_.prompt}, {"max_tokens", o_.max_tokens},
+                       {"n", o_.n},           {"ignore_eos", true},
+                       {"stream", true},      {"temperature", 0}};
+    const std::string auth =
+        o_.api_key.empty() ? "" : "Authorization: Bearer " + o_.api_key + "\r\n";
+    return raw_http_request(url_.host, url_.port, "POST", "/v1/completions", body.dump(), auth,
+                            rcvbuf);
   }
   template <typename F>
   bool eventually(F&& f) {
@@ -97,7 +99,8 @@ Streamed parse_stream(const std::string& raw) {
   }
   for (size_t at = body.find("data: "); at != std::string::npos; at = body.find("data: ", at + 6)) {
     const size_t end = body.find("\n\n", at);
-    const std::string data = body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
+    const std::string data =
+        body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
     if (data == "[DONE]") {
       s.done = true;
       continue;
@@ -133,8 +136,9 @@ ProbeReport probe_server(const std::string& url, const ServerProbeOptions& o) {
     if (!c.expect(fd >= 0, "cannot connect")) return report;
     baseline = parse_stream(read_to_end(fd));
     c.figures()["choices"] = baseline.texts.size();
-    c.expect(baseline.done && baseline.error.empty() && static_cast<int>(baseline.texts.size()) == o.n,
-             "the stream did not end cleanly with every choice");
+    c.expect(
+        baseline.done && baseline.error.empty() && static_cast<int>(baseline.texts.size()) == o.n,
+        "the stream did not end cleanly with every choice");
     if (c.failed()) return report;
   }
   ServerClient cl(*u, base, o);
@@ -147,12 +151,15 @@ ProbeReport probe_server(const std::string& url, const ServerProbeOptions& o) {
     bool seen_running = false, ended = false;
     cl.eventually([&] {
       if (cl.metric("edge_requests_paused") > 0) return true;
-      const double in_flight = cl.metric("edge_requests_running") + cl.metric("edge_requests_waiting");
+      const double in_flight =
+          cl.metric("edge_requests_running") + cl.metric("edge_requests_waiting");
       ended = seen_running && in_flight == 0;
       seen_running = seen_running || in_flight > 0;
       return ended;
     });
-    if (!c.expect(!ended, "the stream ended before it filled the socket buffers: raise --n or --stream-tokens") ||
+    if (!c.expect(
+            !ended,
+            "the stream ended before it filled the socket buffers: raise --n or --stream-tokens") ||
         !c.expect(cl.metric("edge_requests_paused") > 0,
                   "the stream never paused (nothing stops it at the high-water mark)")) {
       close(fd);
@@ -183,8 +190,9 @@ ProbeReport probe_server(const std::string& url, const ServerProbeOptions& o) {
     if (s >= 0) {
       close(s);
       const auto t0 = Clock::now();
-      c.expect(cl.eventually([&] { return cl.metric("edge_engine_requests_cancelled_total") > before; }),
-               "the engine never cancelled the request of a client that hung up");
+      c.expect(
+          cl.eventually([&] { return cl.metric("edge_engine_requests_cancelled_total") > before; }),
+          "the engine never cancelled the request of a client that hung up");
       c.figures()["hangup_to_cancel_s"] = since(t0);
       c.expect(cl.eventually([&] { return cl.metric("edge_kv_blocks_used") == 0; }),
                "KV blocks still held after the cancel");
@@ -194,12 +202,14 @@ ProbeReport probe_server(const std::string& url, const ServerProbeOptions& o) {
     Running c(report, "server.after_cancel");
     const int f = cl.open_stream(0);
     if (c.expect(f >= 0, "cannot connect"))
-      c.expect(parse_stream(read_to_end(f)).texts == baseline.texts, "the text differs from the baseline");
+      c.expect(parse_stream(read_to_end(f)).texts == baseline.texts,
+               "the text differs from the baseline");
   }
   Running(report, "server.stale_handle").skip("the HTTP API has no request handles to go stale");
   Running(report, "server.worker_killed")
-      .skip("the server's processes are not this program's children, so it does not signal them; "
-            "probe its pipeline with --pipeline FILE");
+      .skip(
+          "the server's processes are not this program's children, so it does not signal them; "
+          "probe its pipeline with --pipeline FILE");
   return report;
 }
 

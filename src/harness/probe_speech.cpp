@@ -107,7 +107,8 @@ class SpeechProbe {
     const int64_t reserved = rt_.state_json()["ledger"]["reserved_bytes"];
     auto h = started(c, nullptr);
     if (!c.expect(h.ok(), h.status().to_string())) return;
-    if (!c.expect(w->process.signal(SIGKILL).ok(), "could not signal " + w->process.to_string())) return;
+    if (!c.expect(w->process.signal(SIGKILL).ok(), "could not signal " + w->process.to_string()))
+      return;
     const auto t0 = Clock::now();
     const ReadOut rest = read_all(rt_, *h, o_.timeout);
     const double s = since(t0);

@@ -21,8 +21,7 @@ TEST(AgentSuite, OraclePassesEveryTaskOnEveryVariant) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const json& j = *r;
   EXPECT_EQ(j["total"]["runs"], all_tasks().size() * all_variants().size());
-  for (const json& e : j["episodes"])
-    EXPECT_TRUE(e["passed"].get<bool>()) << e.dump(2);
+  for (const json& e : j["episodes"]) EXPECT_TRUE(e["passed"].get<bool>()) << e.dump(2);
   EXPECT_EQ(j["total"]["pass_rate"], 1.0);
   EXPECT_EQ(j["total"]["falsely_claimed_done"], 0);
   ASSERT_EQ(j["warnings"].size(), 1u) << "one repeat must be flagged";
@@ -118,19 +117,23 @@ TEST(AgentToolReply, CleanCallsAndEveryRecovery) {
   EXPECT_TRUE(d.recoveries.empty());
 
   json two = clean;
-  two["choices"][0]["message"]["tool_calls"].push_back(two["choices"][0]["message"]["tool_calls"][0]);
+  two["choices"][0]["message"]["tool_calls"].push_back(
+      two["choices"][0]["message"]["tool_calls"][0]);
   two["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = "{id: e2} oops";
   d = parse_reply(two);
   EXPECT_EQ(d.action.kind, "none");
-  EXPECT_EQ(d.recoveries, (std::vector<std::string>{"extra_tool_calls_ignored", "arguments_not_json",
-                                                    "unusable_tool_call:tap", "unparseable"}));
+  EXPECT_EQ(d.recoveries,
+            (std::vector<std::string>{"extra_tool_calls_ignored", "arguments_not_json",
+                                      "unusable_tool_call:tap", "unparseable"}));
 
-  d = parse_reply(reply_with_content(R"(Sure! {"name": "type", "arguments": {"id": "e1", "text": "7"}})"));
+  d = parse_reply(
+      reply_with_content(R"(Sure! {"name": "type", "arguments": {"id": "e1", "text": "7"}})"));
   EXPECT_EQ(d.action.to_string(), "type(e1,\"7\")");
   EXPECT_EQ(d.recoveries, std::vector<std::string>{"json_in_content"});
   d = parse_reply(reply_with_content(R"({"action": "tap", "id": 4})"));
   EXPECT_EQ(d.action.to_string(), "tap(e4)");
-  d = parse_reply(reply_with_content("<tool_call>{\"name\": \"back\", \"arguments\": {}}</tool_call>"));
+  d = parse_reply(
+      reply_with_content("<tool_call>{\"name\": \"back\", \"arguments\": {}}</tool_call>"));
   EXPECT_EQ(d.action.to_string(), "back()");
   EXPECT_EQ(d.recoveries, std::vector<std::string>{"tool_call_tag_in_content"});
   d = parse_reply(reply_with_content("I will tap(e2) now"));
@@ -157,7 +160,8 @@ TEST(AgentToolReply, StepRequestCarriesToolsGoalScreenAndHistory) {
   ModelPolicyOptions as_json;
   as_json.ui_json = true;
   const std::string j = step_request(as_json, o)["messages"][1]["content"];
-  EXPECT_NE(j.find(R"({"elements":[{"id":"e1","label":"Camera","role":"app"})"), std::string::npos) << j;
+  EXPECT_NE(j.find(R"({"elements":[{"id":"e1","label":"Camera","role":"app"})"), std::string::npos)
+      << j;
   EXPECT_NE(j.find(R"("screen":"Home"})"), std::string::npos) << j;
 }
 

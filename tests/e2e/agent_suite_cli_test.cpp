@@ -16,9 +16,10 @@ using nlohmann::json;
 TEST(AgentSuiteCli, DemoModelRunsTheLoopEndToEnd) {
   ServerProcess server;
   ASSERT_TRUE(server.start(""));  // no -m: the demo model
-  const CommandResult r = run_command(std::string(EDGE_BINARY) + " agent-suite --server " + server.url() +
-                                      " -r 1 --tasks wifi_on,alarm_730am --variants base,decoys --max-steps 4"
-                                      " --max-tokens 24 2>/dev/null");
+  const CommandResult r =
+      run_command(std::string(EDGE_BINARY) + " agent-suite --server " + server.url() +
+                  " -r 1 --tasks wifi_on,alarm_730am --variants base,decoys --max-steps 4"
+                  " --max-tokens 24 2>/dev/null");
   ASSERT_EQ(r.code, 0) << r.out;
   const json j = json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << r.out;
@@ -35,7 +36,8 @@ TEST(AgentSuiteCli, DemoModelRunsTheLoopEndToEnd) {
     for (const json& a : e["actions"]) unusable += a.get<std::string>().rfind("none", 0) == 0;
     for (const json& rec : e["recoveries"]) {
       const std::string s = rec;
-      unusable -= s.find("unparseable") != std::string::npos || s.find("no_message") != std::string::npos;
+      unusable -=
+          s.find("unparseable") != std::string::npos || s.find("no_message") != std::string::npos;
     }
     EXPECT_LE(unusable, 0) << e.dump(2);
     EXPECT_TRUE(e["end"] == "done" || e["end"] == "max_steps" || e["end"] == "no_change_loop" ||
@@ -45,6 +47,18 @@ TEST(AgentSuiteCli, DemoModelRunsTheLoopEndToEnd) {
   }
   EXPECT_TRUE(server.alive());
   EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
+// No server: each episode ends with a policy error (not a low score) and the exit status is 1.
+TEST(AgentSuiteCli, AnUnreachableServerIsAnErrorNotAScore) {
+  const CommandResult r = run_command(std::string(EDGE_BINARY) +
+                                      " agent-suite --server http://127.0.0.1:1 -r 1 --tasks wifi_on"
+                                      " --variants base,deep 2>/dev/null");
+  EXPECT_EQ(r.code, 1) << r.out;
+  const json j = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["total"]["policy_errors"], 2);
+  EXPECT_EQ(j["episodes"][0]["end"], "policy_error");
 }
 
 }  // namespace

@@ -25,12 +25,14 @@ TEST(ProbeCli, PipelineWorkerKilledIsAnExplicitErrorAndNothingIsLeftBehind) {
   const std::string file = server_tmp_dir() + "/probe_worker.yaml";
   {
     std::ofstream f(file);
-    f << "stages:\n  - name: lm\n    kind: lm\n    contract: text.generate@1\n    placement: worker\n"
+    f << "stages:\n  - name: lm\n    kind: lm\n    contract: text.generate@1\n    placement: "
+         "worker\n"
          "    reservation: 1GiB\n    artifacts: [{role: model, path: "
       << tiny_model() << ", sha256: " << *pipeline::sha256_file(tiny_model())
       << "}]\nroutes: [input.prompt -> lm.prompt, lm.tokens -> output.ids]\n";
   }
-  const CommandResult r = run_command(std::string(EDGE_BINARY) + " probe --pipeline " + file + " --ctx 256");
+  const CommandResult r =
+      run_command(std::string(EDGE_BINARY) + " probe --pipeline " + file + " --ctx 256");
   EXPECT_EQ(r.code, 0) << r.out;
   const json j = json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << r.out;
@@ -39,7 +41,8 @@ TEST(ProbeCli, PipelineWorkerKilledIsAnExplicitErrorAndNothingIsLeftBehind) {
   const json* killed = find_check(j, "text.worker_killed");
   ASSERT_NE(killed, nullptr);
   EXPECT_EQ((*killed)["result"], "pass") << killed->dump();
-  EXPECT_NE((*killed)["figures"]["error"].get<std::string>().find("generation 1"), std::string::npos);
+  EXPECT_NE((*killed)["figures"]["error"].get<std::string>().find("generation 1"),
+            std::string::npos);
   ASSERT_NE(find_check(j, "text.after_worker_killed"), nullptr);
   EXPECT_EQ((*find_check(j, "text.after_worker_killed"))["figures"]["generation"], 2);
   EXPECT_TRUE(j.contains("provenance"));
@@ -65,8 +68,9 @@ TEST(ProbeCli, ServerProbeOverHttp) {
   EXPECT_EQ(r.code, 0) << r.out;
   j = json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << r.out;
-  for (const char* name : {"server.baseline", "server.saturation", "server.same_text_after_saturation",
-                           "server.cancel", "server.after_cancel"}) {
+  for (const char* name :
+       {"server.baseline", "server.saturation", "server.same_text_after_saturation",
+        "server.cancel", "server.after_cancel"}) {
     const json* c = find_check(j, name);
     ASSERT_NE(c, nullptr) << name;
     EXPECT_EQ((*c)["result"], "pass") << c->dump();

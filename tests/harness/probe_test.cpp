@@ -1,12 +1,13 @@
 // The probes' bookkeeping: a process is ours only as our child with the same start time
 // (a pid alone could have been reused); a report with a finding is not a pass.
+#include "harness/probe.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness/owned_process.h"
-#include "harness/probe.h"
 
 namespace edge {
 namespace {
