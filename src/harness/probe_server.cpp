@@ -69,6 +69,33 @@ class ServerClient {
     return f();
   }
 
+  // A stream nobody reads, once the engine has paused it (saturated); -1 (the check failed,
+  // named) otherwise. Seen running and then gone without a pause: it ended first (more
+  // choices or tokens are needed to fill the socket buffers), no need to wait longer.
+  int stalled_stream(Running& c) {
+    const int fd = open_stream(8192);
+    if (!c.expect(fd >= 0, "cannot connect")) return -1;
+    const auto t0 = Clock::now();
+    bool seen_running = false, ended = false;
+    eventually([&] {
+      if (metric("edge_requests_paused") > 0) return true;
+      const double in_flight = metric("edge_requests_running") + metric("edge_requests_waiting");
+      ended = seen_running && in_flight == 0;
+      seen_running = seen_running || in_flight > 0;
+      return ended;
+    });
+    if (!c.expect(!ended,
+                  "the stream ended before it filled the socket buffers: raise --n or "
+                  "--stream-tokens") ||
+        !c.expect(metric("edge_requests_paused") > 0,
+                  "the stream never paused (nothing stops it at the high-water mark)")) {
+      close(fd);
+      return -1;
+    }
+    c.figures()["seconds_to_pause"] = since(t0);
+    return fd;
+  }
+
  private:
   Url url_;
   httplib::Client http_;
@@ -117,6 +144,20 @@ Streamed parse_stream(const std::string& raw) {
   return s;
 }
 
+// The reference stream every later check compares with; false when there is none.
+bool run_baseline(ServerClient& cl, const ServerProbeOptions& o, ProbeReport& report,
+                  Streamed* baseline) {
+  Running c(report, "server.baseline");
+  if (!c.expect(cl.ready(), "not ready: GET /health/ready is not 200")) return false;
+  const int fd = cl.open_stream(0);
+  if (!c.expect(fd >= 0, "cannot connect")) return false;
+  *baseline = parse_stream(read_to_end(fd));
+  c.figures()["choices"] = baseline->texts.size();
+  return c.expect(
+      baseline->done && baseline->error.empty() && static_cast<int>(baseline->texts.size()) == o.n,
+      "the stream did not end cleanly with every choice");
+}
+
 }  // namespace
 
 ProbeReport probe_server(const std::string& url, const ServerProbeOptions& o) {
@@ -127,51 +168,16 @@ ProbeReport probe_server(const std::string& url, const ServerProbeOptions& o) {
   while (!base.empty() && base.back() == '/') base.pop_back();
   if (base.size() > 3 && base.compare(base.size() - 3, 3, "/v1") == 0) base.resize(base.size() - 3);
   Streamed baseline;
-  {
-    Running c(report, "server.baseline");
-    if (!c.expect(u.ok(), u.status().to_string())) return report;
-    ServerClient probe_client(*u, base, o);
-    if (!c.expect(probe_client.ready(), "not ready: GET /health/ready is not 200")) return report;
-    const int fd = probe_client.open_stream(0);
-    if (!c.expect(fd >= 0, "cannot connect")) return report;
-    baseline = parse_stream(read_to_end(fd));
-    c.figures()["choices"] = baseline.texts.size();
-    c.expect(
-        baseline.done && baseline.error.empty() && static_cast<int>(baseline.texts.size()) == o.n,
-        "the stream did not end cleanly with every choice");
-    if (c.failed()) return report;
+  if (!u.ok()) {
+    Running(report, "server.baseline").fail(u.status().to_string());
+    return report;
   }
   ServerClient cl(*u, base, o);
-  auto stall = [&](Running& c) {
-    const int fd = cl.open_stream(8192);
-    if (!c.expect(fd >= 0, "cannot connect")) return -1;
-    const auto t0 = Clock::now();
-    // Paused: saturated. Seen running and then gone without a pause: it ended first (more
-    // choices or tokens are needed to fill the socket buffers); no need to wait longer.
-    bool seen_running = false, ended = false;
-    cl.eventually([&] {
-      if (cl.metric("edge_requests_paused") > 0) return true;
-      const double in_flight =
-          cl.metric("edge_requests_running") + cl.metric("edge_requests_waiting");
-      ended = seen_running && in_flight == 0;
-      seen_running = seen_running || in_flight > 0;
-      return ended;
-    });
-    if (!c.expect(
-            !ended,
-            "the stream ended before it filled the socket buffers: raise --n or --stream-tokens") ||
-        !c.expect(cl.metric("edge_requests_paused") > 0,
-                  "the stream never paused (nothing stops it at the high-water mark)")) {
-      close(fd);
-      return -1;
-    }
-    c.figures()["seconds_to_pause"] = since(t0);
-    return fd;
-  };
+  if (!run_baseline(cl, o, report, &baseline)) return report;
   int fd = -1;
   {
     Running c(report, "server.saturation");
-    fd = stall(c);
+    fd = cl.stalled_stream(c);
   }
   {
     Running c(report, "server.same_text_after_saturation");
@@ -186,7 +192,7 @@ ProbeReport probe_server(const std::string& url, const ServerProbeOptions& o) {
   {
     Running c(report, "server.cancel");
     const double before = cl.metric("edge_engine_requests_cancelled_total");
-    const int s = stall(c);
+    const int s = cl.stalled_stream(c);
     if (s >= 0) {
       close(s);
       const auto t0 = Clock::now();
