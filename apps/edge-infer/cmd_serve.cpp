@@ -60,6 +60,8 @@ struct ServeArgs {
   server::ServerOptions server;
   std::string mmproj;  // image (and audio) content parts through this projector file
   int64_t max_image_pixels = int64_t{4096} * 4096;
+  std::string mmproj_audio;          // a second projector file for input_audio parts
+  double max_audio_seconds = 300.0;  // longer clips are refused (400 audio_too_long)
 };
 
 // For the signal-waiting thread: the server to drain (null once it is being destroyed).
@@ -186,12 +188,15 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
   Loaded loaded;
   Status st = load_graph(a, graph, loaded);
   if (st.ok() && loaded.speech) st = (*srv)->attach_speech(*loaded.speech);
-  if (st.ok() && !a.mmproj.empty()) {
-    auto media = server::load_media_encoders(a.mmproj, a.threads > 0 ? a.threads : 2, 0);
+  if (st.ok() && (!a.mmproj.empty() || !a.mmproj_audio.empty())) {
+    const std::string& first = a.mmproj.empty() ? a.mmproj_audio : a.mmproj;
+    auto media = server::load_media_encoders(first, a.threads > 0 ? a.threads : 2, 0);
     st = media.status();
     if (media) {
       (*media)->image_limits.max_pixels = a.max_image_pixels;
-      st = (*srv)->attach_media(*media);
+      (*media)->max_audio_seconds = a.max_audio_seconds;
+      if (!a.mmproj.empty() && !a.mmproj_audio.empty()) st = server::add_audio_encoder(**media, a.mmproj_audio);
+      if (st.ok()) st = (*srv)->attach_media(*media);
     }
   }
   if (st.ok()) st = (*srv)->attach(*loaded.graph);
@@ -250,6 +255,11 @@ int run_serve(ServeArgs a) {
       auto proj = demo_vision_projector_path();
       if (!proj) return report_error(proj.status());
       a.mmproj = *proj;
+      if (a.mmproj_audio.empty()) {  // and hears audio (random weights: noise)
+        auto audio = demo_audio_projector_path();
+        if (!audio) return report_error(audio.status());
+        a.mmproj_audio = *audio;
+      }
     }
     if (a.speech_model.empty()) {  // the demo speaks too (random weights: noise)
       auto speech = demo_speech_paths();
@@ -277,6 +287,9 @@ void register_serve(CLI::App& app, Context& ctx) {
   sub->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (default: demo model)");
   sub->add_option("--mmproj", a->mmproj, "projector GGUF (llama.cpp clip conventions): image content parts");
   sub->add_option("--max-image-pixels", a->max_image_pixels, "larger images are refused (400)")->capture_default_str();
+  sub->add_option("--mmproj-audio", a->mmproj_audio,
+                  "audio projector GGUF (ultravox/qwen2a) beside a vision --mmproj: input_audio content parts");
+  sub->add_option("--max-audio-seconds", a->max_audio_seconds, "longer clips are refused (400)")->capture_default_str();
   sub->add_option("--pipeline", a->pipeline_file,
                   "serve a pipeline file (YAML/JSON) instead of one model: its in-process lm stage "
                   "feeding output.text answers the API");

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "formats/gguf.h"
+#include "model/random_audio_projector.h"
 #include "model/random_model.h"
 #include "model/random_vision_projector.h"
 #include "model/random_vocoder.h"
@@ -122,6 +123,19 @@ Expected<std::string> demo_vision_projector_path() {
   o.dtype = DType::F16;
   o.seed = 2026;
   RETURN_IF_ERROR(write_random_vision_projector(o, path.string()));
+  return path.string();
+}
+
+Expected<std::string> demo_audio_projector_path() {
+  ASSIGN_OR_RETURN(fs::path dir, demo_dir());
+  fs::path path = dir / "demo-clip-ultravox-v1.gguf";
+  if (fs::exists(path)) return path.string();
+  RandomAudioProjectorOptions o;  // E 64, 2 blocks, 128 mel bins, stack 4
+  o.n_out = 256;                  // demo_model_path()'s n_embd
+  o.n_mm_ff = 512;
+  o.dtype = DType::F16;
+  o.seed = 2026;
+  RETURN_IF_ERROR(write_random_audio_projector(o, path.string()));
   return path.string();
 }
 

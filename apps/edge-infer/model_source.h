@@ -20,6 +20,9 @@ Expected<std::string> demo_model_path();
 // The demo's vision projector (gemma3 type, random weights, written once beside the demo
 // model): 64x64 images, 16 image tokens of the demo model's width.
 Expected<std::string> demo_vision_projector_path();
+// The demo's audio projector (ultravox type, random weights, written once beside the demo
+// model): a tiny Whisper-style encoder, 375 audio tokens per 30 s of the demo model's width.
+Expected<std::string> demo_audio_projector_path();
 // The demo's speech pair (random weights: its audio is noise): an OuteTTS-0.2-shaped LM and
 // a WavTokenizer decoder with 4096 codes, written once into the same cache directory.
 Expected<std::pair<std::string, std::string>> demo_speech_paths();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <tuple>
 
 #include "model/image_encoder.h"
 #include "server/chat_prompt.h"
@@ -70,10 +71,50 @@ ApiError image_error(const Status& s, const std::string& param) {
   return ApiError::bad_request("'" + param + "': " + s.message(), param, code);
 }
 
+ApiError audio_error(const Status& s, const std::string& param) {
+  const char* code = s.code() == StatusCode::kUnsupported  ? "unsupported_audio_format"
+                     : s.code() == StatusCode::kOutOfRange ? "audio_too_long"
+                                                           : "invalid_audio";
+  return ApiError::bad_request("'" + param + "': " + s.message(), param, code);
+}
+
+// One media part through its encoder: the rows, their hash, the family's markers.
+struct EncodedPart {
+  EncodedMedia media;
+  std::string begin, end;
+  bool bidirectional = false;
+};
+
 // The family's markers around image rows (mtmd's): Gemma-3 <start_of_image> ... <end_of_image>.
 std::pair<std::string, std::string> image_markers(VisionProjector p) {
   if (p == VisionProjector::kGemma3) return {"<start_of_image>", "<end_of_image>"};
   return {"", ""};
+}
+
+std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, EncodedPart& out) {
+  const bool audio = m.kind == MediaInput::Kind::kAudio;
+  if (!enc || !(audio ? static_cast<bool>(enc->audio) : static_cast<bool>(enc->vision)))
+    return ApiError::bad_request(fmt::format("'{}': this server has no {} encoder (start it with --mmproj FILE)",
+                                             m.param, audio ? "audio" : "image"),
+                                 m.param, "no_media_encoder");
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(m.bytes.data()), m.bytes.size());
+  std::lock_guard<std::mutex> lk(enc->mu);
+  if (audio) {
+    auto a = embed_wav({select_kernels(), *enc->pool}, *enc->audio, bytes.data(), bytes.size(),
+                       enc->max_audio_seconds);
+    if (!a) return audio_error(a.status(), m.param);
+    out.media = {std::move(a->rows), a->n_tokens, media_hash(bytes, enc->audio_salt)};
+    const AudioMarkers mk = audio_markers(enc->audio->hparams.projector);
+    out.begin = mk.begin;
+    out.end = mk.end;
+    return std::nullopt;
+  }
+  auto e = encode_image({select_kernels(), *enc->pool}, *enc->vision, bytes, enc->image_limits, enc->salt);
+  if (!e) return image_error(e.status(), m.param);
+  out.media = std::move(*e);
+  std::tie(out.begin, out.end) = image_markers(enc->vision->hparams.projector);
+  out.bidirectional = enc->vision->hparams.projector == VisionProjector::kGemma3;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -124,9 +165,29 @@ std::optional<ApiError> parse_media_part(const json& part, const std::string& pa
   return std::nullopt;
 }
 
+Status add_audio_encoder(MediaEncoders& e, const std::string& mmproj) {
+  auto m = load_audio_encoder(mmproj);
+  if (!m) return m.status();
+  e.audio = std::make_unique<AudioEncoderModel>(std::move(*m));
+  e.audio_salt = std::hash<std::string>{}(mmproj) ^ 0x61756469ull;  // "audi": apart from images
+  return Status();
+}
+
 Expected<std::shared_ptr<MediaEncoders>> load_media_encoders(const std::string& mmproj, int threads,
                                                              int64_t lm_n_embd) {
   auto e = std::make_shared<MediaEncoders>();
+  auto f = GgufFile::open(mmproj);
+  if (!f) return f.status();
+  const bool audio = gguf_has_audio_encoder(*f);
+  if (audio) RETURN_IF_ERROR(add_audio_encoder(*e, mmproj));
+  if (audio && lm_n_embd > 0 && e->audio->hparams.n_out != lm_n_embd)
+    return Status::invalid_argument(fmt::format("{}: clip.audio.projection_dim = {}, but the model's embedding width "
+                                                "is {}: the projector belongs to another model",
+                                                mmproj, e->audio->hparams.n_out, lm_n_embd));
+  if (audio && !f->get_bool_or("clip.has_vision_encoder", false)) {
+    e->pool = std::make_unique<ThreadPool>(std::max(1, threads));
+    return e;
+  }
   ASSIGN_OR_RETURN(e->vision, load_vision_encoder(mmproj, threads));
   if (lm_n_embd > 0 && e->vision->hparams.n_out != lm_n_embd)
     return Status::invalid_argument(fmt::format("{}: clip.vision.projection_dim = {}, but the model's embedding width "
@@ -156,27 +217,18 @@ std::optional<ApiError> build_media_prompt(MediaEncoders* enc, const Tokenizer& 
   ids = tokenize_prompt(tok, pieces[0]);
   for (size_t i = 0; i < media.size(); ++i) {
     const MediaInput& m = media[i];
-    if (m.kind == MediaInput::Kind::kAudio || !enc || !enc->vision)
-      return ApiError::bad_request(fmt::format("'{}': this server has no {} encoder (start it with --mmproj FILE)",
-                                               m.param, m.kind == MediaInput::Kind::kAudio ? "audio" : "image"),
-                                   m.param, "no_media_encoder");
-    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(m.bytes.data()), m.bytes.size());
-    Expected<EncodedMedia> e = [&] {
-      std::lock_guard<std::mutex> lk(enc->mu);
-      return encode_image({select_kernels(), *enc->pool}, *enc->vision, bytes, enc->image_limits, enc->salt);
-    }();
-    if (!e) return image_error(e.status(), m.param);
-    const auto [begin, end] = image_markers(enc->vision->hparams.projector);
-    for (int32_t id : tok.encode(begin, false, true)) ids.push_back(id);
+    EncodedPart e;
+    if (auto err = encode_part(enc, m, e)) return err;
+    for (int32_t id : tok.encode(e.begin, false, true)) ids.push_back(id);
     MediaEmbedding span;
     span.position = static_cast<int64_t>(ids.size());
-    span.n_tokens = e->n_tokens;
-    span.hash = e->hash;
-    span.bidirectional = enc->vision->hparams.projector == VisionProjector::kGemma3;
-    span.rows = std::make_shared<const std::vector<float>>(std::move(e->rows));
+    span.n_tokens = e.media.n_tokens;
+    span.hash = e.media.hash;
+    span.bidirectional = e.bidirectional;
+    span.rows = std::make_shared<const std::vector<float>>(std::move(e.media.rows));
     ids.insert(ids.end(), static_cast<size_t>(span.n_tokens), 0);  // placeholders (keys come from the hash)
     spans.push_back(std::move(span));
-    for (int32_t id : tok.encode(end, false, true)) ids.push_back(id);
+    for (int32_t id : tok.encode(e.end, false, true)) ids.push_back(id);
     for (int32_t id : tok.encode(pieces[i + 1], false, true)) ids.push_back(id);
   }
   return std::nullopt;

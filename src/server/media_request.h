@@ -17,6 +17,7 @@
 #include "edge/engine.h"
 #include "formats/image.h"
 #include "model/arch/clip_vision.h"
+#include "model/audio_input.h"
 #include "server/api_error.h"
 
 namespace edge::server {
@@ -47,14 +48,19 @@ struct MediaEncoders {
   std::unique_ptr<VisionEncoderModel> vision;
   uint64_t salt = 0;  // the projector's identity in the media hash
   ImageLimits image_limits;
+  std::unique_ptr<AudioEncoderModel> audio;  // input_audio parts (docs/multimodal.md section 5)
+  uint64_t audio_salt = 0;
+  double max_audio_seconds = kDefaultMaxAudioSeconds;
   std::unique_ptr<ThreadPool> pool;
   std::mutex mu;
 };
 
-// Loads an mmproj file's vision encoder (its projection_dim must be the LM's n_embd; 0:
-// checked later, by HttpServer::attach).
+// Loads an mmproj file's encoders: the vision one, the audio one (clip.has_audio_encoder), or
+// both (their projection_dim must be the LM's n_embd; 0: checked later, by HttpServer::attach).
 Expected<std::shared_ptr<MediaEncoders>> load_media_encoders(const std::string& mmproj, int threads,
                                                              int64_t lm_n_embd);
+// Adds a second file's audio encoder (serve --mmproj-audio; the demo's).
+Status add_audio_encoder(MediaEncoders& e, const std::string& mmproj);
 
 // The rendered prompt with media: ids (markers replaced as above) and the spans. Errors
 // name the part: no encoder for the kind, bad image (format, truncated, too many pixels),
