@@ -178,6 +178,25 @@ TEST(GridTest, ContendedRunIsRefusedUnlessLabelled) {
   EXPECT_EQ((*labelled)["summary"]["contended_runs"], 1);
 }
 
+TEST(GridTest, ATimedOutArmIsKilledAndRecordedAsFailed) {
+  TempDir d;
+  auto r = run_text(
+      "passes: 1\npreflight_s: 0.05\ntimeout_s: 0.3\narms:\n"
+      "  - name: stuck\n    command: [/bin/sleep, '30']\n    parse: none\n" +
+          echo_arm("fine", R"({"x_ms": 1})"),
+      quiet_options(d));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const json& stuck = (*r)["runs"][0];
+  EXPECT_FALSE(stuck["ok"].get<bool>());
+  EXPECT_TRUE(stuck["timed_out"].get<bool>());
+  EXPECT_NE(stuck["error"].get<std::string>().find("timeout"), std::string::npos);
+  EXPECT_TRUE((*r)["runs"][1]["ok"].get<bool>());  // the grid goes on
+  EXPECT_EQ((*r)["summary"]["failed_runs"], 1);
+  errno = 0;
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);  // reaped
+  EXPECT_EQ(errno, ECHILD);
+}
+
 TEST(GridTest, CoresOutsideTheAffinityAreRefused) {
   TempDir d;
   auto r = run_text("passes: 1\ncpus: [4095]\narms:\n" + echo_arm("a", R"({"x_ms": 1})"),
