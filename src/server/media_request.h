@@ -51,6 +51,16 @@ struct MediaEncoders {
   std::unique_ptr<AudioEncoderModel> audio;  // input_audio parts (docs/multimodal.md section 5)
   uint64_t audio_salt = 0;
   double max_audio_seconds = kDefaultMaxAudioSeconds;
+  // The last kRecentMedia encoded parts by content hash: a repeated image or clip reuses its
+  // rows instead of running the encoder again (the prefix cache then reuses its KV too).
+  struct Recent {
+    uint64_t hash = 0;
+    int64_t n_tokens = 0;
+    std::shared_ptr<const std::vector<float>> rows;
+  };
+  static constexpr size_t kRecentMedia = 8;
+  std::vector<Recent> recent;  // most recent last
+  uint64_t encoder_runs = 0;   // parts actually encoded
   std::unique_ptr<ThreadPool> pool;
   std::mutex mu;
 };
