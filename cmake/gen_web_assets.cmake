@@ -2,6 +2,7 @@
 # OUT/web_assets_data.cpp, the table of src/server/web_assets.h with the bytes pulled in by
 # .incbin. ASSETS: "URL path|content type|file" entries joined by "^^"; GZIP: the gzip program.
 string(REPLACE "^^" ";" ASSETS "${ASSETS}")
+file(MAKE_DIRECTORY ${OUT})
 set(asm "")
 set(table "")
 set(hashes "")
