@@ -31,6 +31,7 @@
 #include "pipeline/executor.h"
 #include "pipeline/speech_graph.h"
 #include "plan_options.h"
+#include "model/arch/clip_vision.h"
 #include "server/http_server.h"
 #include "server/media_request.h"
 
@@ -93,6 +94,12 @@ Status plan_before_load(const ServeArgs& a, const std::string& path) {
   pa.memory_limit = a.memory_limit;
   const int64_t model_ctx = fp.config.max_ctx > 0 ? fp.config.max_ctx : 4096;
   ASSIGN_OR_RETURN(PlanOptions o, plan_options_from(pa, a.ctx > 0 ? a.ctx : std::min<int64_t>(model_ctx, 4096), a.threads));
+  if (!a.mmproj.empty()) {  // the vision encoder's weights and one encode's activations
+    ASSIGN_OR_RETURN(VisionFootprint v, vision_encoder_footprint(a.mmproj));
+    o.encoder_weights_mapped += static_cast<int64_t>(v.weights_mapped);
+    o.encoder_weights_anon += static_cast<int64_t>(v.weights_anon);
+    o.encoder_scratch += static_cast<int64_t>(v.activations);
+  }
   ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(fp, o, read_memory_limit(o.memory_limit)));
   return admission_status(plan);
 }

@@ -177,8 +177,8 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   p.max_batched_tokens = std::min(o.max_batched_tokens, o.ctx * o.max_seqs);
   p.limit = limit;
   auto set = [&](MemCategory cat, int64_t v) { p.bytes[static_cast<int>(cat)] = v; };
-  set(MemCategory::kWeights, static_cast<int64_t>(m.weights_anon));
-  set(MemCategory::kWeightsMapped, static_cast<int64_t>(m.weights_mapped));
+  set(MemCategory::kWeights, static_cast<int64_t>(m.weights_anon) + o.encoder_weights_anon);
+  set(MemCategory::kWeightsMapped, static_cast<int64_t>(m.weights_mapped) + o.encoder_weights_mapped);
   p.kv_needed_per_seq = plan_kv_bytes(c, o.kv_type, o.ctx, 1, p.max_batched_tokens);
   int64_t budget = o.kv_budget_bytes;
   if (o.kv_budget_tokens > 0)
@@ -189,7 +189,7 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   } else {
     set(MemCategory::kKv, plan_kv_bytes(c, o.kv_type, o.ctx, o.max_seqs, p.max_batched_tokens));
   }
-  set(MemCategory::kScratch, plan_scratch_bytes(c, p.max_batched_tokens, o.max_seqs));
+  set(MemCategory::kScratch, plan_scratch_bytes(c, p.max_batched_tokens, o.max_seqs) + o.encoder_scratch);
   set(MemCategory::kRope, 0);  // RoPE is computed on the fly (no tables)
   set(MemCategory::kTokenizer, m.tokenizer_bytes);
   set(MemCategory::kRuntime, plan_runtime_bytes(o.n_threads));

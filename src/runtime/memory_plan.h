@@ -29,6 +29,9 @@ struct PlanOptions {
   int64_t max_batched_tokens = 512; // activations are sized to this many tokens per step
   int64_t memory_limit = 0;         // --memory-limit bytes; 0 = none
   int n_threads = 0;                // 0: all allowed cores (runtime estimate)
+  // Media encoders served beside the model (--mmproj): their weights (mapped file pages,
+  // anonymous repacked ones) and the activations of one encode; added to those categories.
+  int64_t encoder_weights_mapped = 0, encoder_weights_anon = 0, encoder_scratch = 0;
 };
 
 // The memory this process may use: the smallest of MemAvailable, the cgroup v2 room

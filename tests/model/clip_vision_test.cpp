@@ -207,6 +207,22 @@ TEST(ClipVision, Q8_0AndF16FilesStayCloseToF32) {
   }
 }
 
+TEST(ClipVision, FootprintCountsWeightsAndActivations) {
+  RandomVisionProjectorOptions o = tiny(VisionProjector::kGemma3);
+  const std::string f32 = write_tiny("fp32", o);
+  o.dtype = DType::Q8_0;
+  const std::string q8 = write_tiny("fpq8", o);
+  auto a = vision_encoder_footprint(f32), b = vision_encoder_footprint(q8);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto m = load_vision_encoder(f32, 1);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(a->weights_mapped, (*m)->weight_bytes);        // every plain tensor stays mapped
+  EXPECT_EQ(a->weights_anon, uint64_t{32 * 64 * 4});      // the transposed input projection
+  EXPECT_GT(b->weights_anon, a->weights_anon);             // Q8_0 matrices are repacked
+  EXPECT_EQ(a->activations, (*m)->activation_bytes());
+  EXPECT_GT(a->activations, uint64_t{65 * 6 * 32 * 4});
+}
+
 // Rewrites a projector file with `edit` applied to the tensor list / keys.
 std::string rewrite(const std::string& src, const std::string& name, const std::string& drop,
                     const std::string& key, uint32_t key_value) {

@@ -13,7 +13,9 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "model/random_model.h"
+#include "model/model_footprint.h"
 #include "runtime/media_splice.h"
+#include "runtime/memory_plan.h"
 
 namespace edge {
 namespace {
@@ -192,6 +194,25 @@ TEST(MediaSplice, EngineCachesARepeatedImageByItsHash) {
   bad = image_request(img, 1);
   bad.media.push_back(bad.media[0]);
   EXPECT_FALSE((*e)->submit(*s, bad).ok());
+}
+
+// The memory plan counts a media encoder beside the model: its weights and activations.
+TEST(MediaSplice, MemoryPlanCountsTheEncoder) {
+  TinyModel t("llama");
+  auto fp = read_model_footprint((t.dir / "m.gguf").string());
+  ASSERT_TRUE(fp.ok()) << fp.status().to_string();
+  PlanOptions o;
+  o.ctx = 256;
+  MemoryLimit unlimited;
+  unlimited.bytes = int64_t{1} << 40;
+  auto base = make_memory_plan(*fp, o, unlimited);
+  o.encoder_weights_mapped = 1000, o.encoder_weights_anon = 2000, o.encoder_scratch = 3000;
+  auto with = make_memory_plan(*fp, o, unlimited);
+  ASSERT_TRUE(base.ok() && with.ok());
+  EXPECT_EQ(with->of(MemCategory::kWeightsMapped) - base->of(MemCategory::kWeightsMapped), 1000);
+  EXPECT_EQ(with->of(MemCategory::kWeights) - base->of(MemCategory::kWeights), 2000);
+  EXPECT_EQ(with->of(MemCategory::kScratch) - base->of(MemCategory::kScratch), 3000);
+  EXPECT_EQ(with->total() - base->total(), 6000);
 }
 
 TEST(MediaSplice, KeyTokensAreNeverRealIdsAndDependOnTheHash) {

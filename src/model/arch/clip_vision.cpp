@@ -274,13 +274,34 @@ Expected<ClipVisionWeights> bind_clip_vision_weights(const ClipVisionHparams& h,
   return w;
 }
 
-uint64_t VisionEncoderModel::activation_bytes() const {
-  const ClipVisionHparams& h = hparams;
+namespace {
+
+uint64_t vision_activation_bytes(const ClipVisionHparams& h) {
   const uint64_t n = static_cast<uint64_t>(h.n_patches() + 1);
   // Residual, normed, q, k, v, attention out: 6 x [n, E]; the MLP [n, n_ff]; the im2col
   // rows [n, 3 P P]; the attention scratch per thread is small next to these.
   const uint64_t rows = n * static_cast<uint64_t>(6 * h.n_embd + h.n_ff + 3 * h.patch_size * h.patch_size);
   return rows * sizeof(float);
+}
+
+}  // namespace
+
+uint64_t VisionEncoderModel::activation_bytes() const { return vision_activation_bytes(hparams); }
+
+Expected<VisionFootprint> vision_encoder_footprint(const std::string& path) {
+  auto f = GgufFile::open(path);
+  if (!f) return f.status();
+  auto h = read_clip_vision_hparams(*f);
+  if (!h) return Status(h.status().code(), path + ": " + h.status().message());
+  VisionFootprint fp;
+  for (const TensorView& t : f->tensors().all()) {
+    const bool plain = t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16 || is_packed_dtype(t.dtype);
+    (plain ? fp.weights_mapped : fp.weights_anon) += t.nbytes;
+  }
+  // gemma3's input projection is transposed into an F32 copy at load.
+  if (h->projector == VisionProjector::kGemma3) fp.weights_anon += static_cast<uint64_t>(h->n_embd * h->n_out) * 4;
+  fp.activations = vision_activation_bytes(*h);
+  return fp;
 }
 
 Expected<std::unique_ptr<VisionEncoderModel>> load_vision_encoder(const std::string& path, int threads) {

@@ -121,4 +121,12 @@ struct VisionEncoderModel {
 Expected<std::unique_ptr<VisionEncoderModel>> load_vision_encoder(const std::string& path, int threads);
 bool gguf_has_vision_encoder(const GgufFile& f);
 
+// What serving a vision projector file costs, from its header (nothing is loaded): plain
+// weights stay file-backed, block-quantised ones are repacked into anonymous memory (about
+// their size), plus one encode's activations (VisionEncoderModel::activation_bytes).
+struct VisionFootprint {
+  uint64_t weights_mapped = 0, weights_anon = 0, activations = 0;
+};
+Expected<VisionFootprint> vision_encoder_footprint(const std::string& path);
+
 }  // namespace edge
