@@ -14,9 +14,10 @@
 //       tests/data/mtmd_vision/mlp
 //
 // The image is SIZE x SIZE RGB (the projector's image_size: no resize on either side),
-// pixel (x, y, c) = (37x + 91y + 53c + 7xy) mod 256. Writes OUT.json: the prompt's chunks
-// (text token ids, the image's row count; the text is the marker + " what colour"), and OUT.embd.f32 (the image rows [n, n_embd]) and
-// OUT.logits.f32 (the logits after the last chunk, [n_vocab]), little-endian f32.
+// pixel (x, y, c) = (37x + 91y + 53c + 7xy) mod 256. The prompt is the marker and
+// " what colour". Writes OUT.json: the prompt's chunks (text token ids, the image's row
+// count), OUT.embd.f32 (the image rows [n, n_embd]) and OUT.logits.f32 (the logits after the
+// last chunk, [n_vocab]), little-endian f32.
 #include <cstdio>
 #include <string>
 #include <vector>
