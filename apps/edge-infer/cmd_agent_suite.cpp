@@ -40,7 +40,8 @@ int run_agent_suite(const AgentSuiteArgs& a) {
   if (a.policy == "model") (*report)["server"] = a.model.server;
   for (const auto& w : (*report)["warnings"])
     std::fprintf(stderr, "edge-infer: warning: %s\n", w.get<std::string>().c_str());
-  std::printf("%s\n", report->dump(2).c_str());
+  // Replies are model output: whatever bytes they hold, the report still prints.
+  std::printf("%s\n", report->dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   // The server failing (unreachable, errors) is not a model's low score: say so in the status.
   return (*report)["total"]["policy_errors"].get<int>() > 0 ? 1 : 0;
 }

@@ -35,7 +35,7 @@ int run_probe(ProbeArgs& a) {
   }
   nlohmann::json j = r.to_json();
   j["provenance"] = machine_provenance();
-  std::printf("%s\n", j.dump(2).c_str());
+  std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return r.passed() ? 0 : 1;
 }
 

@@ -148,7 +148,12 @@ Decision parse_reply(const json& completion) {
   if (content.is_string() && from_content(content.get<std::string>(), d)) return d;
   d.action = Action{"none", "", ""};
   d.recoveries.push_back("unparseable");
-  d.unusable_reply = msg->dump().substr(0, 200);
+  d.unusable_reply = msg->dump(-1, ' ', false, json::error_handler_t::replace);
+  if (d.unusable_reply.size() > 200) {  // cut at a character boundary, not inside UTF-8
+    size_t cut = 200;
+    while (cut > 0 && (static_cast<unsigned char>(d.unusable_reply[cut]) & 0xC0) == 0x80) --cut;
+    d.unusable_reply.resize(cut);
+  }
   return d;
 }
 

@@ -143,6 +143,12 @@ TEST(AgentToolReply, CleanCallsAndEveryRecovery) {
   EXPECT_EQ(d.action.kind, "none");
   EXPECT_EQ(d.recoveries, std::vector<std::string>{"unparseable"});
   EXPECT_NE(d.unusable_reply.find("the weather is nice"), std::string::npos);
+  // A long reply is cut on a character boundary: the report must still serialise.
+  std::string long_reply(181, 'x');  // after {"content":" the 200th byte is inside a pair
+  for (int i = 0; i < 20; ++i) long_reply += "\u00e9";  // two bytes each in UTF-8
+  d = parse_reply(reply_with_content(long_reply));
+  EXPECT_LE(d.unusable_reply.size(), 200u);
+  EXPECT_NO_THROW(json(d.unusable_reply).dump());
   EXPECT_EQ(parse_reply(json::object()).recoveries, std::vector<std::string>{"no_message"});
 }
 
