@@ -73,7 +73,9 @@ try {
   if (!first.length) fail("no reply text");
   if (distinct < 2) fail(`the reply did not stream (text lengths seen: ${JSON.stringify(lengths)})`);
   summary.streamedRenders = distinct;
-  if (!/^\d+(\.\d+)?$/.test(await page.textContent("#stat-tps"))) fail("no tokens/s after the reply");
+  summary.panel = { tps: await page.textContent("#stat-tps"), ttft: await page.textContent("#stat-ttft"),
+                    tokens: await page.textContent("#stat-tokens") };
+  if (!/^\d+(\.\d+)?$/.test(summary.panel.tps)) fail("no tokens/s after the reply");
   if (!/^\d+ ms$/.test(await page.textContent("#stat-ttft"))) fail("no TTFT after the reply");
   await shot("2-streamed.png");
   step("streamed");
