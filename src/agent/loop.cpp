@@ -6,7 +6,10 @@ namespace edge::agent {
 
 std::string Action::to_string() const {
   if (kind == "tap") return "tap(" + id + ")";
-  if (kind == "type") return "type(" + id + "," + nlohmann::json(text).dump() + ")";
+  if (kind == "type")
+    return "type(" + id + "," +
+           nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           ")";
   if (kind == "back" || kind == "done") return kind + "()";
   return "none";
 }

@@ -150,6 +150,8 @@ TEST(AgentToolReply, CleanCallsAndEveryRecovery) {
   EXPECT_LE(d.unusable_reply.size(), 200u);
   EXPECT_NO_THROW(json(d.unusable_reply).dump());
   EXPECT_EQ(parse_reply(json::object()).recoveries, std::vector<std::string>{"no_message"});
+  // Text with bytes that are not UTF-8 (a model's) is shown, not thrown on.
+  EXPECT_EQ((Action{"type", "e1", "7\xff"}).to_string(), "type(e1,\"7\xef\xbf\xbd\")");
 }
 
 TEST(AgentToolReply, StepRequestCarriesToolsGoalScreenAndHistory) {
