@@ -25,12 +25,12 @@ int run_make_model(MakeModelArgs& a) {
     return make_vision_projector(a.o, a.proj_dim, a.image_size, a.patch_size, a.type, a.out);
   auto dt = dtype_from_name(a.type);
   if (!dt) return report_error(dt.status());
-  if (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16)
+  const bool audio = a.o.arch == "clip-ultravox" || a.o.arch == "clip-qwen2a";  // q8_0 too
+  if (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16 && !(audio && *dt == DType::Q8_0))
     return report_error(Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
   a.o.dtype = *dt;
   if (a.o.arch == "wavtokenizer-dec") return make_vocoder(a.o, a.out);
-  if (a.o.arch == "clip-ultravox" || a.o.arch == "clip-qwen2a")
-    return make_audio_projector(a.o, a.proj_dim, a.out);
+  if (audio) return make_audio_projector(a.o, a.proj_dim, a.out);
   if (a.o.arch == "outetts") {  // OuteTTS 0.2/0.3: a Qwen2 LM whose vocabulary holds audio codes
     a.o.arch = "qwen2";
     if (a.o.outetts.empty()) a.o.outetts = "0.2";

@@ -40,9 +40,10 @@ random_model::Tensor random_tensor(const TensorSpec& s, uint64_t seed) {
 }  // namespace
 
 Status write_random_audio_projector(const RandomAudioProjectorOptions& o, const std::string& path) {
-  if (o.dtype != DType::F32 && o.dtype != DType::F16 && o.dtype != DType::BF16)
+  if (o.dtype != DType::F32 && o.dtype != DType::F16 && o.dtype != DType::BF16 &&
+      o.dtype != DType::Q8_0)
     return Status::invalid_argument(fmt::format(
-        "random audio projector: weight type {} (f32, f16 or bf16)", dtype_name(o.dtype)));
+        "random audio projector: weight type {} (f32, f16, bf16 or q8_0)", dtype_name(o.dtype)));
   if (o.n_embd <= 0 || o.n_ff <= 0 || o.n_head <= 0 || o.n_layer <= 0 || o.n_mel <= 0 ||
       o.n_ctx <= 0 || o.n_out <= 0 || o.stack <= 0 || o.n_mm_ff <= 0 || o.n_embd % o.n_head ||
       o.n_mm_ff % 2)
@@ -62,14 +63,19 @@ Status write_random_audio_projector(const RandomAudioProjectorOptions& o, const 
   GgufWriter w;
   write_whisper_enc_hparams(
       h, fmt::format("edge-random-{}-audio", audio_projector_name(o.projector)), w);
-  w.set_u32("general.file_type", o.dtype == DType::F32 ? 0 : o.dtype == DType::F16 ? 1 : 32);
+  w.set_u32("general.file_type", o.dtype == DType::F32    ? 0
+                                 : o.dtype == DType::F16  ? 1
+                                 : o.dtype == DType::Q8_0 ? 7
+                                                          : 32);
   const TensorSchema schema = whisper_enc_schema(h);
   for (const TensorSpec& s : schema.specs()) {
     const random_model::Tensor t = random_tensor(s, o.seed);
-    // As llama.cpp's converter: vectors, [E, 1] bias columns and positions stay F32.
+    // As llama.cpp's converter: vectors, [E, 1] bias columns and positions stay F32; the
+    // 3-D convolution kernels are not block-quantised (F16 there).
     const bool keep_f32 = s.shape.size() == 1 || (s.shape.size() == 2 && s.shape[1] == 1) ||
                           s.name == "a.position_embd.weight";
-    const DType dt = keep_f32 ? DType::F32 : o.dtype;
+    DType dt = keep_f32 ? DType::F32 : o.dtype;
+    if (dt == DType::Q8_0 && (s.shape.size() != 2 || s.shape.back() % 32)) dt = DType::F16;
     RETURN_IF_ERROR(w.add_tensor(t.name, dt, t.shape, [t, dt](uint8_t* dst, uint64_t n) {
       const std::vector<uint8_t> bytes = random_model::encode(t.generate(), dt);
       if (n != bytes.size())

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -81,7 +82,26 @@ std::vector<float> Tensor::generate() const {
   return v;
 }
 
+namespace {
+// GGML's Q8_0: blocks of 32 values, an f16 scale max|x| / 127 and 32 int8 codes.
+std::vector<uint8_t> encode_q8_0(const std::vector<float>& v) {
+  std::vector<uint8_t> out;
+  out.reserve(v.size() / 32 * 34);
+  for (size_t b = 0; b < v.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[b + i]));
+    const float d = amax / 127.0f, inv = d > 0 ? 1.0f / d : 0.0f;
+    const uint16_t h = f32_to_f16(d);
+    out.push_back(static_cast<uint8_t>(h & 0xff));
+    out.push_back(static_cast<uint8_t>(h >> 8));
+    for (size_t i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(v[b + i] * inv))));
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<uint8_t> encode(const std::vector<float>& v, DType t) {
+  if (t == DType::Q8_0) return encode_q8_0(v);  // v.size() a multiple of 32
   std::vector<uint8_t> b(v.size() * (t == DType::F32 ? 4 : 2));
   for (size_t i = 0; i < v.size(); ++i) {
     if (t == DType::F32) {

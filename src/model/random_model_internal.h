@@ -22,7 +22,7 @@ struct Tensor {
 
 // Every tensor of the family's schema (required ones, plus output.weight when untied).
 std::vector<Tensor> make_tensors(const RandomModelOptions& o, const ModelConfig& c);
-// Values -> bytes of dtype (F32, F16, BF16).
+// Values -> bytes of dtype (F32, F16, BF16, or Q8_0 for a multiple of 32 values).
 std::vector<uint8_t> encode(const std::vector<float>& v, DType t);
 
 Status write_hf_dir(const RandomModelOptions& o, const ModelConfig& c, const Vocab& vocab,

@@ -36,22 +36,6 @@ random_model::Tensor random_tensor(const TensorSpec& s, uint64_t seed) {
   return t;
 }
 
-// GGML's Q8_0: blocks of 32 values, an f16 scale max|x| / 127 and 32 int8 codes.
-std::vector<uint8_t> encode_q8_0(const std::vector<float>& v) {
-  std::vector<uint8_t> out;
-  out.reserve(v.size() / 32 * 34);
-  for (size_t b = 0; b < v.size(); b += 32) {
-    float amax = 0;
-    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[b + i]));
-    const float d = amax / 127.0f, inv = d > 0 ? 1.0f / d : 0.0f;
-    const uint16_t h = f32_to_f16(d);
-    out.push_back(static_cast<uint8_t>(h & 0xff));
-    out.push_back(static_cast<uint8_t>(h >> 8));
-    for (size_t i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(v[b + i] * inv))));
-  }
-  return out;
-}
-
 DType tensor_dtype(const TensorSpec& s, DType want) {
   // As llama.cpp's converter: vectors and positions stay F32; the 4-D patch kernel is not
   // block-quantised.
@@ -103,7 +87,7 @@ Status write_random_vision_projector(const RandomVisionProjectorOptions& o, cons
                                                   "blocks of 32", s.name, s.shape.back()));
     RETURN_IF_ERROR(w.add_tensor(t.name, dt, t.shape, [t, dt](uint8_t* dst, uint64_t n) {
       const std::vector<float> v = t.generate();
-      const std::vector<uint8_t> bytes = dt == DType::Q8_0 ? encode_q8_0(v) : random_model::encode(v, dt);
+      const std::vector<uint8_t> bytes = random_model::encode(v, dt);
       if (n != bytes.size()) return Status::internal("random vision projector: tensor size mismatch");
       std::memcpy(dst, bytes.data(), n);
       return Status();

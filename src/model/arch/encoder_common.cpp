@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/api.h"
+#include "quant/packed.h"
 
 namespace edge {
 
@@ -19,6 +20,8 @@ Expected<int64_t> gguf_positive_int(const GgufFile& f, const std::string& key, i
 Status WeightBinder::operator()(const std::string& name, std::vector<float>* out) const {
   const TensorView* v = t_.find(name);
   if (!v) return Status::not_found("missing tensor " + name);
+  if (is_packed_dtype(v->dtype))
+    return Status::unsupported(fmt::format("tensor {}: a vector must be F32, F16 or BF16", name));
   out->resize(static_cast<size_t>(v->numel()));
   reference_kernels().convert_row(v->dtype, v->data, v->numel(), out->data());
   return Status();
@@ -28,6 +31,11 @@ Status WeightBinder::operator()(const std::string& name, TensorView* out) const 
   const TensorView* v = t_.find(name);
   if (!v) return Status::not_found("missing tensor " + name);
   *out = *v;
+  if (is_packed_dtype(v->dtype)) {  // packed matrices are bound as they are
+    if (v->shape.size() == 2) return Status();
+    return Status::unsupported(
+        fmt::format("tensor {}: a packed {}-D tensor", name, v->shape.size()));
+  }
   const int64_t rows = v->shape.front();
   out->shape = {rows, rows > 0 ? v->numel() / rows : 0};
   return Status();

@@ -22,7 +22,8 @@ Expected<int64_t> gguf_positive_int(const GgufFile& f, const std::string& key,
 
 // Binds tensors of a set that already passed its schema check: vectors as F32 copies,
 // matrices (and convolution kernels) as views reshaped to 2-D [dim 0, the rest], read in
-// place in the file's type. A missing name is a not_found naming it.
+// place in the file's type (a packed matrix as it is). A missing name is a not_found
+// naming it.
 class WeightBinder {
  public:
   explicit WeightBinder(const TensorSet& t) : t_(t) {}

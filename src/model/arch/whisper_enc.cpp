@@ -199,15 +199,17 @@ Expected<WhisperEncWeights> bind_whisper_enc_weights(const WhisperEncHparams& h,
   return w;
 }
 
-Expected<AudioEncoderModel> load_audio_encoder(const std::string& path) {
+Expected<AudioEncoderModel> load_audio_encoder(const std::string& path, int threads) {
   auto f = GgufFile::open(path);
   if (!f) return f.status();
-  AudioEncoderModel m{std::move(*f), {}, {}};
+  AudioEncoderModel m{std::move(*f), {}, {}, {}};
   auto h = read_whisper_enc_hparams(m.file);
   if (!h) return Status(h.status().code(), path + ": " + h.status().message());
   m.hparams = *h;
-  RETURN_IF_ERROR(whisper_enc_schema(m.hparams).check(m.file.tensors()));
-  ASSIGN_OR_RETURN(m.weights, bind_whisper_enc_weights(m.hparams, m.file.tensors()));
+  ASSIGN_OR_RETURN(m.prepared, prepare_gguf_tensors(m.file, threads));
+  if (Status s = whisper_enc_schema(m.hparams).check(m.prepared.tensors); !s.ok())
+    return Status(s.code(), path + ": " + s.message());
+  ASSIGN_OR_RETURN(m.weights, bind_whisper_enc_weights(m.hparams, m.prepared.tensors));
   return m;
 }
 

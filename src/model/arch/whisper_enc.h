@@ -24,6 +24,7 @@
 
 #include "core/status.h"
 #include "formats/gguf.h"
+#include "model/packed_weights.h"
 #include "model/tensor_schema.h"
 
 namespace edge {
@@ -62,7 +63,7 @@ void write_whisper_enc_hparams(const WhisperEncHparams& h, const std::string& na
 TensorSchema whisper_enc_schema(const WhisperEncHparams& h);
 
 // Matrices (convolution kernels as [c_out, c_in * 3], the order of an im2col row) are views
-// into the mapped file in its own type (F32/F16/BF16); vectors are F32 copies.
+// into the mapped file in its own type (F32/F16/BF16) or packed; vectors are F32 copies.
 struct WhisperEncWeights {
   struct Layer {
     std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;  // [E]
@@ -107,11 +108,13 @@ std::vector<float> whisper_enc_forward(const WhisperEncExec& ex, const WhisperEn
 // An opened audio projector file: the mapping, its hparams and bound weights.
 struct AudioEncoderModel {
   GgufFile file;
+  PreparedTensors prepared;  // the file's views; GGUF block types (Q8_0, ...) repacked
   WhisperEncHparams hparams;
   WhisperEncWeights weights;
 };
 // Opens, checks hparams and schema (naming a missing or mis-shaped tensor), binds.
-Expected<AudioEncoderModel> load_audio_encoder(const std::string& path);
+// Matrices may be F32, F16, BF16, a GGUF block type (repacked at load) or our packed types.
+Expected<AudioEncoderModel> load_audio_encoder(const std::string& path, int threads = 2);
 // Whether a clip file holds an audio encoder (clip.has_audio_encoder).
 bool gguf_has_audio_encoder(const GgufFile& f);
 
