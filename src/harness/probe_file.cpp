@@ -28,12 +28,13 @@ bool graph_has_text(const pipeline::PipelineSpec& spec) {
   return false;
 }
 
-namespace {
+namespace probe_detail {
 
 // After the runtime stopped: every worker seen must have exited and been reaped by it.
-void check_cleanup(const std::vector<StageWorker>& seen, ProbeReport& report) {
+void check_cleanup(const std::vector<StageWorker>& seen, ProbeReport& report,
+                   std::chrono::milliseconds grace) {
   for (const StageWorker& w : seen) {
-    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    const auto deadline = Clock::now() + grace;
     while (w.process.alive() && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (!w.process.alive()) continue;
@@ -51,7 +52,7 @@ void check_cleanup(const std::vector<StageWorker>& seen, ProbeReport& report) {
   }
 }
 
-}  // namespace
+}  // namespace probe_detail
 
 Expected<ProbeReport> probe_pipeline_file(const std::string& path, const PipelineProbeOptions& o) {
   ASSIGN_OR_RETURN(pipeline::PipelineSpec spec, pipeline::load_pipeline_file(path));
@@ -75,7 +76,7 @@ Expected<ProbeReport> probe_pipeline_file(const std::string& path, const Pipelin
       return Status::unsupported(path +
                                  ": the graph has neither a language-model output nor audio");
   }
-  check_cleanup(seen, report);
+  check_cleanup(seen, report, std::chrono::seconds(2));
   return report;
 }
 

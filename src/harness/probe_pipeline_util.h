@@ -32,4 +32,9 @@ Expected<StageWorker> stage_worker(const pipeline::PipelineRuntime& rt, const st
 // Adds `w` to `seen` (once), so that the cleanup check can look for it after the run.
 void remember(std::vector<StageWorker>* seen, const Expected<StageWorker>& w);
 
+// After the runtime stopped: every worker seen must have exited (within `grace`) and been
+// reaped by it. One still running is killed, an unreaped one reaped, each a finding.
+void check_cleanup(const std::vector<StageWorker>& seen, ProbeReport& report,
+                   std::chrono::milliseconds grace);
+
 }  // namespace edge::probe_detail

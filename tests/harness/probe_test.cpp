@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness/owned_process.h"
+#include "harness/probe_pipeline_util.h"
 
 namespace edge {
 namespace {
@@ -52,6 +53,38 @@ TEST(ProbeReport, AFailureOrAFindingIsNotAPass) {
   EXPECT_EQ(r.to_json()["failed"], 1);
   EXPECT_EQ(r.check("b")->detail, "no worker");
   EXPECT_EQ(r.check("nope"), nullptr);
+}
+
+// Workers left behind after a pipeline stopped: one still running is killed, one that
+// exited unreaped is reaped; both are findings, and the report no longer passes.
+TEST(ProbeCleanup, LeftoversAreCleanedUpAndReported) {
+  const pid_t running = ::fork();
+  if (running == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const pid_t exited = ::fork();
+  if (exited == 0) ::_exit(0);
+  ASSERT_GT(running, 0);
+  ASSERT_GT(exited, 0);
+  auto a = OwnedProcess::child(running), b = OwnedProcess::child(exited);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ProbeReport r;
+  r.checks.push_back({"a", "pass", 0, "", nlohmann::json::object()});
+  probe_detail::check_cleanup({{"lm", 1, *a}, {"vocoder", 2, *b}}, r,
+                              std::chrono::milliseconds(50));
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_NE(r.findings[0].find("still running after the pipeline stopped: killed by the probe"),
+            std::string::npos)
+      << r.findings[0];
+  EXPECT_NE(r.findings[1].find("never reaped: reaped by the probe"), std::string::npos)
+      << r.findings[1];
+  EXPECT_FALSE(r.passed());
+  EXPECT_FALSE(a->alive());
+  EXPECT_FALSE(b->alive());
+  int status = 0;
+  EXPECT_EQ(::waitpid(running, &status, WNOHANG), -1) << "still waiting to be reaped";
+  EXPECT_EQ(::waitpid(exited, &status, WNOHANG), -1) << "still waiting to be reaped";
 }
 
 }  // namespace
