@@ -16,6 +16,7 @@
 #include "pipeline/lm_stage.h"
 #include "pipeline/plan.h"
 #include "pipeline/speech_codes_stage.h"
+#include "pipeline/vision_stage.h"
 #include "pipeline/vocoder_stage.h"
 #include "pipeline/worker.h"
 
@@ -62,10 +63,12 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
   const bool in_process = s.placement == Placement::kInProcess;
   const bool vocoder = s.kind == StageKind::kVocoder;
   const bool speech = s.kind == StageKind::kSpeechCodes && in_process;
-  if (!external && !vocoder && !speech && s.kind != StageKind::kLm)
+  const bool vision = s.kind == StageKind::kVisionEncoder && in_process;
+  if (!external && !vocoder && !speech && !vision && s.kind != StageKind::kLm)
     return Status::unsupported(fmt::format(
         "stage '{}': {} stages placed {} cannot run yet (lm stages and vocoders in process or in "
-        "a worker, speech_codes stages in process, and external.openai.text.v1 backends can)",
+        "a worker, speech_codes and vision_encoder stages in process, and external.openai.text.v1 "
+        "backends can)",
         s.name, stage_kind_name(s.kind), placement_name(s.placement)));
   PipelinePlanOptions po;
   po.ctx = o.ctx;
@@ -88,6 +91,8 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
     ASSIGN_OR_RETURN(started.runner, start_vocoder_stage(path, s, o));
   } else if (speech) {
     ASSIGN_OR_RETURN(started.runner, start_speech_codes_stage(path, s, o));
+  } else if (vision) {
+    ASSIGN_OR_RETURN(started.runner, start_vision_stage(path, s, o));
   } else if (s.placement == Placement::kWorker) {
     ASSIGN_OR_RETURN(started.runner, start_worker_stage(path, s, WorkerOptions{o.worker_binary, o}));
   } else {

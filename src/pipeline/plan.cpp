@@ -6,6 +6,7 @@
 #include "core/process_rss.h"
 #include "kernels/api.h"
 #include "pipeline/artifact.h"
+#include "pipeline/vision_stage.h"
 
 namespace edge::pipeline {
 
@@ -34,6 +35,12 @@ Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelineP
   const Artifact* model = nullptr;
   for (const Artifact& a : s.artifacts)
     if (a.role == "model") model = &a;
+  if (model && s.kind == StageKind::kVisionEncoder && s.placement == Placement::kInProcess) {
+    const std::string path = artifact_path(p, *model);
+    ASSIGN_OR_RETURN(out->reserved_bytes, vision_stage_reservation(path));
+    out->reservation_source = fmt::format("projector {}: weights + one encode", model->path);
+    return Status();
+  }
   const bool ours = s.kind == StageKind::kLm || s.kind == StageKind::kSpeechCodes;
   if (!model || !ours || s.placement == Placement::kExternal)
     return Status::invalid_argument(

@@ -16,6 +16,12 @@ void PortValue::append(const PortValue& more) {
   text += more.text;
   tokens.insert(tokens.end(), more.tokens.begin(), more.tokens.end());
   samples.insert(samples.end(), more.samples.begin(), more.samples.end());
+  embeddings.insert(embeddings.end(), more.embeddings.begin(), more.embeddings.end());
+  rows += more.rows;
+  if (pixels.empty()) {  // an image is one chunk: the first one stands
+    pixels = more.pixels;
+    width = more.width, height = more.height;
+  }
 }
 
 bool Channel::push(PortValue v, const std::atomic<bool>& stop) {

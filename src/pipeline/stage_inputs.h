@@ -28,7 +28,15 @@ struct PortValue {
   std::string text;
   std::vector<int32_t> tokens;
   std::vector<float> samples;  // audio PCM in [-1, 1] (audio.pcm@1: 24 kHz mono)
-  bool empty() const { return text.empty() && tokens.empty() && samples.empty(); }
+  // An image (vision.encode@1 input "image": u8 [height][width][3], RGB).
+  std::vector<uint8_t> pixels;
+  int64_t width = 0, height = 0;
+  // LM input embeddings (vision.encode@1 output: f32 [rows][n_embd]).
+  std::vector<float> embeddings;
+  int64_t rows = 0;
+  bool empty() const {
+    return text.empty() && tokens.empty() && samples.empty() && pixels.empty() && embeddings.empty();
+  }
   void append(const PortValue& more);
 };
 
