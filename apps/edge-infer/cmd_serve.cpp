@@ -32,6 +32,7 @@
 #include "pipeline/speech_graph.h"
 #include "plan_options.h"
 #include "model/arch/clip_vision.h"
+#include "model/arch/whisper_enc.h"
 #include "server/http_server.h"
 #include "server/media_request.h"
 
@@ -82,6 +83,12 @@ void drain_on_signals(sigset_t set, std::chrono::milliseconds grace) {
   g_server->drain(grace);
 }
 
+// Whether a projector file holds a vision encoder (an audio-only mmproj has none).
+bool mmproj_has_vision(const std::string& path) {
+  auto f = GgufFile::open(path);
+  return !f || f->get_bool_or("clip.has_vision_encoder", !gguf_has_audio_encoder(*f));
+}
+
 // The memory plan of the served configuration, from the model's metadata: refuses before
 // any weight is read (instead of the OOM killer refusing half way through loading).
 Status plan_before_load(const ServeArgs& a, const std::string& path) {
@@ -94,11 +101,18 @@ Status plan_before_load(const ServeArgs& a, const std::string& path) {
   pa.memory_limit = a.memory_limit;
   const int64_t model_ctx = fp.config.max_ctx > 0 ? fp.config.max_ctx : 4096;
   ASSIGN_OR_RETURN(PlanOptions o, plan_options_from(pa, a.ctx > 0 ? a.ctx : std::min<int64_t>(model_ctx, 4096), a.threads));
-  if (!a.mmproj.empty()) {  // the vision encoder's weights and one encode's activations
+  if (!a.mmproj.empty() && mmproj_has_vision(a.mmproj)) {  // the vision encoder's weights and one encode's activations
     ASSIGN_OR_RETURN(VisionFootprint v, vision_encoder_footprint(a.mmproj));
     o.encoder_weights_mapped += static_cast<int64_t>(v.weights_mapped);
     o.encoder_weights_anon += static_cast<int64_t>(v.weights_anon);
     o.encoder_scratch += static_cast<int64_t>(v.activations);
+  }
+  for (const std::string* p : {&a.mmproj, &a.mmproj_audio}) {  // the audio encoder's, likewise
+    if (p->empty()) continue;
+    ASSIGN_OR_RETURN(AudioFootprint au, audio_encoder_footprint(*p));
+    o.encoder_weights_mapped += static_cast<int64_t>(au.weights_mapped);
+    o.encoder_weights_anon += static_cast<int64_t>(au.weights_anon);
+    o.encoder_scratch += static_cast<int64_t>(au.activations);
   }
   ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(fp, o, read_memory_limit(o.memory_limit)));
   return admission_status(plan);

@@ -1,4 +1,5 @@
-// Audio through the API: `edge-infer serve -m LM --mmproj-audio P --max-audio-seconds 2`
+// Audio through the API: `edge-infer serve -m LM --mmproj P --max-audio-seconds 2` (P an
+// audio-only projector; `--mmproj-audio` beside a vision one is what the demo uses)
 // driven by the official openai npm client (tests/e2e/server_audio.mjs): an answer for an
 // input_audio part, every bad-audio class a 400, and the server still serving.
 #include <gtest/gtest.h>
@@ -23,7 +24,7 @@ TEST(ServerAudio, OpenAIClientSendsAClipAndBadClips) {
                 .code,
             0);
   ServerProcess server;
-  ASSERT_TRUE(server.start(tiny_model(), {"--mmproj-audio", proj, "--max-audio-seconds", "2"}));
+  ASSERT_TRUE(server.start(tiny_model(), {"--mmproj", proj, "--max-audio-seconds", "2"}));
   const CommandResult r = run_node("server_audio.mjs", server.url());
   EXPECT_EQ(r.code, 0) << r.out << "\n--- server log ---\n" << server.log();
   const nlohmann::json summary = nlohmann::json::parse(r.out, nullptr, false);

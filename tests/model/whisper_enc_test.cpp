@@ -278,6 +278,27 @@ TEST(WhisperEnc, F16AndQ8_0WeightsCloseToF32) {
   }
 }
 
+TEST(WhisperEnc, FootprintCountsWeightsAndOneChunksActivations) {
+  RandomAudioProjectorOptions o = tiny(AudioProjector::kUltravox);
+  o.n_mel = 32;
+  o.n_ff = 64;
+  o.n_out = 32;
+  o.n_mm_ff = 64;
+  const std::string f32 = write_tiny("fp_f32", o);
+  o.dtype = DType::Q8_0;
+  const std::string q8 = write_tiny("fp_q8", o);
+  auto a = audio_encoder_footprint(f32), b = audio_encoder_footprint(q8);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_GT(a->weights_mapped, 0u);
+  EXPECT_EQ(a->weights_anon, 0u);
+  EXPECT_GT(b->weights_anon, 0u);  // Q8_0 matrices are repacked
+  // At least 30 s of samples three times over, and the block activations at 1500 positions.
+  EXPECT_GT(a->activations, 3u * 480000u * 4u);
+  EXPECT_EQ(a->activations, b->activations);
+  remove_file_dir(f32);
+  remove_file_dir(q8);
+}
+
 TEST(WhisperEnc, EncodeAudioGivesOneChunkPer30Seconds) {
   RandomAudioProjectorOptions o = tiny(AudioProjector::kQwen2a);
   o.n_ctx = 1500;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/thread_pool.h"
 #include "kernels/api.h"
 #include "kernels/log_mel.h"
@@ -211,6 +213,33 @@ Expected<AudioEncoderModel> load_audio_encoder(const std::string& path, int thre
     return Status(s.code(), path + ": " + s.message());
   ASSIGN_OR_RETURN(m.weights, bind_whisper_enc_weights(m.hparams, m.prepared.tensors));
   return m;
+}
+
+uint64_t audio_encoder_activation_bytes(const WhisperEncHparams& h) {
+  const uint64_t t = kWhisperChunkFrames, n = t / 2, e = static_cast<uint64_t>(h.n_embd);
+  const uint64_t samples = 3 * uint64_t{30} * kWhisperSampleRate;  // input, resampled, padded
+  const uint64_t mel = 2 * t * static_cast<uint64_t>(h.n_mel);     // whole-clip mel + chunk
+  const uint64_t conv = t * static_cast<uint64_t>(h.n_mel) * 3 + t * e + n * 3 * e;
+  const uint64_t blocks = 6 * n * e + n * static_cast<uint64_t>(h.n_ff);  // x, n, q, k, v, o; MLP
+  const uint64_t proj = n * static_cast<uint64_t>(std::max(h.n_mm_ff, h.n_out));
+  return (samples + mel + conv + blocks + proj) * sizeof(float);
+}
+
+Expected<AudioFootprint> audio_encoder_footprint(const std::string& path) {
+  auto f = GgufFile::open(path);
+  if (!f) return f.status();
+  AudioFootprint fp;
+  if (!gguf_has_audio_encoder(*f)) return fp;
+  auto h = read_whisper_enc_hparams(*f);
+  if (!h) return Status(h.status().code(), path + ": " + h.status().message());
+  for (const TensorView& t : f->tensors().all()) {
+    if (t.name.rfind("a.", 0) != 0 && t.name.rfind("mm.a.", 0) != 0)
+      continue;  // audio tensors only
+    const bool plain = kernel_supports_dtype(t.dtype);
+    (plain ? fp.weights_mapped : fp.weights_anon) += t.nbytes;
+  }
+  fp.activations = audio_encoder_activation_bytes(*h);
+  return fp;
 }
 
 Expected<std::vector<float>> encode_audio(const WhisperEncExec& ex, const AudioEncoderModel& m,

@@ -118,6 +118,18 @@ Expected<AudioEncoderModel> load_audio_encoder(const std::string& path, int thre
 // Whether a clip file holds an audio encoder (clip.has_audio_encoder).
 bool gguf_has_audio_encoder(const GgufFile& f);
 
+// What serving an audio projector file costs, from its header (nothing is loaded): plain
+// weights stay file-backed, block-quantised ones are repacked into anonymous memory (about
+// their size), plus one 30 s chunk's activations (audio_encoder_activation_bytes). All zero
+// for a file without an audio encoder.
+struct AudioFootprint {
+  uint64_t weights_mapped = 0, weights_anon = 0, activations = 0;
+};
+Expected<AudioFootprint> audio_encoder_footprint(const std::string& path);
+// The largest live buffers of one encode: 30 s of samples (resampled and padded), the mel
+// chunk, the im2col rows and block activations of whisper_enc_forward at 3000 frames.
+uint64_t audio_encoder_activation_bytes(const WhisperEncHparams& h);
+
 // 16 kHz mono samples -> audio embeddings [n_tokens][P]: log-mel chunks of 30 s (the
 // file's mel bins), each encoded; the tokens of all chunks in order.
 Expected<std::vector<float>> encode_audio(const WhisperEncExec& ex, const AudioEncoderModel& m,
