@@ -16,17 +16,19 @@
 
 namespace edge::cli {
 
-Expected<ImagePrompt> build_image_prompt(const Model& lm, const std::string& mmproj, const std::string& image_path,
-                                         const std::string& text) {
-  if (mmproj.empty()) return Status::invalid_argument("--image needs --mmproj (a vision projector)");
+Expected<ImagePrompt> build_image_prompt(const Model& lm, const std::string& mmproj,
+                                         const std::string& image_path, const std::string& text) {
+  if (mmproj.empty())
+    return Status::invalid_argument("--image needs --mmproj (a vision projector)");
   const Tokenizer* tok = lm.tokenizer();
   if (!tok) return Status::invalid_argument("--image needs a model with a tokenizer");
   auto enc = load_vision_encoder(mmproj, lm.pool().size());
   if (!enc) return enc.status();
   const ClipVisionHparams& h = (*enc)->hparams;
   if (h.n_out != lm.config().n_embd)
-    return Status::invalid_argument(fmt::format("{}: projector output width {} differs from the model's n_embd {}",
-                                                mmproj, h.n_out, lm.config().n_embd));
+    return Status::invalid_argument(
+        fmt::format("{}: projector output width {} differs from the model's n_embd {}", mmproj,
+                    h.n_out, lm.config().n_embd));
   std::ifstream f(image_path, std::ios::binary);
   if (!f) return Status::io_error(image_path + ": cannot open");
   const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(f), {}};
@@ -34,13 +36,15 @@ Expected<ImagePrompt> build_image_prompt(const Model& lm, const std::string& mmp
   auto e = encode_image({select_kernels(), lm.pool()}, **enc, bytes, ImageLimits{}, 0);
   if (!e) return Status(e.status().code(), image_path + ": " + e.status().message());
   ImagePrompt p;
-  p.encode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  p.encode_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const bool gemma = h.projector == VisionProjector::kGemma3;
   p.tokens = tok->encode(gemma ? "<start_of_image>" : "", /*add_special=*/true);
   const int64_t pos = static_cast<int64_t>(p.tokens.size());
   p.n_image = e->n_tokens;
   p.tokens.insert(p.tokens.end(), static_cast<size_t>(e->n_tokens), 0);  // placeholders
-  const std::vector<int32_t> rest = tok->encode((gemma ? "<end_of_image>" : "") + text, /*add_special=*/false);
+  const std::vector<int32_t> rest =
+      tok->encode((gemma ? "<end_of_image>" : "") + text, /*add_special=*/false);
   p.tokens.insert(p.tokens.end(), rest.begin(), rest.end());
   p.rows = std::move(e->rows);
   p.splices.push_back({pos, p.n_image, p.rows.data(), /*bidirectional=*/gemma});

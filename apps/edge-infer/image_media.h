@@ -25,8 +25,8 @@ struct ImagePrompt {
   int64_t n_image = 0;
   double encode_ms = 0;
 };
-Expected<ImagePrompt> build_image_prompt(const Model& lm, const std::string& mmproj, const std::string& image_path,
-                                         const std::string& text);
+Expected<ImagePrompt> build_image_prompt(const Model& lm, const std::string& mmproj,
+                                         const std::string& image_path, const std::string& text);
 
 // make-model flags mapped onto the projector: --dim the ViT width, --layers its blocks,
 // --heads, --ffn its MLP (0: 3/2 dim), --proj-dim the LM width (0: dim), --image-size and

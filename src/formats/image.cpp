@@ -20,10 +20,11 @@ std::string sniff_image_format(std::span<const uint8_t> b) {
 namespace {
 
 Status check_size(int64_t w, int64_t h, const ImageLimits& limits, const char* fmt_name) {
-  if (w <= 0 || h <= 0) return Status::out_of_range(fmt::format("{}: empty image ({}x{})", fmt_name, w, h));
+  if (w <= 0 || h <= 0)
+    return Status::out_of_range(fmt::format("{}: empty image ({}x{})", fmt_name, w, h));
   if (w * h > limits.max_pixels)
-    return Status::out_of_range(
-        fmt::format("{}: {}x{} = {} pixels, more than the {} allowed", fmt_name, w, h, w * h, limits.max_pixels));
+    return Status::out_of_range(fmt::format("{}: {}x{} = {} pixels, more than the {} allowed",
+                                            fmt_name, w, h, w * h, limits.max_pixels));
   return Status();
 }
 
@@ -66,8 +67,9 @@ void jpeg_message(j_common_ptr cinfo, int level) {
 
 // Everything the longjmp may skip lives in the caller: no destructors between setjmp and
 // the library calls.
-bool jpeg_decode_into(std::span<const uint8_t> bytes, const ImageLimits& limits, jpeg_decompress_struct* c,
-                      JpegError* err, RgbImage* out, Status* size_error) {
+bool jpeg_decode_into(std::span<const uint8_t> bytes, const ImageLimits& limits,
+                      jpeg_decompress_struct* c, JpegError* err, RgbImage* out,
+                      Status* size_error) {
   if (setjmp(err->jump)) return false;
   jpeg_mem_src(c, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(c, TRUE);

@@ -32,8 +32,10 @@ Taps taps(int64_t in, int64_t out, ResizeFilter f) {
   t.weights.resize(static_cast<size_t>(out));
   for (int64_t i = 0; i < out; ++i) {
     const double center = (static_cast<double>(i) + 0.5) * scale;
-    const int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor(center - support + 0.5)));
-    const int64_t hi = std::min<int64_t>(in, static_cast<int64_t>(std::floor(center + support + 0.5)));
+    const int64_t lo =
+        std::max<int64_t>(0, static_cast<int64_t>(std::floor(center - support + 0.5)));
+    const int64_t hi =
+        std::min<int64_t>(in, static_cast<int64_t>(std::floor(center + support + 0.5)));
     std::vector<double>& w = t.weights[static_cast<size_t>(i)];
     double sum = 0;
     for (int64_t j = lo; j < hi; ++j) {
@@ -74,8 +76,10 @@ RgbImage resize_image(const RgbImage& in, int64_t w, int64_t h, ResizeFilter fil
     for (int64_t x = 0; x < w; ++x)
       for (int c = 0; c < 3; ++c) {
         double v = 0;
-        for (size_t k = 0; k < wt.size(); ++k) v += wt[k] * mid[static_cast<size_t>(((y0 + static_cast<int64_t>(k)) * w + x) * 3 + c)];
-        out.rgb[static_cast<size_t>((y * w + x) * 3 + c)] = static_cast<uint8_t>(std::clamp(std::lround(v), 0l, 255l));
+        for (size_t k = 0; k < wt.size(); ++k)
+          v += wt[k] * mid[static_cast<size_t>(((y0 + static_cast<int64_t>(k)) * w + x) * 3 + c)];
+        out.rgb[static_cast<size_t>((y * w + x) * 3 + c)] =
+            static_cast<uint8_t>(std::clamp(std::lround(v), 0l, 255l));
       }
   }
   return out;
@@ -86,7 +90,8 @@ std::vector<float> normalize_image(const RgbImage& img, const float mean[3], con
   std::vector<float> out(static_cast<size_t>(3 * n));
   for (int64_t i = 0; i < n; ++i)
     for (int c = 0; c < 3; ++c)
-      out[static_cast<size_t>(c * n + i)] = (img.rgb[static_cast<size_t>(i * 3 + c)] / 255.0f - mean[c]) / std[c];
+      out[static_cast<size_t>(c * n + i)] =
+          (img.rgb[static_cast<size_t>(i * 3 + c)] / 255.0f - mean[c]) / std[c];
   return out;
 }
 

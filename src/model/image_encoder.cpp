@@ -8,7 +8,8 @@ uint64_t media_hash(std::span<const uint8_t> bytes, uint64_t salt) {
   return h;
 }
 
-Expected<std::vector<float>> preprocess_image(const ClipVisionHparams& h, std::span<const uint8_t> bytes,
+Expected<std::vector<float>> preprocess_image(const ClipVisionHparams& h,
+                                              std::span<const uint8_t> bytes,
                                               const ImageLimits& limits) {
   ASSIGN_OR_RETURN(RgbImage img, decode_image(bytes, limits));
   const RgbImage sized = resize_image(img, h.image_size, h.image_size, h.filter());
@@ -16,7 +17,8 @@ Expected<std::vector<float>> preprocess_image(const ClipVisionHparams& h, std::s
 }
 
 Expected<EncodedMedia> encode_image(const ClipVisionExec& ex, const VisionEncoderModel& m,
-                                    std::span<const uint8_t> bytes, const ImageLimits& limits, uint64_t salt) {
+                                    std::span<const uint8_t> bytes, const ImageLimits& limits,
+                                    uint64_t salt) {
   ASSIGN_OR_RETURN(std::vector<float> pixels, preprocess_image(m.hparams, bytes, limits));
   EncodedMedia out;
   out.rows = clip_vision_forward(ex, m.hparams, m.weights, pixels.data());

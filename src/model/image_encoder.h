@@ -25,10 +25,12 @@ struct EncodedMedia {
 uint64_t media_hash(std::span<const uint8_t> bytes, uint64_t salt);
 
 // The pixels the encoder reads: [3][S][S].
-Expected<std::vector<float>> preprocess_image(const ClipVisionHparams& h, std::span<const uint8_t> bytes,
+Expected<std::vector<float>> preprocess_image(const ClipVisionHparams& h,
+                                              std::span<const uint8_t> bytes,
                                               const ImageLimits& limits);
 
 Expected<EncodedMedia> encode_image(const ClipVisionExec& ex, const VisionEncoderModel& m,
-                                    std::span<const uint8_t> bytes, const ImageLimits& limits, uint64_t salt);
+                                    std::span<const uint8_t> bytes, const ImageLimits& limits,
+                                    uint64_t salt);
 
 }  // namespace edge

@@ -21,7 +21,8 @@ random_model::Tensor random_tensor(const TensorSpec& s, uint64_t seed) {
   for (unsigned char ch : s.name) hash = (hash ^ ch) * 0x100000001b3ull;
   t.seed = seed ^ hash;
   const bool bias = s.name.ends_with(".bias");
-  const bool norm = s.name.find("ln") != std::string::npos || s.name.find("norm") != std::string::npos;
+  const bool norm =
+      s.name.find("ln") != std::string::npos || s.name.find("norm") != std::string::npos;
   int64_t fan_in = 1;
   for (size_t i = 1; i < s.shape.size(); ++i) fan_in *= s.shape[i];
   if (s.name == "mm.input_projection.weight") fan_in = s.shape[0];  // stored [E, D]: E inputs
@@ -46,10 +47,12 @@ DType tensor_dtype(const TensorSpec& s, DType want) {
 
 }  // namespace
 
-Status write_random_vision_projector(const RandomVisionProjectorOptions& o, const std::string& path) {
-  if (o.dtype != DType::F32 && o.dtype != DType::F16 && o.dtype != DType::BF16 && o.dtype != DType::Q8_0)
-    return Status::invalid_argument(
-        fmt::format("random vision projector: weight type {} (f32, f16, bf16 or q8_0)", dtype_name(o.dtype)));
+Status write_random_vision_projector(const RandomVisionProjectorOptions& o,
+                                     const std::string& path) {
+  if (o.dtype != DType::F32 && o.dtype != DType::F16 && o.dtype != DType::BF16 &&
+      o.dtype != DType::Q8_0)
+    return Status::invalid_argument(fmt::format(
+        "random vision projector: weight type {} (f32, f16, bf16 or q8_0)", dtype_name(o.dtype)));
   ClipVisionHparams h;
   h.projector = o.projector;
   h.image_size = o.image_size;
@@ -70,25 +73,33 @@ Status write_random_vision_projector(const RandomVisionProjectorOptions& o, cons
       h.mean[c] = std::array<float, 3>{0.48145466f, 0.4578275f, 0.40821073f}[c];
       h.std[c] = std::array<float, 3>{0.26862954f, 0.26130258f, 0.27577711f}[c];
     }
-  if (o.image_size <= 0 || o.patch_size <= 0 || o.n_embd <= 0 || o.n_ff <= 0 || o.n_head <= 0 || o.n_layer <= 0 ||
-      o.n_out <= 0 || o.n_mm_ff <= 0 || o.pool <= 0 || o.n_embd % o.n_head || o.image_size % o.patch_size ||
-      h.patches_per_side() % h.pool)
+  if (o.image_size <= 0 || o.patch_size <= 0 || o.n_embd <= 0 || o.n_ff <= 0 || o.n_head <= 0 ||
+      o.n_layer <= 0 || o.n_out <= 0 || o.n_mm_ff <= 0 || o.pool <= 0 || o.n_embd % o.n_head ||
+      o.image_size % o.patch_size || h.patches_per_side() % h.pool)
     return Status::invalid_argument(
-        "random vision projector: sizes must be positive, heads | n_embd, patch | image size, pool | patches per side");
+        "random vision projector: sizes must be positive, heads | n_embd, patch | image size, pool "
+        "| patches per side");
   GgufWriter w;
-  write_clip_vision_hparams(h, fmt::format("edge-random-{}-vision", vision_projector_name(o.projector)), w);
-  w.set_u32("general.file_type", o.dtype == DType::F32 ? 0 : o.dtype == DType::F16 ? 1 : o.dtype == DType::Q8_0 ? 7 : 32);
+  write_clip_vision_hparams(
+      h, fmt::format("edge-random-{}-vision", vision_projector_name(o.projector)), w);
+  w.set_u32("general.file_type", o.dtype == DType::F32    ? 0
+                                 : o.dtype == DType::F16  ? 1
+                                 : o.dtype == DType::Q8_0 ? 7
+                                                          : 32);
   const TensorSchema schema = clip_vision_schema(h);
   for (const TensorSpec& s : schema.specs()) {
     const random_model::Tensor t = random_tensor(s, o.seed);
     const DType dt = tensor_dtype(s, o.dtype);
     if (dt == DType::Q8_0 && s.shape.back() % 32)
-      return Status::invalid_argument(fmt::format("random vision projector: {} rows of {} values are not whole Q8_0 "
-                                                  "blocks of 32", s.name, s.shape.back()));
+      return Status::invalid_argument(
+          fmt::format("random vision projector: {} rows of {} values are not whole Q8_0 "
+                      "blocks of 32",
+                      s.name, s.shape.back()));
     RETURN_IF_ERROR(w.add_tensor(t.name, dt, t.shape, [t, dt](uint8_t* dst, uint64_t n) {
       const std::vector<float> v = t.generate();
       const std::vector<uint8_t> bytes = random_model::encode(v, dt);
-      if (n != bytes.size()) return Status::internal("random vision projector: tensor size mismatch");
+      if (n != bytes.size())
+        return Status::internal("random vision projector: tensor size mismatch");
       std::memcpy(dst, bytes.data(), n);
       return Status();
     }));

@@ -29,6 +29,7 @@ struct RandomVisionProjectorOptions {
   uint64_t seed = 1;
 };
 
-Status write_random_vision_projector(const RandomVisionProjectorOptions& o, const std::string& path);
+Status write_random_vision_projector(const RandomVisionProjectorOptions& o,
+                                     const std::string& path);
 
 }  // namespace edge

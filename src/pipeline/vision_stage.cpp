@@ -15,8 +15,12 @@ namespace {
 
 class VisionStageRunner final : public StageRunner {
  public:
-  VisionStageRunner(std::string name, std::unique_ptr<VisionEncoderModel> m, int threads, int64_t resident)
-      : name_(std::move(name)), model_(std::move(m)), pool_(std::max(1, threads)), resident_(resident) {}
+  VisionStageRunner(std::string name, std::unique_ptr<VisionEncoderModel> m, int threads,
+                    int64_t resident)
+      : name_(std::move(name)),
+        model_(std::move(m)),
+        pool_(std::max(1, threads)),
+        resident_(resident) {}
 
   Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
              const std::function<void(StageEvent)>& emit) override {
@@ -24,20 +28,23 @@ class VisionStageRunner final : public StageRunner {
     if (it == inputs.end() || it->second.pixels.empty())
       return Status::invalid_argument(fmt::format("stage '{}': no image", name_));
     const PortValue& in = it->second;
-    if (in.width <= 0 || in.height <= 0 || static_cast<int64_t>(in.pixels.size()) != in.width * in.height * 3)
-      return Status::invalid_argument(fmt::format("stage '{}': image of {} bytes is not {}x{}x3", name_,
-                                                  in.pixels.size(), in.width, in.height));
+    if (in.width <= 0 || in.height <= 0 ||
+        static_cast<int64_t>(in.pixels.size()) != in.width * in.height * 3)
+      return Status::invalid_argument(fmt::format("stage '{}': image of {} bytes is not {}x{}x3",
+                                                  name_, in.pixels.size(), in.width, in.height));
     const ClipVisionHparams& h = model_->hparams;
     RgbImage img;
     img.width = in.width;
     img.height = in.height;
     img.rgb = in.pixels;
-    const std::vector<float> px = normalize_image(resize_image(img, h.image_size, h.image_size, h.filter()), h.mean, h.std);
+    const std::vector<float> px =
+        normalize_image(resize_image(img, h.image_size, h.image_size, h.filter()), h.mean, h.std);
     StageEvent e;
     {
       std::lock_guard<std::mutex> l(encode_mu_);  // one encode at a time on the stage's pool
       if (cancelled(epoch)) return Status::cancelled(fmt::format("stage '{}': cancelled", name_));
-      e.value.embeddings = clip_vision_forward({select_kernels(), pool_}, h, model_->weights, px.data());
+      e.value.embeddings =
+          clip_vision_forward({select_kernels(), pool_}, h, model_->weights, px.data());
     }
     e.value.rows = h.n_tokens();
     e.epoch = epoch, e.seq = 0, e.terminal = true, e.stage = name_, e.port = "embeddings";
@@ -71,7 +78,8 @@ Expected<int64_t> vision_stage_reservation(const std::string& projector_path) {
   return static_cast<int64_t>(fp.weights_mapped + fp.weights_anon + fp.activations);
 }
 
-Expected<std::unique_ptr<StageRunner>> start_vision_stage(const std::string& projector_path, const StageSpec& s,
+Expected<std::unique_ptr<StageRunner>> start_vision_stage(const std::string& projector_path,
+                                                          const StageSpec& s,
                                                           const PipelineRunOptions& o) {
   ASSIGN_OR_RETURN(auto m, load_vision_encoder(projector_path, o.n_threads > 0 ? o.n_threads : 2));
   const int64_t resident = static_cast<int64_t>(m->weight_bytes);

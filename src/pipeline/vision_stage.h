@@ -12,7 +12,8 @@
 
 namespace edge::pipeline {
 
-Expected<std::unique_ptr<StageRunner>> start_vision_stage(const std::string& projector_path, const StageSpec& s,
+Expected<std::unique_ptr<StageRunner>> start_vision_stage(const std::string& projector_path,
+                                                          const StageSpec& s,
                                                           const PipelineRunOptions& o);
 
 // Bytes to reserve for a vision stage: the projector's weights and one encode's activations.

@@ -12,24 +12,27 @@ Status validate_media(const GenerateRequest& req, int32_t n_embd, int64_t max_st
   for (size_t i = 0; i < req.media.size(); ++i) {
     const MediaEmbedding& m = req.media[i];
     if (m.n_tokens <= 0 || m.position < 0 || m.position + m.n_tokens > n)
-      return Status::invalid_argument(fmt::format("media {}: positions [{}, {}) are not inside the prompt of {} tokens",
-                                                  i, m.position, m.position + m.n_tokens, n));
+      return Status::invalid_argument(
+          fmt::format("media {}: positions [{}, {}) are not inside the prompt of {} tokens", i,
+                      m.position, m.position + m.n_tokens, n));
     if (!m.rows || static_cast<int64_t>(m.rows->size()) != m.n_tokens * n_embd)
-      return Status::invalid_argument(fmt::format("media {}: {} values, expected {} tokens x {} = {}", i,
-                                                  m.rows ? m.rows->size() : 0, m.n_tokens, n_embd,
-                                                  m.n_tokens * n_embd));
+      return Status::invalid_argument(
+          fmt::format("media {}: {} values, expected {} tokens x {} = {}", i,
+                      m.rows ? m.rows->size() : 0, m.n_tokens, n_embd, m.n_tokens * n_embd));
     if (m.bidirectional && m.n_tokens > max_step_tokens)
-      return Status::invalid_argument(fmt::format(
-          "media {}: {} tokens attend to each other and must run in one step, but a step holds {} tokens "
-          "(raise max_batched_tokens)",
-          i, m.n_tokens, max_step_tokens));
+      return Status::invalid_argument(
+          fmt::format("media {}: {} tokens attend to each other and must run in one step, but a "
+                      "step holds {} tokens "
+                      "(raise max_batched_tokens)",
+                      i, m.n_tokens, max_step_tokens));
     spans.emplace_back(m.position, m.position + m.n_tokens);
   }
   std::sort(spans.begin(), spans.end());
   for (size_t i = 1; i < spans.size(); ++i)
     if (spans[i].first < spans[i - 1].second)
-      return Status::invalid_argument(fmt::format("media spans [{}, {}) and [{}, {}) overlap", spans[i - 1].first,
-                                                  spans[i - 1].second, spans[i].first, spans[i].second));
+      return Status::invalid_argument(fmt::format("media spans [{}, {}) and [{}, {}) overlap",
+                                                  spans[i - 1].first, spans[i - 1].second,
+                                                  spans[i].first, spans[i].second));
   return Status::ok_status();
 }
 

@@ -13,12 +13,16 @@
 namespace edge::e2e {
 namespace {
 
-std::string bin() { return std::string(EDGE_BINARY); }
+std::string bin() {
+  return std::string(EDGE_BINARY);
+}
 
 std::string projector(const std::string& arch, const std::string& type, int proj_dim) {
-  const std::string p = server_tmp_dir() + "/" + arch + "_" + type + "_" + std::to_string(proj_dim) + ".gguf";
-  const CommandResult r = run_command(bin() + " make-model --arch " + arch + " --dim 32 --ffn 64 --layers 1 --heads 4 " +
-                                      "--proj-dim " + std::to_string(proj_dim) + " --type " + type + " -o " + p + " 2>&1");
+  const std::string p =
+      server_tmp_dir() + "/" + arch + "_" + type + "_" + std::to_string(proj_dim) + ".gguf";
+  const CommandResult r = run_command(
+      bin() + " make-model --arch " + arch + " --dim 32 --ffn 64 --layers 1 --heads 4 " +
+      "--proj-dim " + std::to_string(proj_dim) + " --type " + type + " -o " + p + " 2>&1");
   EXPECT_EQ(r.code, 0) << r.out;
   return p;
 }
@@ -44,9 +48,11 @@ std::string write_png(const std::string& name, size_t keep = 0) {
 TEST(ImageCli, GenerateWithAnImageSplicesItsRows) {
   const std::string lm = tiny_model(), png = write_png("img.png");
   ASSERT_FALSE(lm.empty());
-  for (const auto& [arch, type, rows] : {std::tuple{"clip-gemma3", "f16", 16}, std::tuple{"clip-mlp", "q8_0", 256}}) {
-    const CommandResult r = run_command(bin() + " generate -m " + lm + " --mmproj " + projector(arch, type, 64) +
-                                        " --image " + png + " -p 'what colour?' -n 3 --json 2>&1");
+  for (const auto& [arch, type, rows] :
+       {std::tuple{"clip-gemma3", "f16", 16}, std::tuple{"clip-mlp", "q8_0", 256}}) {
+    const CommandResult r =
+        run_command(bin() + " generate -m " + lm + " --mmproj " + projector(arch, type, 64) +
+                    " --image " + png + " -p 'what colour?' -n 3 --json 2>&1");
     ASSERT_EQ(r.code, 0) << r.out;
     const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')), nullptr, false);
     ASSERT_TRUE(j.is_object()) << r.out;
@@ -59,8 +65,9 @@ TEST(ImageCli, GenerateWithAnImageSplicesItsRows) {
                                           write_png("cut.png", 70) + " -p x -n 1 2>&1");
   EXPECT_NE(trunc.code, 0);
   EXPECT_NE(trunc.out.find("PNG"), std::string::npos) << trunc.out;
-  const CommandResult width = run_command(bin() + " generate -m " + lm + " --mmproj " +
-                                          projector("clip-gemma3", "f32", 48) + " --image " + png + " -p x -n 1 2>&1");
+  const CommandResult width =
+      run_command(bin() + " generate -m " + lm + " --mmproj " +
+                  projector("clip-gemma3", "f32", 48) + " --image " + png + " -p x -n 1 2>&1");
   EXPECT_NE(width.code, 0);
   EXPECT_NE(width.out.find("n_embd"), std::string::npos) << width.out;
 }

@@ -10,7 +10,8 @@ namespace edge::e2e {
 namespace {
 
 TEST(ImageE2E, OpenAIClientSendsImagesToTheDemo) {
-  if (!have_node_openai()) EDGE_SKIP_UNLESS_REQUIRED("node or the openai package (tests/node) is missing");
+  if (!have_node_openai())
+    EDGE_SKIP_UNLESS_REQUIRED("node or the openai package (tests/node) is missing");
   ServerProcess server;
   // No -m: the demo (its projector too); images over 200x200 pixels are refused.
   ASSERT_TRUE(server.start("", {"--max-image-pixels", "40000"}));

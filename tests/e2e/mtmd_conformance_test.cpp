@@ -44,7 +44,8 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
 const std::string& models() {
   static const std::string dir = [] {
     const std::string d = server_tmp_dir() + "/mtmd_models";
-    const CommandResult r = run_command("sh " + kData + "make_models.sh " + d + " " + EDGE_BINARY + " 2>&1");
+    const CommandResult r =
+        run_command("sh " + kData + "make_models.sh " + d + " " + EDGE_BINARY + " 2>&1");
     EXPECT_EQ(r.code, 0) << r.out;
     return d;
   }();
@@ -67,7 +68,8 @@ Result ours(const std::string& lm_path, const std::string& proj_path, const nloh
   img.width = img.height = h.image_size;
   for (int64_t y = 0; y < h.image_size; ++y)
     for (int64_t x = 0; x < h.image_size; ++x)
-      for (int64_t c = 0; c < 3; ++c) img.rgb.push_back(static_cast<uint8_t>((37 * x + 91 * y + 53 * c + 7 * x * y) % 256));
+      for (int64_t c = 0; c < 3; ++c)
+        img.rgb.push_back(static_cast<uint8_t>((37 * x + 91 * y + 53 * c + 7 * x * y) % 256));
   const std::vector<float> px = normalize_image(img, h.mean, h.std);
   ThreadPool pool(2);
   out.embd = clip_vision_forward({select_kernels(), pool}, h, (*proj)->weights, px.data());
@@ -82,7 +84,8 @@ Result ours(const std::string& lm_path, const std::string& proj_path, const nloh
     if (c.contains("image")) {
       const int64_t n = c["image"];
       const float* rows = rows_for_lm ? rows_for_lm->data() : out.embd.data();
-      splices.push_back({static_cast<int64_t>(ids.size()), n, rows, h.projector == VisionProjector::kGemma3});
+      splices.push_back(
+          {static_cast<int64_t>(ids.size()), n, rows, h.projector == VisionProjector::kGemma3});
       ids.insert(ids.end(), static_cast<size_t>(n), 0);
     } else {
       for (int32_t t : c["text"]) ids.push_back(t);
@@ -111,11 +114,15 @@ Errors compare(const std::string& name, const std::string& lm, const std::string
   const Result lm_only = ours(models() + "/" + lm, models() + "/" + proj, ref["chunks"], &ref_rows);
   if (const char* dump = std::getenv("EDGE_MTMD_DUMP")) {  // debugging: our rows and logits
     std::ofstream(std::string(dump) + "/" + name + ".embd.f32", std::ios::binary)
-        .write(reinterpret_cast<const char*>(r.embd.data()), static_cast<std::streamsize>(r.embd.size() * 4));
+        .write(reinterpret_cast<const char*>(r.embd.data()),
+               static_cast<std::streamsize>(r.embd.size() * 4));
   }
-  Errors e{rel_err(r.embd, ref_rows), rel_err(r.logits, ref_logits), rel_err(lm_only.logits, ref_logits)};
-  std::printf("mtmd conformance %s: image rows rel err %.2e, logits rel err %.2e, logits from mtmd's rows %.2e\n",
-              name.c_str(), e.rows, e.logits, e.logits_from_mtmd_rows);
+  Errors e{rel_err(r.embd, ref_rows), rel_err(r.logits, ref_logits),
+           rel_err(lm_only.logits, ref_logits)};
+  std::printf(
+      "mtmd conformance %s: image rows rel err %.2e, logits rel err %.2e, logits from mtmd's rows "
+      "%.2e\n",
+      name.c_str(), e.rows, e.logits, e.logits_from_mtmd_rows);
   return e;
 }
 

@@ -5,11 +5,11 @@
 #include "formats/image.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <png.h>
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 // jpeglib.h needs size_t and FILE declared first.
 #include <jpeglib.h>
 
@@ -24,7 +24,8 @@ RgbImage pattern(int64_t w, int64_t h) {
   for (int64_t y = 0; y < h; ++y)
     for (int64_t x = 0; x < w; ++x)
       for (int64_t c = 0; c < 3; ++c)
-        img.rgb[static_cast<size_t>((y * w + x) * 3 + c)] = static_cast<uint8_t>((x * 37 + y * 91 + c * 53 + x * y * 7) % 256);
+        img.rgb[static_cast<size_t>((y * w + x) * 3 + c)] =
+            static_cast<uint8_t>((x * 37 + y * 91 + c * 53 + x * y * 7) % 256);
   return img;
 }
 
@@ -72,7 +73,9 @@ RgbImage smooth(int64_t w, int64_t h) {  // JPEG keeps a smooth image close
   RgbImage img = pattern(w, h);
   for (int64_t y = 0; y < h; ++y)
     for (int64_t x = 0; x < w; ++x)
-      for (int64_t c = 0; c < 3; ++c) img.rgb[static_cast<size_t>((y * w + x) * 3 + c)] = static_cast<uint8_t>(4 * x + 2 * y + 40 * c);
+      for (int64_t c = 0; c < 3; ++c)
+        img.rgb[static_cast<size_t>((y * w + x) * 3 + c)] =
+            static_cast<uint8_t>(4 * x + 2 * y + 40 * c);
   return img;
 }
 
@@ -100,13 +103,15 @@ TEST(Image, JpegRoundTripsClosely) {
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   ASSERT_EQ(got->rgb.size(), src.rgb.size());
   int worst = 0;
-  for (size_t i = 0; i < src.rgb.size(); ++i) worst = std::max(worst, std::abs(int(got->rgb[i]) - int(src.rgb[i])));
+  for (size_t i = 0; i < src.rgb.size(); ++i)
+    worst = std::max(worst, std::abs(int(got->rgb[i]) - int(src.rgb[i])));
   EXPECT_LE(worst, 12);
 }
 
 TEST(Image, BadBytesAreRefusedByClass) {
   const RgbImage src = pattern(64, 48);
-  const std::vector<uint8_t> png = encode_png(src.rgb.data(), 64, 48, PNG_FORMAT_RGB), jpg = encode_jpeg(smooth(64, 48));
+  const std::vector<uint8_t> png = encode_png(src.rgb.data(), 64, 48, PNG_FORMAT_RGB),
+                             jpg = encode_jpeg(smooth(64, 48));
   // Unknown format.
   const std::vector<uint8_t> gif = {'G', 'I', 'F', '8', '9', 'a', 0, 0};
   EXPECT_EQ(decode_image(gif).status().code(), StatusCode::kUnsupported);
@@ -128,7 +133,8 @@ TEST(Image, BadBytesAreRefusedByClass) {
     auto r = decode_image(*bytes, small);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange);
-    EXPECT_NE(r.status().message().find("3072 pixels"), std::string::npos) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("3072 pixels"), std::string::npos)
+        << r.status().to_string();
   }
 }
 
@@ -139,13 +145,16 @@ TEST(Image, ResizeMatchesTheNumpyReference) {
   const RgbImage src = pattern(13, 11);
   ASSERT_EQ(ref["cases"].size(), 6u);
   for (const auto& c : ref["cases"]) {
-    const ResizeFilter f = c["filter"] == "bilinear" ? ResizeFilter::kBilinear : ResizeFilter::kBicubic;
+    const ResizeFilter f =
+        c["filter"] == "bilinear" ? ResizeFilter::kBilinear : ResizeFilter::kBicubic;
     const RgbImage got = resize_image(src, c["width"], c["height"], f);
     const std::vector<int> want = c["rgb"];
     ASSERT_EQ(got.rgb.size(), want.size());
     int worst = 0;
-    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(int(got.rgb[i]) - want[i]));
-    EXPECT_LE(worst, 1) << c["filter"] << " " << c["width"] << "x" << c["height"];  // rounding of .5 only
+    for (size_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::abs(int(got.rgb[i]) - want[i]));
+    EXPECT_LE(worst, 1) << c["filter"] << " " << c["width"] << "x"
+                        << c["height"];  // rounding of .5 only
   }
 }
 

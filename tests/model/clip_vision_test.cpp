@@ -30,7 +30,7 @@ RandomVisionProjectorOptions tiny(VisionProjector p) {
   o.n_head = 4;
   o.n_layer = 2;
   o.n_out = 64;
-  o.pool = 2;        // gemma3: 4x4 = 16 tokens
+  o.pool = 2;  // gemma3: 4x4 = 16 tokens
   o.n_mm_ff = 96;
   o.class_embd = p == VisionProjector::kMlp;
   return o;
@@ -76,7 +76,8 @@ void layer_norm(Vec& x, int64_t n, int64_t d, const Vec& g, const Vec& b, double
     m /= d;
     for (int64_t k = 0; k < d; ++k) v += (x[i * d + k] - m) * (x[i * d + k] - m);
     v /= d;
-    for (int64_t k = 0; k < d; ++k) x[i * d + k] = (x[i * d + k] - m) / std::sqrt(v + eps) * g[k] + b[k];
+    for (int64_t k = 0; k < d; ++k)
+      x[i * d + k] = (x[i * d + k] - m) / std::sqrt(v + eps) * g[k] + b[k];
   }
 }
 
@@ -85,12 +86,14 @@ double act(double x, bool gelu) {
   return x / (1 + std::exp(-1.702 * x));
 }
 
-std::vector<float> reference(const GgufFile& f, const ClipVisionHparams& h, const std::vector<float>& px) {
+std::vector<float> reference(const GgufFile& f, const ClipVisionHparams& h,
+                             const std::vector<float>& px) {
   Ref r{f};
   const int64_t e = h.n_embd, s = h.image_size, p = h.patch_size, g = s / p, n = g * g;
   const int64_t first = h.class_embd ? 1 : 0, t = n + first, hd = e / h.n_head;
   Vec x(static_cast<size_t>(t * e), 0.0);
-  const Vec pw = r.t("v.patch_embd.weight"), pb = r.t("v.patch_embd.bias"), pos = r.t("v.position_embd.weight");
+  const Vec pw = r.t("v.patch_embd.weight"), pb = r.t("v.patch_embd.bias"),
+            pos = r.t("v.position_embd.weight");
   for (int64_t py = 0; py < g; ++py)
     for (int64_t pxi = 0; pxi < g; ++pxi)
       for (int64_t o = 0; o < e; ++o) {
@@ -98,7 +101,8 @@ std::vector<float> reference(const GgufFile& f, const ClipVisionHparams& h, cons
         for (int64_t c = 0; c < 3; ++c)
           for (int64_t ky = 0; ky < p; ++ky)
             for (int64_t kx = 0; kx < p; ++kx)
-              acc += pw[((o * 3 + c) * p + ky) * p + kx] * px[(c * s + py * p + ky) * s + pxi * p + kx];
+              acc += pw[((o * 3 + c) * p + ky) * p + kx] *
+                     px[(c * s + py * p + ky) * s + pxi * p + kx];
         x[(first + py * g + pxi) * e + o] = acc;
       }
   if (h.class_embd) {
@@ -111,8 +115,10 @@ std::vector<float> reference(const GgufFile& f, const ClipVisionHparams& h, cons
     auto W = [&](const char* m) { return r.t(fmt::format("v.blk.{}.{}", l, m)); };
     Vec nx = x;
     layer_norm(nx, t, e, W("ln1.weight"), W("ln1.bias"), h.eps);
-    const Vec bq = W("attn_q.bias"), bk = W("attn_k.bias"), bv = W("attn_v.bias"), bo = W("attn_out.bias");
-    const Vec q = lin(nx, t, W("attn_q.weight"), &bq, e), k = lin(nx, t, W("attn_k.weight"), &bk, e),
+    const Vec bq = W("attn_q.bias"), bk = W("attn_k.bias"), bv = W("attn_v.bias"),
+              bo = W("attn_out.bias");
+    const Vec q = lin(nx, t, W("attn_q.weight"), &bq, e),
+              k = lin(nx, t, W("attn_k.weight"), &bk, e),
               v = lin(nx, t, W("attn_v.weight"), &bv, e);
     Vec att(static_cast<size_t>(t * e), 0.0);
     for (int64_t hh = 0; hh < h.n_head; ++hh)
@@ -127,7 +133,8 @@ std::vector<float> reference(const GgufFile& f, const ClipVisionHparams& h, cons
         }
         for (int64_t j = 0; j < t; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
         for (int64_t j = 0; j < t; ++j)
-          for (int64_t c = 0; c < hd; ++c) att[i * e + hh * hd + c] += sc[j] / sum * v[j * e + hh * hd + c];
+          for (int64_t c = 0; c < hd; ++c)
+            att[i * e + hh * hd + c] += sc[j] / sum * v[j * e + hh * hd + c];
       }
     const Vec o = lin(att, t, W("attn_out.weight"), &bo, e);
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
@@ -146,8 +153,10 @@ std::vector<float> reference(const GgufFile& f, const ClipVisionHparams& h, cons
     Vec pooled(static_cast<size_t>(go * go * e), 0.0);
     for (int64_t y = 0; y < g; ++y)
       for (int64_t xx = 0; xx < g; ++xx)
-        for (int64_t c = 0; c < e; ++c) pooled[((y / k) * go + xx / k) * e + c] += x[(y * g + xx) * e + c] / (k * k);
-    const Vec sn = r.t("mm.soft_emb_norm.weight"), ip = r.t("mm.input_projection.weight");  // [E, D]
+        for (int64_t c = 0; c < e; ++c)
+          pooled[((y / k) * go + xx / k) * e + c] += x[(y * g + xx) * e + c] / (k * k);
+    const Vec sn = r.t("mm.soft_emb_norm.weight"),
+              ip = r.t("mm.input_projection.weight");  // [E, D]
     for (int64_t i = 0; i < go * go; ++i) {
       double ms = 0;
       for (int64_t c = 0; c < e; ++c) ms += pooled[i * e + c] * pooled[i * e + c];
@@ -157,7 +166,8 @@ std::vector<float> reference(const GgufFile& f, const ClipVisionHparams& h, cons
     out.assign(static_cast<size_t>(go * go * h.n_out), 0.0);
     for (int64_t i = 0; i < go * go; ++i)
       for (int64_t d = 0; d < h.n_out; ++d)
-        for (int64_t c = 0; c < e; ++c) out[i * h.n_out + d] += pooled[i * e + c] * ip[c * h.n_out + d];
+        for (int64_t c = 0; c < e; ++c)
+          out[i * h.n_out + d] += pooled[i * e + c] * ip[c * h.n_out + d];
   } else {
     const Vec patches(x.begin() + first * e, x.end()), b0 = r.t("mm.0.bias"), b2 = r.t("mm.2.bias");
     Vec mid = lin(patches, n, r.t("mm.0.weight"), &b0, h.n_mm_ff);
@@ -181,14 +191,19 @@ void check_against_reference(VisionProjector p) {
   EXPECT_EQ(h.n_tokens(), p == VisionProjector::kGemma3 ? 16 : 64);
   ThreadPool pool(2);
   const std::vector<float> px = test_pixels(h.image_size);
-  const std::vector<float> got = clip_vision_forward({select_kernels(), pool}, h, (*m)->weights, px.data());
+  const std::vector<float> got =
+      clip_vision_forward({select_kernels(), pool}, h, (*m)->weights, px.data());
   const std::vector<float> want = reference((*m)->file, h, px);
   ASSERT_EQ(got.size(), static_cast<size_t>(h.n_tokens() * h.n_out));
   EXPECT_LT(testing::rel_diff(got, want), 1e-4);
 }
 
-TEST(ClipVision, Gemma3MatchesTheScalarGraph) { check_against_reference(VisionProjector::kGemma3); }
-TEST(ClipVision, MlpWithClassTokenMatchesTheScalarGraph) { check_against_reference(VisionProjector::kMlp); }
+TEST(ClipVision, Gemma3MatchesTheScalarGraph) {
+  check_against_reference(VisionProjector::kGemma3);
+}
+TEST(ClipVision, MlpWithClassTokenMatchesTheScalarGraph) {
+  check_against_reference(VisionProjector::kMlp);
+}
 
 TEST(ClipVision, Q8_0AndF16FilesStayCloseToF32) {
   ThreadPool pool(2);
@@ -197,12 +212,17 @@ TEST(ClipVision, Q8_0AndF16FilesStayCloseToF32) {
     for (DType dt : {DType::F32, DType::F16, DType::Q8_0}) {
       RandomVisionProjectorOptions o = tiny(p);
       o.dtype = dt;
-      auto m = load_vision_encoder(write_tiny(std::string(vision_projector_name(p)) + dtype_name(dt), o), 2);
+      auto m = load_vision_encoder(
+          write_tiny(std::string(vision_projector_name(p)) + dtype_name(dt), o), 2);
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       const std::vector<float> px = test_pixels(o.image_size);
-      const std::vector<float> got = clip_vision_forward({select_kernels(), pool}, (*m)->hparams, (*m)->weights, px.data());
-      if (dt == DType::F32) ref = got;
-      else EXPECT_LT(testing::rel_diff(got, ref), 0.05) << vision_projector_name(p) << " " << dtype_name(dt);
+      const std::vector<float> got =
+          clip_vision_forward({select_kernels(), pool}, (*m)->hparams, (*m)->weights, px.data());
+      if (dt == DType::F32)
+        ref = got;
+      else
+        EXPECT_LT(testing::rel_diff(got, ref), 0.05)
+            << vision_projector_name(p) << " " << dtype_name(dt);
     }
   }
 }
@@ -216,9 +236,9 @@ TEST(ClipVision, FootprintCountsWeightsAndActivations) {
   ASSERT_TRUE(a.ok() && b.ok());
   auto m = load_vision_encoder(f32, 1);
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(a->weights_mapped, (*m)->weight_bytes);        // every plain tensor stays mapped
-  EXPECT_EQ(a->weights_anon, uint64_t{32 * 64 * 4});      // the transposed input projection
-  EXPECT_GT(b->weights_anon, a->weights_anon);             // Q8_0 matrices are repacked
+  EXPECT_EQ(a->weights_mapped, (*m)->weight_bytes);   // every plain tensor stays mapped
+  EXPECT_EQ(a->weights_anon, uint64_t{32 * 64 * 4});  // the transposed input projection
+  EXPECT_GT(b->weights_anon, a->weights_anon);        // Q8_0 matrices are repacked
   EXPECT_EQ(a->activations, (*m)->activation_bytes());
   EXPECT_GT(a->activations, uint64_t{65 * 6 * 32 * 4});
 }
@@ -242,13 +262,16 @@ TEST(ClipVision, BadFilesAreRefusedNamingTheKeyOrTensor) {
   const std::string good = write_tiny("schema", tiny(VisionProjector::kGemma3));
   auto missing = load_vision_encoder(rewrite(good, "missing", "v.blk.1.ffn_down.weight", "", 0), 1);
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("v.blk.1.ffn_down.weight"), std::string::npos) << missing.status().to_string();
+  EXPECT_NE(missing.status().message().find("v.blk.1.ffn_down.weight"), std::string::npos)
+      << missing.status().to_string();
   auto shape = load_vision_encoder(rewrite(good, "shape", "", "clip.vision.projection_dim", 48), 1);
   ASSERT_FALSE(shape.ok());
-  EXPECT_NE(shape.status().message().find("mm.input_projection.weight"), std::string::npos) << shape.status().to_string();
+  EXPECT_NE(shape.status().message().find("mm.input_projection.weight"), std::string::npos)
+      << shape.status().to_string();
   auto key = load_vision_encoder(rewrite(good, "key", "", "clip.vision.patch_size", 5), 1);
   ASSERT_FALSE(key.ok());
-  EXPECT_NE(key.status().message().find("clip.vision.patch_size"), std::string::npos) << key.status().to_string();
+  EXPECT_NE(key.status().message().find("clip.vision.patch_size"), std::string::npos)
+      << key.status().to_string();
 }
 
 }  // namespace

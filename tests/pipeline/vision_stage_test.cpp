@@ -3,6 +3,8 @@
 // normalise, ViT + projector); the stage's reservation on the ledger comes from the
 // projector's footprint (weights + one encode) and is returned when the graph stops; a
 // malformed image ends the request with an error.
+#include "pipeline/vision_stage.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,7 +16,6 @@
 #include "model/random_vision_projector.h"
 #include "pipeline/artifact.h"
 #include "pipeline/executor.h"
-#include "pipeline/vision_stage.h"
 
 namespace edge::pipeline {
 namespace {
@@ -22,7 +23,8 @@ namespace {
 class VisionStage : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("edge_vision_stage_" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("edge_vision_stage_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     path_ = (dir_ / "mmproj.gguf").string();
     RandomVisionProjectorOptions o;  // 64x64, patch 4, pool 4: 16 rows of 64
@@ -35,9 +37,12 @@ class VisionStage : public ::testing::Test {
 
   PipelineSpec spec() {
     auto p = parse_pipeline(
-        "pipeline: see\nstages:\n  - name: enc\n    kind: vision_encoder\n    contract: vision.encode@1\n"
-        "    artifacts: [{role: model, path: mmproj.gguf, sha256: " + hash_ + "}]\n"
-        "routes: [input.image -> enc.image, enc.embeddings -> output.embeddings]\n",
+        "pipeline: see\nstages:\n  - name: enc\n    kind: vision_encoder\n    contract: "
+        "vision.encode@1\n"
+        "    artifacts: [{role: model, path: mmproj.gguf, sha256: " +
+            hash_ +
+            "}]\n"
+            "routes: [input.image -> enc.image, enc.embeddings -> output.embeddings]\n",
         dir_.string());
     EXPECT_TRUE(p.ok()) << p.status().to_string();
     return *p;
@@ -62,7 +67,8 @@ TEST_F(VisionStage, TheGraphsRowsAreTheEncodersAndItsMemoryIsReserved) {
   const std::vector<float> px =
       normalize_image(resize_image(img, h.image_size, h.image_size, h.filter()), h.mean, h.std);
   ThreadPool pool(2);
-  const std::vector<float> want = clip_vision_forward({select_kernels(), pool}, h, (*m)->weights, px.data());
+  const std::vector<float> want =
+      clip_vision_forward({select_kernels(), pool}, h, (*m)->weights, px.data());
   auto reservation = vision_stage_reservation(path_);
   ASSERT_TRUE(reservation.ok());
   RamLedger ledger(int64_t{4} << 30, "test");

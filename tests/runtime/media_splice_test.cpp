@@ -3,6 +3,8 @@
 // other (Gemma-3 images) and nothing outside changes that rule, chunking never ends a step
 // inside such a span, and the engine's prefix cache keys media positions on the media hash
 // (a repeated image is a hit, another image is not).
+#include "runtime/media_splice.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,9 +14,8 @@
 #include "kernels/api.h"
 #include "model/forward.h"
 #include "model/model.h"
-#include "model/random_model.h"
 #include "model/model_footprint.h"
-#include "runtime/media_splice.h"
+#include "model/random_model.h"
 #include "runtime/memory_plan.h"
 
 namespace edge {
@@ -26,7 +27,8 @@ struct TinyModel {
   std::filesystem::path dir;
   std::unique_ptr<Model> model;
   explicit TinyModel(const std::string& arch) {
-    dir = std::filesystem::temp_directory_path() / ("edge_media_splice_" + arch + std::to_string(::getpid()));
+    dir = std::filesystem::temp_directory_path() /
+          ("edge_media_splice_" + arch + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     RandomModelOptions o;
     o.arch = arch;
@@ -59,8 +61,8 @@ std::vector<float> token_rows(const Model& m, std::span<const int32_t> ids) {
   return rows;
 }
 
-std::vector<float> run(const Model& m, std::span<const int32_t> ids, std::span<const EmbeddingSplice> sp,
-                       int64_t step, bool all = true) {
+std::vector<float> run(const Model& m, std::span<const int32_t> ids,
+                       std::span<const EmbeddingSplice> sp, int64_t step, bool all = true) {
   InferenceOptions io;
   io.max_step = step;
   auto st = InferenceState::create(m, 128, io);
@@ -101,7 +103,8 @@ TEST(MediaSplice, BidirectionalRowsSeeLaterRowsOfTheirSpanOnly) {
     const std::vector<float> la = run(m, ids, {&a, 1}, 64), lb = run(m, ids, {&b, 1}, 64);
     auto row_diff = [&](int pos) {
       float d = 0;
-      for (int64_t v = 0; v < nv; ++v) d = std::max(d, std::fabs(la[pos * nv + v] - lb[pos * nv + v]));
+      for (int64_t v = 0; v < nv; ++v)
+        d = std::max(d, std::fabs(la[pos * nv + v] - lb[pos * nv + v]));
       return d;
     };
     EXPECT_EQ(row_diff(4), 0.f) << "before the span";
@@ -121,9 +124,9 @@ TEST(MediaSplice, ChunksNeverEndInsideABidirectionalSpan) {
   std::vector<float> rows(10 * 64);
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = std::sin(0.37f * static_cast<float>(i));
   EmbeddingSplice sp{6, 10, rows.data(), true};
-  EXPECT_EQ(splice_chunk_tokens({&sp, 1}, 0, 8), 6);    // cut before the span
-  EXPECT_EQ(splice_chunk_tokens({&sp, 1}, 6, 4), 10);   // the whole span at once
-  EXPECT_EQ(splice_chunk_tokens({&sp, 1}, 16, 4), 4);   // after it: untouched
+  EXPECT_EQ(splice_chunk_tokens({&sp, 1}, 0, 8), 6);   // cut before the span
+  EXPECT_EQ(splice_chunk_tokens({&sp, 1}, 6, 4), 10);  // the whole span at once
+  EXPECT_EQ(splice_chunk_tokens({&sp, 1}, 16, 4), 4);  // after it: untouched
   const std::vector<float> one = run(m, ids, {&sp, 1}, 64), chunked = run(m, ids, {&sp, 1}, 12);
   EXPECT_LT(max_diff(one, chunked), 1e-4f);
   InferenceOptions io;
@@ -175,7 +178,8 @@ TEST(MediaSplice, EngineCachesARepeatedImageByItsHash) {
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   auto img = std::make_shared<std::vector<float>>(32 * 64);
   auto other = std::make_shared<std::vector<float>>(32 * 64);
-  for (size_t i = 0; i < img->size(); ++i) (*img)[i] = std::sin(0.1f * i), (*other)[i] = std::cos(0.1f * i);
+  for (size_t i = 0; i < img->size(); ++i)
+    (*img)[i] = std::sin(0.1f * i), (*other)[i] = std::cos(0.1f * i);
   const Result first = generate(**e, image_request(img, 111));
   const Result again = generate(**e, image_request(img, 111));
   EXPECT_EQ(first.cached, 0);

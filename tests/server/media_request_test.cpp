@@ -66,7 +66,8 @@ TEST(MediaRequest, Base64AndPartsParse) {
 class MediaServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = std::filesystem::temp_directory_path() / ("edge_media_server_" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("edge_media_server_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     RandomModelOptions o;
     o.arch = "gemma3";
@@ -111,17 +112,22 @@ class MediaServer : public ::testing::Test {
 
   // POST a user message of [text, part]; returns (status, body).
   std::pair<int, json> chat(const json& part) {
-    json body = {{"messages", json::array({{{"role", "user"},
-                                            {"content", json::array({{{"type", "text"}, {"text", "what colour?"}}, part})}}})},
-                 {"max_tokens", 4},
-                 {"temperature", 0}};
+    json body = {
+        {"messages",
+         json::array(
+             {{{"role", "user"},
+               {"content", json::array({{{"type", "text"}, {"text", "what colour?"}}, part})}}})},
+        {"max_tokens", 4},
+        {"temperature", 0}};
     httplib::Client c("127.0.0.1", server_->port());
     c.set_read_timeout(60, 0);
     auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
     if (!r) return {0, json()};
     return {r->status, json::parse(r->body, nullptr, false)};
   }
-  static json image(const std::string& url) { return {{"type", "image_url"}, {"image_url", {{"url", url}}}}; }
+  static json image(const std::string& url) {
+    return {{"type", "image_url"}, {"image_url", {{"url", url}}}};
+  }
 
   static std::filesystem::path dir_;
   std::unique_ptr<Engine> engine_;
@@ -140,7 +146,8 @@ TEST_F(MediaServer, AnswersAnImageAndCachesItWhenRepeated) {
   auto [s2, b2] = chat(image(data_uri(png)));
   ASSERT_EQ(s2, 200) << b2.dump();
   EXPECT_EQ(b2["choices"][0]["message"]["content"], b1["choices"][0]["message"]["content"]);
-  EXPECT_GE(b2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 16) << b2["usage"].dump();
+  EXPECT_GE(b2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 16)
+      << b2["usage"].dump();
 }
 
 TEST_F(MediaServer, BadMediaIs400ByClassAndTheServerKeepsServing) {
@@ -157,7 +164,9 @@ TEST_F(MediaServer, BadMediaIs400ByClassAndTheServerKeepsServing) {
       {image(data_uri("GIF89a\x01\x00\x01\x00", "image/gif")), "unsupported_image_format"},
       {image(data_uri(png.substr(0, png.size() / 2))), "invalid_image"},
       {image(data_uri(png_bytes(300, 200))), "image_too_large"},
-      {{{"type", "input_audio"}, {"input_audio", {{"data", base64("RIFF....")}, {"format", "wav"}}}}, "no_media_encoder"},
+      {{{"type", "input_audio"},
+        {"input_audio", {{"data", base64("RIFF....")}, {"format", "wav"}}}},
+       "no_media_encoder"},
   };
   for (const Case& c : cases) {
     auto [status, body] = chat(c.part);

@@ -31,7 +31,8 @@ Expected<VisionProjector> read_projector(const GgufFile& f) {
   if (type == "gemma3") return VisionProjector::kGemma3;
   if (type == "mlp") return VisionProjector::kMlp;
   if (type.empty()) return Status::not_found("clip.projector_type: missing");
-  return Status::unsupported(fmt::format("clip.projector_type '{}': vision projectors are gemma3 and mlp", type));
+  return Status::unsupported(
+      fmt::format("clip.projector_type '{}': vision projectors are gemma3 and mlp", type));
 }
 
 Status read_norm_constants(const GgufFile& f, ClipVisionHparams* h) {
@@ -50,14 +51,17 @@ Status read_norm_constants(const GgufFile& f, ClipVisionHparams* h) {
 
 Status check_hparams(const ClipVisionHparams& h) {
   if (h.n_embd % h.n_head)
-    return Status::invalid_format(fmt::format("{} = {} does not divide {} = {}", vkey("attention.head_count"),
-                                              h.n_head, vkey("embedding_length"), h.n_embd));
+    return Status::invalid_format(fmt::format("{} = {} does not divide {} = {}",
+                                              vkey("attention.head_count"), h.n_head,
+                                              vkey("embedding_length"), h.n_embd));
   if (h.image_size % h.patch_size)
-    return Status::invalid_format(fmt::format("{} = {} is not a multiple of {} = {}", vkey("image_size"),
-                                              h.image_size, vkey("patch_size"), h.patch_size));
+    return Status::invalid_format(fmt::format("{} = {} is not a multiple of {} = {}",
+                                              vkey("image_size"), h.image_size, vkey("patch_size"),
+                                              h.patch_size));
   if (h.projector == VisionProjector::kGemma3 && h.patches_per_side() % h.pool)
     return Status::invalid_format(fmt::format("{} = {} does not divide the {} patches per side",
-                                              vkey("projector.scale_factor"), h.pool, h.patches_per_side()));
+                                              vkey("projector.scale_factor"), h.pool,
+                                              h.patches_per_side()));
   return Status();
 }
 
@@ -77,7 +81,8 @@ bool gguf_has_vision_encoder(const GgufFile& f) {
 }
 
 Expected<ClipVisionHparams> read_clip_vision_hparams(const GgufFile& f) {
-  if (!gguf_has_vision_encoder(f)) return Status::not_found("clip.has_vision_encoder: missing or false");
+  if (!gguf_has_vision_encoder(f))
+    return Status::not_found("clip.has_vision_encoder: missing or false");
   ClipVisionHparams h;
   ASSIGN_OR_RETURN(h.projector, read_projector(f));
   ASSIGN_OR_RETURN(h.image_size, positive(f, vkey("image_size")));
@@ -92,7 +97,8 @@ Expected<ClipVisionHparams> read_clip_vision_hparams(const GgufFile& f) {
   if (h.projector == VisionProjector::kGemma3) {
     h.pool = f.get_int_or(vkey("projector.scale_factor"), 4);
     if (h.pool <= 0 || h.pool > 64)
-      return Status::invalid_format(fmt::format("{} = {}: out of range", vkey("projector.scale_factor"), h.pool));
+      return Status::invalid_format(
+          fmt::format("{} = {}: out of range", vkey("projector.scale_factor"), h.pool));
   }
   RETURN_IF_ERROR(read_norm_constants(f, &h));
   const TensorSet& t = f.tensors();
@@ -101,7 +107,8 @@ Expected<ClipVisionHparams> read_clip_vision_hparams(const GgufFile& f) {
   h.post_ln = t.find("v.post_ln.weight") != nullptr;
   if (h.projector == VisionProjector::kMlp) {
     const TensorView* mm0 = t.find("mm.0.weight");
-    if (!mm0 || mm0->shape.size() != 2) return Status::not_found("missing tensor mm.0.weight (2-D)");
+    if (!mm0 || mm0->shape.size() != 2)
+      return Status::not_found("missing tensor mm.0.weight (2-D)");
     h.n_mm_ff = mm0->shape[0];
   }
   RETURN_IF_ERROR(check_hparams(h));
@@ -123,7 +130,8 @@ void write_clip_vision_hparams(const ClipVisionHparams& h, const std::string& na
   w.set_u32(vkey("block_count"), static_cast<uint32_t>(h.n_layer));
   w.set_u32(vkey("projection_dim"), static_cast<uint32_t>(h.n_out));
   w.set_f32(vkey("attention.layer_norm_epsilon"), h.eps);
-  if (h.projector == VisionProjector::kGemma3) w.set_u32(vkey("projector.scale_factor"), static_cast<uint32_t>(h.pool));
+  if (h.projector == VisionProjector::kGemma3)
+    w.set_u32(vkey("projector.scale_factor"), static_cast<uint32_t>(h.pool));
   w.set_f32_array(vkey("image_mean"), {h.mean[0], h.mean[1], h.mean[2]});
   w.set_f32_array(vkey("image_std"), {h.std[0], h.std[1], h.std[2]});
 }
@@ -141,7 +149,9 @@ TensorSchema clip_vision_schema(const ClipVisionHparams& h) {
       s.require(fmt::format("{}.bias", ln), {e});
     }
   for (int64_t l = 0; l < h.n_layer; ++l) {
-    auto n = [l](const char* what, const char* suffix) { return fmt::format("v.blk.{}.{}.{}", l, what, suffix); };
+    auto n = [l](const char* what, const char* suffix) {
+      return fmt::format("v.blk.{}.{}.{}", l, what, suffix);
+    };
     for (const char* ln : {"ln1", "ln2"}) {
       s.require(n(ln, "weight"), {e});
       s.require(n(ln, "bias"), {e});
@@ -186,7 +196,8 @@ class Binder {
     ASSIGN_OR_RETURN(const TensorView* v, get(name));
     *out = *v;
     if (v->shape.size() != 2 && is_packed_dtype(v->dtype))
-      return Status::unsupported(fmt::format("tensor {}: a packed {}-D tensor", name, v->shape.size()));
+      return Status::unsupported(
+          fmt::format("tensor {}: a packed {}-D tensor", name, v->shape.size()));
     const int64_t rows = v->shape.front();
     out->shape = {rows, rows > 0 ? v->numel() / rows : 0};
     return Status();
@@ -231,7 +242,8 @@ Status bind_input_projection(const TensorSet& t, const ClipVisionHparams& h, Cli
   w->in_proj_t.assign(static_cast<size_t>(d * e), 0.0f);
   for (int64_t r = 0; r < e; ++r) {
     embedding_row(reference_kernels(), *v, r, row.data());
-    for (int64_t c = 0; c < d; ++c) w->in_proj_t[static_cast<size_t>(c * e + r)] = row[static_cast<size_t>(c)];
+    for (int64_t c = 0; c < d; ++c)
+      w->in_proj_t[static_cast<size_t>(c * e + r)] = row[static_cast<size_t>(c)];
   }
   w->in_proj.name = "mm.input_projection.weight^T";
   w->in_proj.dtype = DType::F32;
@@ -243,7 +255,8 @@ Status bind_input_projection(const TensorSet& t, const ClipVisionHparams& h, Cli
 
 }  // namespace
 
-Expected<ClipVisionWeights> bind_clip_vision_weights(const ClipVisionHparams& h, const TensorSet& t) {
+Expected<ClipVisionWeights> bind_clip_vision_weights(const ClipVisionHparams& h,
+                                                     const TensorSet& t) {
   Binder b(t);
   ClipVisionWeights w;
   RETURN_IF_ERROR(b("v.patch_embd.weight", &w.patch_w));
@@ -261,7 +274,8 @@ Expected<ClipVisionWeights> bind_clip_vision_weights(const ClipVisionHparams& h,
     RETURN_IF_ERROR(b("v.post_ln.bias", &w.post_ln_b));
   }
   w.layers.resize(static_cast<size_t>(h.n_layer));
-  for (int64_t l = 0; l < h.n_layer; ++l) RETURN_IF_ERROR(bind_layer(b, l, &w.layers[static_cast<size_t>(l)]));
+  for (int64_t l = 0; l < h.n_layer; ++l)
+    RETURN_IF_ERROR(bind_layer(b, l, &w.layers[static_cast<size_t>(l)]));
   if (h.projector == VisionProjector::kGemma3) {
     RETURN_IF_ERROR(b("mm.soft_emb_norm.weight", &w.soft_norm));
     RETURN_IF_ERROR(bind_input_projection(t, h, &w));
@@ -280,13 +294,16 @@ uint64_t vision_activation_bytes(const ClipVisionHparams& h) {
   const uint64_t n = static_cast<uint64_t>(h.n_patches() + 1);
   // Residual, normed, q, k, v, attention out: 6 x [n, E]; the MLP [n, n_ff]; the im2col
   // rows [n, 3 P P]; the attention scratch per thread is small next to these.
-  const uint64_t rows = n * static_cast<uint64_t>(6 * h.n_embd + h.n_ff + 3 * h.patch_size * h.patch_size);
+  const uint64_t rows =
+      n * static_cast<uint64_t>(6 * h.n_embd + h.n_ff + 3 * h.patch_size * h.patch_size);
   return rows * sizeof(float);
 }
 
 }  // namespace
 
-uint64_t VisionEncoderModel::activation_bytes() const { return vision_activation_bytes(hparams); }
+uint64_t VisionEncoderModel::activation_bytes() const {
+  return vision_activation_bytes(hparams);
+}
 
 Expected<VisionFootprint> vision_encoder_footprint(const std::string& path) {
   auto f = GgufFile::open(path);
@@ -295,16 +312,19 @@ Expected<VisionFootprint> vision_encoder_footprint(const std::string& path) {
   if (!h) return Status(h.status().code(), path + ": " + h.status().message());
   VisionFootprint fp;
   for (const TensorView& t : f->tensors().all()) {
-    const bool plain = t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16 || is_packed_dtype(t.dtype);
+    const bool plain = t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16 ||
+                       is_packed_dtype(t.dtype);
     (plain ? fp.weights_mapped : fp.weights_anon) += t.nbytes;
   }
   // gemma3's input projection is transposed into an F32 copy at load.
-  if (h->projector == VisionProjector::kGemma3) fp.weights_anon += static_cast<uint64_t>(h->n_embd * h->n_out) * 4;
+  if (h->projector == VisionProjector::kGemma3)
+    fp.weights_anon += static_cast<uint64_t>(h->n_embd * h->n_out) * 4;
   fp.activations = vision_activation_bytes(*h);
   return fp;
 }
 
-Expected<std::unique_ptr<VisionEncoderModel>> load_vision_encoder(const std::string& path, int threads) {
+Expected<std::unique_ptr<VisionEncoderModel>> load_vision_encoder(const std::string& path,
+                                                                  int threads) {
   auto f = GgufFile::open(path);
   if (!f) return f.status();
   auto m = std::make_unique<VisionEncoderModel>();

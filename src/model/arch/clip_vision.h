@@ -37,18 +37,18 @@ const char* vision_projector_name(VisionProjector p);  // "gemma3" | "mlp"
 
 struct ClipVisionHparams {
   VisionProjector projector = VisionProjector::kGemma3;
-  int64_t image_size = 0;  // S (SigLIP-400M in Gemma-3: 896)
-  int64_t patch_size = 0;  // P (14)
-  int64_t n_embd = 0;      // E (1152)
-  int64_t n_ff = 0;        // (4304)
-  int64_t n_head = 0;      // (16)
-  int64_t n_layer = 0;     // (27)
-  int64_t n_out = 0;       // D: the LM's embedding width, clip.vision.projection_dim
-  int64_t n_mm_ff = 0;     // mlp: mm.0 rows
-  int64_t pool = 1;        // gemma3: clip.vision.projector.scale_factor (4)
-  float eps = 1e-6f;       // clip.vision.attention.layer_norm_epsilon
-  bool use_gelu = false;   // clip.use_gelu (else quick GELU)
-  bool class_embd = false; // v.class_embd present (CLIP)
+  int64_t image_size = 0;   // S (SigLIP-400M in Gemma-3: 896)
+  int64_t patch_size = 0;   // P (14)
+  int64_t n_embd = 0;       // E (1152)
+  int64_t n_ff = 0;         // (4304)
+  int64_t n_head = 0;       // (16)
+  int64_t n_layer = 0;      // (27)
+  int64_t n_out = 0;        // D: the LM's embedding width, clip.vision.projection_dim
+  int64_t n_mm_ff = 0;      // mlp: mm.0 rows
+  int64_t pool = 1;         // gemma3: clip.vision.projector.scale_factor (4)
+  float eps = 1e-6f;        // clip.vision.attention.layer_norm_epsilon
+  bool use_gelu = false;    // clip.use_gelu (else quick GELU)
+  bool class_embd = false;  // v.class_embd present (CLIP)
   bool pre_ln = false, post_ln = false;
   float mean[3] = {0.5f, 0.5f, 0.5f}, std[3] = {0.5f, 0.5f, 0.5f};
 
@@ -81,10 +81,10 @@ struct ClipVisionWeights {
     TensorView down_w;                              // [E, n_ff]
     std::vector<float> down_b;                      // [E]
   };
-  TensorView patch_w;           // [E, 3 P P]  (file: [E, 3, P, P])
-  std::vector<float> patch_b;   // [E]
-  std::vector<float> pos;       // [n (+1), E]
-  std::vector<float> cls;       // [E] or empty
+  TensorView patch_w;                                           // [E, 3 P P]  (file: [E, 3, P, P])
+  std::vector<float> patch_b;                                   // [E]
+  std::vector<float> pos;                                       // [n (+1), E]
+  std::vector<float> cls;                                       // [E] or empty
   std::vector<float> pre_ln_w, pre_ln_b, post_ln_w, post_ln_b;  // [E] or empty
   std::vector<Layer> layers;
   // gemma3
@@ -92,11 +92,12 @@ struct ClipVisionWeights {
   std::vector<float> in_proj_t;  // [D, E]: mm.input_projection transposed at load (F32)
   TensorView in_proj;            // view of in_proj_t
   // mlp
-  TensorView mm0_w, mm2_w;       // [D1, E], [D, D1]
+  TensorView mm0_w, mm2_w;  // [D1, E], [D, D1]
   std::vector<float> mm0_b, mm2_b;
 };
 
-Expected<ClipVisionWeights> bind_clip_vision_weights(const ClipVisionHparams& h, const TensorSet& tensors);
+Expected<ClipVisionWeights> bind_clip_vision_weights(const ClipVisionHparams& h,
+                                                     const TensorSet& tensors);
 
 struct ClipVisionExec {
   const KernelTable& kernels;
@@ -118,7 +119,8 @@ struct VisionEncoderModel {
   uint64_t activation_bytes() const;
 };
 // Opens, checks hparams and schema (naming a missing or mis-shaped tensor), binds.
-Expected<std::unique_ptr<VisionEncoderModel>> load_vision_encoder(const std::string& path, int threads);
+Expected<std::unique_ptr<VisionEncoderModel>> load_vision_encoder(const std::string& path,
+                                                                  int threads);
 bool gguf_has_vision_encoder(const GgufFile& f);
 
 // What serving a vision projector file costs, from its header (nothing is loaded): plain

@@ -15,7 +15,8 @@ namespace {
 using Vec = std::vector<float>;
 
 // y [t][out] = x [t][in] . w^T (+ b).
-void affine(const ClipVisionExec& ex, const float* x, int64_t t, const TensorView& w, const Vec& b, float* y) {
+void affine(const ClipVisionExec& ex, const float* x, int64_t t, const TensorView& w, const Vec& b,
+            float* y) {
   matmul(ex.kernels, x, t, w, y, ex.pool);
   const int64_t out = w.shape[0];
   for (int64_t i = 0; i < t; ++i) ex.kernels.add(y + i * out, b.data(), out);
@@ -48,8 +49,8 @@ Vec patch_rows(const ClipVisionHparams& h, const float* pixels) {
 
 // Bidirectional multi-head attention of q over k, v (all [t][E]) into o [t][E]: each
 // query placed after every key.
-void attend(const ClipVisionExec& ex, const ClipVisionHparams& h, const Vec& q, const Vec& k, const Vec& v,
-            int64_t t, Vec& o) {
+void attend(const ClipVisionExec& ex, const ClipVisionHparams& h, const Vec& q, const Vec& k,
+            const Vec& v, int64_t t, Vec& o) {
   const uint8_t* storage[2];
   std::vector<AttentionArgs> args(static_cast<size_t>(t));
   for (int64_t i = 0; i < t; ++i) {
@@ -67,8 +68,8 @@ void attend(const ClipVisionExec& ex, const ClipVisionHparams& h, const Vec& q, 
 }
 
 // x [t][E] += out(attn(LN1(x))); x += down(act(up(LN2(x)))).
-void block(const ClipVisionExec& ex, const ClipVisionHparams& h, const ClipVisionWeights::Layer& l, Vec& x,
-           int64_t t) {
+void block(const ClipVisionExec& ex, const ClipVisionHparams& h, const ClipVisionWeights::Layer& l,
+           Vec& x, int64_t t) {
   const int64_t e = h.n_embd;
   Vec n(x.size()), q(x.size()), k(x.size()), v(x.size()), o(x.size());
   ref::layer_norm(x.data(), t, e, h.eps, l.ln1_w.data(), l.ln1_b.data(), n.data());
@@ -92,8 +93,8 @@ void block(const ClipVisionExec& ex, const ClipVisionHparams& h, const ClipVisio
 }
 
 // gemma3: average pool k x k over the patch grid, RMS norm * soft_emb_norm, projection.
-Vec gemma3_projector(const ClipVisionExec& ex, const ClipVisionHparams& h, const ClipVisionWeights& w,
-                     const Vec& x) {
+Vec gemma3_projector(const ClipVisionExec& ex, const ClipVisionHparams& h,
+                     const ClipVisionWeights& w, const Vec& x) {
   const int64_t e = h.n_embd, g = h.patches_per_side(), k = h.pool, go = g / k;
   Vec pooled(static_cast<size_t>(go * go * e), 0.0f);
   const float inv = 1.0f / static_cast<float>(k * k);
@@ -101,7 +102,8 @@ Vec gemma3_projector(const ClipVisionExec& ex, const ClipVisionHparams& h, const
     for (int64_t ox = 0; ox < go; ++ox) {
       float* dst = pooled.data() + (oy * go + ox) * e;
       for (int64_t dy = 0; dy < k; ++dy)
-        for (int64_t dx = 0; dx < k; ++dx) ex.kernels.add(dst, x.data() + ((oy * k + dy) * g + ox * k + dx) * e, e);
+        for (int64_t dx = 0; dx < k; ++dx)
+          ex.kernels.add(dst, x.data() + ((oy * k + dy) * g + ox * k + dx) * e, e);
       for (int64_t c = 0; c < e; ++c) dst[c] *= inv;
     }
   ex.kernels.rmsnorm(pooled.data(), w.soft_norm.data(), pooled.data(), go * go, e, h.eps);
@@ -111,7 +113,8 @@ Vec gemma3_projector(const ClipVisionExec& ex, const ClipVisionHparams& h, const
 }
 
 // mlp (LLaVA): the patch rows (CLS dropped) through mm.0, GELU, mm.2.
-Vec mlp_projector(const ClipVisionExec& ex, const ClipVisionHparams& h, const ClipVisionWeights& w, const Vec& x) {
+Vec mlp_projector(const ClipVisionExec& ex, const ClipVisionHparams& h, const ClipVisionWeights& w,
+                  const Vec& x) {
   const int64_t n = h.n_patches(), first = h.class_embd ? 1 : 0;
   Vec mid(static_cast<size_t>(n * h.n_mm_ff)), out(static_cast<size_t>(n * h.n_out));
   affine(ex, x.data() + first * h.n_embd, n, w.mm0_w, w.mm0_b, mid.data());
@@ -132,10 +135,13 @@ std::vector<float> clip_vision_forward(const ClipVisionExec& ex, const ClipVisio
   }
   if (h.class_embd) std::copy(w.cls.begin(), w.cls.end(), x.begin());
   ex.kernels.add(x.data(), w.pos.data(), t * e);
-  if (h.pre_ln) ref::layer_norm(x.data(), t, e, h.eps, w.pre_ln_w.data(), w.pre_ln_b.data(), x.data());
+  if (h.pre_ln)
+    ref::layer_norm(x.data(), t, e, h.eps, w.pre_ln_w.data(), w.pre_ln_b.data(), x.data());
   for (const ClipVisionWeights::Layer& l : w.layers) block(ex, h, l, x, t);
-  if (h.post_ln) ref::layer_norm(x.data(), t, e, h.eps, w.post_ln_w.data(), w.post_ln_b.data(), x.data());
-  return h.projector == VisionProjector::kGemma3 ? gemma3_projector(ex, h, w, x) : mlp_projector(ex, h, w, x);
+  if (h.post_ln)
+    ref::layer_norm(x.data(), t, e, h.eps, w.post_ln_w.data(), w.post_ln_b.data(), x.data());
+  return h.projector == VisionProjector::kGemma3 ? gemma3_projector(ex, h, w, x)
+                                                 : mlp_projector(ex, h, w, x);
 }
 
 }  // namespace edge
