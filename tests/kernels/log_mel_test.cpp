@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <numbers>
 #include <sstream>
@@ -46,13 +47,15 @@ TEST(LogMel, MatchesNumpyReference) {
     auto mel = whisper_log_mel(x.data(), static_cast<int64_t>(x.size()), b.n_mel);
     ASSERT_TRUE(mel.ok()) << mel.status().to_string();
     EXPECT_EQ(mel->n_frames, (4000 + 480000) / 160);
-    // Float32 FFT vs numpy's float64: log10 of powers near the max-8 floor move by ~1e-4.
+    // Float32 FFT vs numpy's float64 (measured 3e-5 .. 4e-5).
     float max_err = 0.0f;
     for (int f = 0; f < b.frames; ++f)
       for (int m = 0; m < b.n_mel; ++m)
         max_err = std::max(max_err, std::abs(mel->data[m * mel->n_frames + f] -
                                              b.values[static_cast<size_t>(f * b.n_mel + m)]));
-    EXPECT_LT(max_err, 1e-3f) << "n_mel " << b.n_mel;
+    std::printf("log-mel n_mel %d vs numpy: max |diff| %.3g over %d frames\n", b.n_mel, max_err,
+                b.frames);
+    EXPECT_LT(max_err, 2e-4f) << "n_mel " << b.n_mel;
     EXPECT_NEAR(mel->data.back(), b.pad, 1e-5f);
     EXPECT_NEAR(mel->data[5 * mel->n_frames + 100], b.pad, 1e-5f);
   }
