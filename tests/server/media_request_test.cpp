@@ -100,6 +100,7 @@ class MediaServer : public ::testing::Test {
     auto media = load_media_encoders((dir_ / "mmproj.gguf").string(), 2, 64);
     ASSERT_TRUE(media.ok()) << media.status().to_string();
     (*media)->image_limits.max_pixels = 200 * 200;
+    media_ = *media;
     ASSERT_TRUE(server_->attach_media(*media).ok());
     ASSERT_TRUE(server_->attach(*engine_).ok());
     ASSERT_TRUE(server_->bind().ok());
@@ -132,6 +133,7 @@ class MediaServer : public ::testing::Test {
   static std::filesystem::path dir_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<HttpServer> server_;
+  std::shared_ptr<MediaEncoders> media_;
   std::thread thread_;
 };
 std::filesystem::path MediaServer::dir_;
@@ -148,6 +150,7 @@ TEST_F(MediaServer, AnswersAnImageAndCachesItWhenRepeated) {
   EXPECT_EQ(b2["choices"][0]["message"]["content"], b1["choices"][0]["message"]["content"]);
   EXPECT_GE(b2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 16)
       << b2["usage"].dump();
+  EXPECT_EQ(media_->encoder_runs, 1u) << "the repeated image is not encoded again";
 }
 
 TEST_F(MediaServer, BadMediaIs400ByClassAndTheServerKeepsServing) {
