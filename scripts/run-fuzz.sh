@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_EACH=${FUZZ_SECONDS:-30}
-TARGETS=${FUZZ_TARGETS:-"gguf safetensors llama2c tokenizer_json chat_template openai_request"}
+TARGETS=${FUZZ_TARGETS:-"gguf safetensors llama2c tokenizer_json chat_template openai_request media"}
 WORK=${FUZZ_WORK:-build/fuzz/work}
 RSS_MB=${FUZZ_RSS_MB:-2048}
 TIMEOUT=${FUZZ_TIMEOUT:-10}

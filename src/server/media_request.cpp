@@ -15,56 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::optional<ApiError> parse_image_url(const json& part, const std::string& param, MediaInput& in) {
-  const std::string p = param + ".image_url.url";
-  const json* url = nullptr;
-  if (part.contains("image_url") && part["image_url"].is_object() && part["image_url"].contains("url"))
-    url = &part["image_url"]["url"];
-  else if (part.contains("image_url") && part["image_url"].is_string())  // a shorthand some clients send
-    url = &part["image_url"];
-  if (!url || !url->is_string())
-    return ApiError::bad_request("'" + p + "' must be a string (a data: URI)", p, "invalid_type");
-  const std::string& u = url->get_ref<const std::string&>();
-  if (u.rfind("http://", 0) == 0 || u.rfind("https://", 0) == 0)
-    return ApiError::bad_request("'" + p + "': image URLs are not fetched by this server (it may be offline); send "
-                                 "the image inline as a data: URI (data:image/png;base64,...)",
-                                 p, "unsupported_url");
-  const size_t comma = u.find(',');
-  if (u.rfind("data:", 0) != 0 || comma == std::string::npos)
-    return ApiError::bad_request("'" + p + "' must be a data: URI (data:image/png;base64,...)", p, "invalid_image_url");
-  const std::string meta = u.substr(5, comma - 5);  // "image/png;base64"
-  if (meta.size() < 7 || meta.compare(meta.size() - 7, 7, ";base64") != 0)
-    return ApiError::bad_request("'" + p + "': the data: URI must be base64 (;base64,)", p, "invalid_image_url");
-  const std::string mime = meta.substr(0, meta.size() - 7);
-  if (mime.rfind("image/", 0) != 0)
-    return ApiError::bad_request("'" + p + "': media type '" + mime + "' is not an image", p, "invalid_image_url");
-  auto bytes = base64_decode(std::string_view(u).substr(comma + 1));
-  if (!bytes) return ApiError::bad_request("'" + p + "': the base64 data is not valid", p, "invalid_base64");
-  in.kind = MediaInput::Kind::kImage;
-  in.bytes = std::move(*bytes);
-  in.format = mime.substr(6);
-  in.param = p;
-  return std::nullopt;
-}
-
-std::optional<ApiError> parse_input_audio(const json& part, const std::string& param, MediaInput& in) {
-  const std::string p = param + ".input_audio";
-  if (!part.contains("input_audio") || !part["input_audio"].is_object() || !part["input_audio"].contains("data") ||
-      !part["input_audio"]["data"].is_string())
-    return ApiError::bad_request("'" + p + "' must be {data: base64, format: \"wav\"}", p, "invalid_type");
-  const json& a = part["input_audio"];
-  in.format = a.contains("format") && a["format"].is_string() ? a["format"].get<std::string>() : "wav";
-  if (in.format != "wav")
-    return ApiError::bad_request("'" + p + ".format': '" + in.format + "' is not supported (wav is)", p + ".format",
-                                 "unsupported_audio_format");
-  auto bytes = base64_decode(a["data"].get_ref<const std::string&>());
-  if (!bytes) return ApiError::bad_request("'" + p + ".data': the base64 data is not valid", p + ".data", "invalid_base64");
-  in.kind = MediaInput::Kind::kAudio;
-  in.bytes = std::move(*bytes);
-  in.param = p + ".data";
-  return std::nullopt;
-}
-
 ApiError image_error(const Status& s, const std::string& param) {
   const char* code = s.code() == StatusCode::kUnsupported  ? "unsupported_image_format"
                      : s.code() == StatusCode::kOutOfRange ? "image_too_large"
@@ -97,10 +47,12 @@ std::pair<std::string, std::string> image_markers(VisionProjector p) {
 std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, EncodedPart& out) {
   const bool audio = m.kind == MediaInput::Kind::kAudio;
   if (!enc || !(audio ? static_cast<bool>(enc->audio) : static_cast<bool>(enc->vision)))
-    return ApiError::bad_request(fmt::format("'{}': this server has no {} encoder (start it with --mmproj FILE)",
-                                             m.param, audio ? "audio" : "image"),
-                                 m.param, "no_media_encoder");
-  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(m.bytes.data()), m.bytes.size());
+    return ApiError::bad_request(
+        fmt::format("'{}': this server has no {} encoder (start it with --mmproj FILE)", m.param,
+                    audio ? "audio" : "image"),
+        m.param, "no_media_encoder");
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(m.bytes.data()),
+                                       m.bytes.size());
   out.hash = media_hash(bytes, audio ? enc->audio_salt : enc->salt);
   if (audio) {
     const AudioMarkers mk = audio_markers(enc->audio->hparams.projector);
@@ -125,7 +77,8 @@ std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, Enc
     if (!a) return audio_error(a.status(), m.param);
     e = {std::move(a->rows), a->n_tokens, out.hash};
   } else {
-    auto img = encode_image({select_kernels(), *enc->pool}, *enc->vision, bytes, enc->image_limits, enc->salt);
+    auto img = encode_image({select_kernels(), *enc->pool}, *enc->vision, bytes, enc->image_limits,
+                            enc->salt);
     if (!img) return image_error(img.status(), m.param);
     e = std::move(*img);
   }
@@ -138,52 +91,6 @@ std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, Enc
 }
 
 }  // namespace
-
-std::optional<std::string> base64_decode(std::string_view in) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-  };
-  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-  if (in.size() % 4 == 1) return std::nullopt;
-  std::string out;
-  out.reserve(in.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    const int v = value(c);
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
-}
-
-std::optional<ApiError> parse_media_part(const json& part, const std::string& param, std::string& text,
-                                         std::vector<MediaInput>& media) {
-  const std::string type = part.contains("type") && part["type"].is_string() ? part["type"].get<std::string>() : "";
-  MediaInput in;
-  if (type == "image_url") {
-    if (auto e = parse_image_url(part, param, in)) return e;
-  } else if (type == "input_audio") {
-    if (auto e = parse_input_audio(part, param, in)) return e;
-  } else {
-    return ApiError::bad_request("'" + param + "': content part type '" + type +
-                                     "' is not supported (text, image_url, input_audio are)",
-                                 param, "unsupported");
-  }
-  text += kMediaMarker;
-  media.push_back(std::move(in));
-  return std::nullopt;
-}
 
 Status add_audio_encoder(MediaEncoders& e, const std::string& mmproj) {
   auto m = load_audio_encoder(mmproj);
@@ -201,25 +108,29 @@ Expected<std::shared_ptr<MediaEncoders>> load_media_encoders(const std::string& 
   const bool audio = gguf_has_audio_encoder(*f);
   if (audio) RETURN_IF_ERROR(add_audio_encoder(*e, mmproj));
   if (audio && lm_n_embd > 0 && e->audio->hparams.n_out != lm_n_embd)
-    return Status::invalid_argument(fmt::format("{}: clip.audio.projection_dim = {}, but the model's embedding width "
-                                                "is {}: the projector belongs to another model",
-                                                mmproj, e->audio->hparams.n_out, lm_n_embd));
+    return Status::invalid_argument(
+        fmt::format("{}: clip.audio.projection_dim = {}, but the model's embedding width "
+                    "is {}: the projector belongs to another model",
+                    mmproj, e->audio->hparams.n_out, lm_n_embd));
   if (audio && !f->get_bool_or("clip.has_vision_encoder", false)) {
     e->pool = std::make_unique<ThreadPool>(std::max(1, threads));
     return e;
   }
   ASSIGN_OR_RETURN(e->vision, load_vision_encoder(mmproj, threads));
   if (lm_n_embd > 0 && e->vision->hparams.n_out != lm_n_embd)
-    return Status::invalid_argument(fmt::format("{}: clip.vision.projection_dim = {}, but the model's embedding width "
-                                                "is {}: the projector belongs to another model",
-                                                mmproj, e->vision->hparams.n_out, lm_n_embd));
+    return Status::invalid_argument(
+        fmt::format("{}: clip.vision.projection_dim = {}, but the model's embedding width "
+                    "is {}: the projector belongs to another model",
+                    mmproj, e->vision->hparams.n_out, lm_n_embd));
   e->salt = std::hash<std::string>{}(mmproj);
   e->pool = std::make_unique<ThreadPool>(std::max(1, threads));
   return e;
 }
 
-std::optional<ApiError> build_media_prompt(MediaEncoders* enc, const Tokenizer& tok, const std::string& text,
-                                           const std::vector<MediaInput>& media, std::vector<int32_t>& ids,
+std::optional<ApiError> build_media_prompt(MediaEncoders* enc, const Tokenizer& tok,
+                                           const std::string& text,
+                                           const std::vector<MediaInput>& media,
+                                           std::vector<int32_t>& ids,
                                            std::vector<MediaEmbedding>& spans) {
   const std::string marker = kMediaMarker;
   std::vector<std::string> pieces;
@@ -230,10 +141,11 @@ std::optional<ApiError> build_media_prompt(MediaEncoders* enc, const Tokenizer& 
     from = at + marker.size();
   }
   if (pieces.size() != media.size() + 1)
-    return ApiError::bad_request(fmt::format("the prompt holds {} media markers for {} media parts (is '{}' in the "
-                                             "text, or does the chat template drop content?)",
-                                             pieces.size() - 1, media.size(), marker),
-                                 "messages", "media_marker_mismatch");
+    return ApiError::bad_request(
+        fmt::format("the prompt holds {} media markers for {} media parts (is '{}' in the "
+                    "text, or does the chat template drop content?)",
+                    pieces.size() - 1, media.size(), marker),
+        "messages", "media_marker_mismatch");
   ids = tokenize_prompt(tok, pieces[0]);
   for (size_t i = 0; i < media.size(); ++i) {
     const MediaInput& m = media[i];
@@ -246,7 +158,8 @@ std::optional<ApiError> build_media_prompt(MediaEncoders* enc, const Tokenizer& 
     span.hash = e.hash;
     span.bidirectional = e.bidirectional;
     span.rows = std::move(e.rows);
-    ids.insert(ids.end(), static_cast<size_t>(span.n_tokens), 0);  // placeholders (keys come from the hash)
+    ids.insert(ids.end(), static_cast<size_t>(span.n_tokens),
+               0);  // placeholders (keys come from the hash)
     spans.push_back(std::move(span));
     for (int32_t id : tok.encode(e.end, false, true)) ids.push_back(id);
     for (int32_t id : tok.encode(pieces[i + 1], false, true)) ids.push_back(id);

@@ -5,10 +5,9 @@
 // spliced there (edge/engine.h MediaEmbedding). docs/multimodal.md.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,28 +18,9 @@
 #include "model/arch/clip_vision.h"
 #include "model/audio_input.h"
 #include "server/api_error.h"
+#include "server/media_parts.h"
 
 namespace edge::server {
-
-// Marks where a media part was in a message's text (llama.cpp's mtmd default marker).
-inline constexpr const char* kMediaMarker = "<__media__>";
-
-struct MediaInput {
-  enum class Kind : uint8_t { kImage, kAudio };
-  Kind kind = Kind::kImage;
-  std::string bytes;   // decoded from base64
-  std::string format;  // image: the data URI's subtype ("png", "jpeg"); audio: "wav"
-  std::string param;   // "messages[1].content[0].image_url.url" for errors
-};
-
-// One content part that is not text: appends the marker to `text` and the input to
-// `media`. 400s: an http(s) URL (this server does not fetch), a malformed data URI, bad
-// base64, an unknown part type.
-std::optional<ApiError> parse_media_part(const nlohmann::json& part, const std::string& param, std::string& text,
-                                         std::vector<MediaInput>& media);
-
-// Standard base64 (RFC 4648; padding optional); nullopt on any other character.
-std::optional<std::string> base64_decode(std::string_view in);
 
 // The encoders a server was started with (serve --mmproj). Encoding runs on its own pool,
 // one image at a time.
@@ -75,8 +55,10 @@ Status add_audio_encoder(MediaEncoders& e, const std::string& mmproj);
 // The rendered prompt with media: ids (markers replaced as above) and the spans. Errors
 // name the part: no encoder for the kind, bad image (format, truncated, too many pixels),
 // marker count not matching the parts.
-std::optional<ApiError> build_media_prompt(MediaEncoders* encoders, const Tokenizer& tok, const std::string& text,
-                                           const std::vector<MediaInput>& media, std::vector<int32_t>& ids,
+std::optional<ApiError> build_media_prompt(MediaEncoders* encoders, const Tokenizer& tok,
+                                           const std::string& text,
+                                           const std::vector<MediaInput>& media,
+                                           std::vector<int32_t>& ids,
                                            std::vector<MediaEmbedding>& spans);
 
 }  // namespace edge::server

@@ -11,7 +11,7 @@
 
 #include "edge/engine.h"
 #include "server/api_error.h"
-#include "server/media_request.h"
+#include "server/media_parts.h"
 
 namespace edge::server {
 

@@ -8,7 +8,10 @@ import assert from "node:assert/strict";
 import { openaiClient } from "./server_common.mjs";
 
 const { OpenAI, client } = await openaiClient();
-const model = (await client.models.list()).data[0].id;
+const listed = (await client.models.list()).data[0];
+const model = listed.id;
+// /v1/models announces audio input (the chat page shows its audio controls from this).
+assert.ok((listed.capabilities ?? []).includes("audio"), JSON.stringify(listed));
 
 // A WAV image: 16-bit PCM (bits 16) or IEEE float (bits 32, tag 3), interleaved channels.
 function wav(samples, { rate = 16000, channels = 1, bits = 16, tag = bits === 32 ? 3 : 1 } = {}) {

@@ -201,7 +201,7 @@ try {
   await shot("5-rendering-media.png");
   step("rendering and media");
 
-  // 7. The real server: the demo has a vision projector, so /v1/models announces "vision"
+  // 7. The real server: the demo has vision and audio projectors, so /v1/models announces both
   // and an attached image is answered (the image_url part goes through the encoder).
   await page.unroute("**/v1/models");
   await page.unroute("**/v1/chat/completions");
@@ -210,8 +210,9 @@ try {
   await page.reload();
   await page.locator("body[data-ready='1']").waitFor({ timeout: 10000 });
   if (await page.locator("#attach-image").isHidden()) fail("the server has vision but the image control is hidden");
-  if (!(await page.locator("#attach-audio").isHidden()) || !(await page.locator("#record-audio").isHidden()))
-    fail("audio controls shown though the server announces no audio input");
+  // The demo has an audio projector too: /v1/models announces "audio" and its controls show.
+  if (await page.locator("#attach-audio").isHidden() || await page.locator("#record-audio").isHidden())
+    fail("the server has audio input but the audio controls are hidden");
   await page.fill("#max-tokens", "16");
   await page.setInputFiles("#image-file", { name: "dot.png", mimeType: "image/png", buffer: png });
   await page.fill("#input", "What colour is this dot?");

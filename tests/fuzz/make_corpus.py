@@ -330,6 +330,46 @@ def request_seeds():
         put("openai_request", name, json.dumps(r, separators=(",", ":")))
 
 
+# ---- media (fuzz_media: first byte odd = image, even = WAV) --------------------------------
+def png_bytes(w, h, color_type, channels):
+    import zlib
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    rows = b"".join(b"\x00" + bytes((x * 37 + y * 11 + c * 5) & 255 for x in range(w) for c in range(channels))
+                    for y in range(h))
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, color_type, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def wav_bytes(rate, channels, fmt_tag, samples):
+    bits = 16 if fmt_tag == 1 else 32
+    if fmt_tag == 1:
+        data = b"".join(struct.pack("<h", v) for v in samples)
+    else:
+        data = b"".join(struct.pack("<f", v / 32768.0) for v in samples)
+    block = channels * bits // 8
+    fmt = struct.pack("<HHIIHH", fmt_tag, channels, rate, rate * block, block, bits)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def media_seeds():
+    import subprocess
+    import tempfile
+    put("media", "rgb.png", b"\x01" + png_bytes(5, 4, 2, 3))
+    put("media", "rgba.png", b"\x01" + png_bytes(3, 3, 6, 4))
+    put("media", "gray.png", b"\x01" + png_bytes(4, 2, 0, 1))
+    with tempfile.TemporaryDirectory() as d:  # a small baseline JPEG through gnuplot (libgd)
+        out = os.path.join(d, "x.jpg")
+        subprocess.run(["gnuplot", "-e", f"set terminal jpeg size 16,12; set output '{out}'; "
+                        "unset border; unset tics; plot x notitle"], check=True)
+        with open(out, "rb") as f:
+            put("media", "plot.jpg", b"\x03" + f.read())
+    tone = [int(8000 * ((i * 7) % 40 - 20) / 20) for i in range(64)]
+    put("media", "mono16.wav", b"\x00" + wav_bytes(16000, 1, 1, tone))
+    put("media", "stereo_float.wav", b"\x00" + wav_bytes(44100, 2, 3, tone))
+
+
 if __name__ == "__main__":
     gguf_seeds()
     safetensors_seeds()
@@ -337,3 +377,4 @@ if __name__ == "__main__":
     tokenizer_json_seeds()
     chat_template_seeds()
     request_seeds()
+    media_seeds()
