@@ -60,6 +60,11 @@ class Speech : public ::testing::Test {
     auto spec = pipeline::speech_pipeline(o);
     ASSERT_TRUE(spec.ok()) << spec.status().to_string();
     if (codes_out) spec->routes.push_back(pipeline::Route{{"talker", "codes"}, {"output", "codes"}});
+    // Declared reservations: these tests are about the process, not the plan's estimate,
+    // which a sanitizer's shadow memory exceeds several times over (a worker whose RSS
+    // passes its reservation is stopped: under ASan the vocoder worker reached ~380 MiB
+    // against a planned 257 MiB while the slow consumer held it).
+    for (auto& s : spec->stages) s.reservation_bytes = int64_t{2} << 30;
     pipeline::PipelineRunOptions ro;
     ro.ctx = 4096, ro.worker_binary = EDGE_BINARY, ro.n_threads = 2;
     auto rt = PipelineRuntime::start(*spec, ledger_, ro);
