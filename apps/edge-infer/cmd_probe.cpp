@@ -26,6 +26,7 @@ int run_probe(ProbeArgs& a) {
     return report_error(Status::invalid_argument("give one of --server URL or --pipeline FILE"));
   ProbeReport r;
   if (!a.server.empty()) {
+    a.http.speech.slow_consumer_pause = std::chrono::milliseconds(a.slow_consumer_ms);
     r = probe_server(a.server, a.http);
   } else {
     a.pipe.speech.slow_consumer_pause = std::chrono::milliseconds(a.slow_consumer_ms);

@@ -87,6 +87,7 @@ void run_command_arm(const ArmSpec& arm, const GridSpec& g, const std::vector<in
   metrics["wall_s"] = r->wall_s;
   metrics["cpu_user_s"] = r->cpu_user_s;
   if (r->peak_anon > 0) metrics["peak_rss_anon_mib"] = r->peak_anon / 1048576.0;
+  if (r->peak_anon_file > 0) metrics["peak_rss_anon_file_mib"] = r->peak_anon_file / 1048576.0;
   rec["metrics"] = metrics;
   rec["ok"] = true;
   if (!engine.is_null()) {

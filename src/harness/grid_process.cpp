@@ -130,6 +130,7 @@ Expected<ProcessResult> run_owned(const std::vector<std::string>& argv, const Sp
       if (s.processes > 0)
         r.rss.push_back({std::chrono::duration<double>(now - t0).count(), s.anon, s.anon_file()});
       r.peak_anon = std::max(r.peak_anon, s.anon);
+      r.peak_anon_file = std::max(r.peak_anon_file, s.anon_file());
       next_sample = now + std::chrono::milliseconds(o.rss_interval_ms);
     }
     if (!reaped && ::wait4(*pid, &status, WNOHANG, &usage) == *pid) {

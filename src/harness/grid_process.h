@@ -35,6 +35,7 @@ struct ProcessResult {
   double cpu_user_s = 0, cpu_sys_s = 0;  // wait4: the child and the descendants it reaped
   std::vector<RssPoint> rss;
   int64_t peak_anon = 0;
+  int64_t peak_anon_file = 0;  // RssAnon + RssFile: a mapped model file counts here
   bool ok() const { return exit_code == 0 && !timed_out; }
 };
 

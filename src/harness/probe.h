@@ -14,8 +14,10 @@
 //     identical.
 //   server probe (`serve` over HTTP): baseline stream; saturation (the engine pauses the
 //     request); the same text after saturation; a client hang-up cancels in the engine and
-//     frees its KV blocks; the next request unchanged. Handles and workers are not the
-//     client's to touch there: those checks are skipped, named.
+//     frees its KV blocks; the next request unchanged. Where the server speaks: a speech
+//     baseline, a slow consumer (the same bytes), a hang-up (cancelled in the pipeline),
+//     the next utterance unchanged. Handles and workers are not the client's to touch
+//     there: those checks are skipped, named.
 #pragma once
 
 #include <chrono>
@@ -85,6 +87,7 @@ struct ServerProbeOptions {
   int n = 16;  // choices per stream: enough bytes to fill the socket buffers
   int max_tokens = 900;
   std::chrono::seconds timeout{60};
+  SpeechProbeOptions speech;  // for a server that speaks (/v1/audio/speech)
 };
 ProbeReport probe_server(const std::string& url, const ServerProbeOptions& o);
 

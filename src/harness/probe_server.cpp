@@ -8,6 +8,7 @@
 
 #include "harness/probe.h"
 #include "harness/probe_check.h"
+#include "harness/probe_server_speech.h"
 #include "harness/raw_http.h"
 
 namespace edge {
@@ -116,18 +117,7 @@ struct Streamed {
 };
 Streamed parse_stream(const std::string& raw) {
   Streamed s;
-  std::string body;
-  size_t p = raw.find("\r\n\r\n");
-  if (p == std::string::npos) return s;
-  p += 4;
-  while (p < raw.size()) {  // de-chunk: "<hex>\r\n<data>\r\n" ... "0\r\n\r\n"
-    const size_t eol = raw.find("\r\n", p);
-    if (eol == std::string::npos) break;
-    const size_t len = std::strtoul(raw.substr(p, eol - p).c_str(), nullptr, 16);
-    if (len == 0 || eol + 2 + len > raw.size()) break;
-    body.append(raw, eol + 2, len);
-    p = eol + 2 + len + 2;
-  }
+  const std::string body = parse_raw_response(raw).body;
   for (size_t at = body.find("data: "); at != std::string::npos; at = body.find("data: ", at + 6)) {
     const size_t end = body.find("\n\n", at);
     const std::string data =
@@ -215,6 +205,12 @@ ProbeReport probe_server(const std::string& url, const ServerProbeOptions& o) {
       c.expect(parse_stream(read_to_end(f)).texts == baseline.texts,
                "the text differs from the baseline");
   }
+  if (cl.metric("edge_tts_requests") >= 0)
+    server_speech_checks(
+        {u->host, u->port, o.api_key.empty() ? "" : "Authorization: Bearer " + o.api_key + "\r\n"},
+        [&cl](const std::string& name) { return cl.metric(name); }, o, report);
+  else
+    Running(report, "speech").skip("the server does not speak (no edge_tts_* in /metrics)");
   Running(report, "server.stale_handle").skip("the HTTP API has no request handles to go stale");
   Running(report, "server.worker_killed")
       .skip(

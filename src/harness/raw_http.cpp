@@ -2,7 +2,11 @@
 
 #include <netdb.h>
 #include <sys/socket.h>
+#include <strings.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
 
 namespace edge {
 
@@ -37,6 +41,55 @@ std::string read_to_end(int fd) {
   while ((n = read(fd, buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(n));
   close(fd);
   return got;
+}
+
+namespace {
+
+// "<hex>\r\n<data>\r\n" ... "0\r\n\r\n" from `p` on; complete when the zero chunk came.
+bool dechunk(const std::string& raw, size_t p, std::string* body) {
+  while (p < raw.size()) {
+    const size_t eol = raw.find("\r\n", p);
+    if (eol == std::string::npos) return false;
+    const size_t len = std::strtoul(raw.substr(p, eol - p).c_str(), nullptr, 16);
+    if (len == 0) return true;
+    if (eol + 2 + len > raw.size()) return false;
+    body->append(raw, eol + 2, len);
+    p = eol + 2 + len + 2;
+  }
+  return false;
+}
+
+// The value of header `name` (case-insensitive) in the head, "" when absent.
+std::string header_value(const std::string& head, const char* name) {
+  const size_t n = std::strlen(name);
+  for (size_t p = head.find("\r\n"); p != std::string::npos; p = head.find("\r\n", p + 2)) {
+    if (head.size() >= p + 2 + n + 1 && strncasecmp(head.c_str() + p + 2, name, n) == 0 &&
+        head[p + 2 + n] == ':') {
+      const size_t v = head.find_first_not_of(' ', p + 3 + n);
+      const size_t e = head.find("\r\n", v);
+      return head.substr(v, e == std::string::npos ? std::string::npos : e - v);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+RawResponse parse_raw_response(const std::string& raw) {
+  RawResponse r;
+  const size_t head_end = raw.find("\r\n\r\n");
+  if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos) return r;
+  r.status = std::atoi(raw.c_str() + raw.find(' ') + 1);
+  const std::string head = raw.substr(0, head_end);
+  const size_t body_at = head_end + 4;
+  if (strcasecmp(header_value(head, "Transfer-Encoding").c_str(), "chunked") == 0) {
+    r.complete = dechunk(raw, body_at, &r.body);
+    return r;
+  }
+  r.body = raw.substr(body_at);
+  const std::string length = header_value(head, "Content-Length");
+  r.complete = length.empty() || r.body.size() == std::strtoul(length.c_str(), nullptr, 10);
+  return r;
 }
 
 }  // namespace edge

@@ -15,4 +15,14 @@ int raw_http_request(const std::string& host, const std::string& port, const std
 // Everything until the peer closes; closes the socket.
 std::string read_to_end(int fd);
 
+// A raw HTTP/1.1 response split up: the status code (0 when there is no status line), the
+// body (de-chunked when the transfer is chunked) and whether it was complete (a chunked
+// body ended with its zero-length chunk; a plain one had all its Content-Length bytes).
+struct RawResponse {
+  int status = 0;
+  std::string body;
+  bool complete = false;
+};
+RawResponse parse_raw_response(const std::string& raw);
+
 }  // namespace edge

@@ -63,11 +63,11 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
   const bool in_process = s.placement == Placement::kInProcess;
   const bool vocoder = s.kind == StageKind::kVocoder;
   const bool speech = s.kind == StageKind::kSpeechCodes && in_process;
-  const bool vision = s.kind == StageKind::kVisionEncoder && in_process;
+  const bool vision = s.kind == StageKind::kVisionEncoder;
   if (!external && !vocoder && !speech && !vision && s.kind != StageKind::kLm)
     return Status::unsupported(fmt::format(
-        "stage '{}': {} stages placed {} cannot run yet (lm stages and vocoders in process or in "
-        "a worker, speech_codes and vision_encoder stages in process, and external.openai.text.v1 "
+        "stage '{}': {} stages placed {} cannot run yet (lm, vocoder and vision_encoder stages "
+        "in process or in a worker, speech_codes stages in process, and external.openai.text.v1 "
         "backends can)",
         s.name, stage_kind_name(s.kind), placement_name(s.placement)));
   PipelinePlanOptions po;
@@ -91,7 +91,7 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
     ASSIGN_OR_RETURN(started.runner, start_vocoder_stage(path, s, o));
   } else if (speech) {
     ASSIGN_OR_RETURN(started.runner, start_speech_codes_stage(path, s, o));
-  } else if (vision) {
+  } else if (vision && in_process) {
     ASSIGN_OR_RETURN(started.runner, start_vision_stage(path, s, o));
   } else if (s.placement == Placement::kWorker) {
     ASSIGN_OR_RETURN(started.runner, start_worker_stage(path, s, WorkerOptions{o.worker_binary, o}));

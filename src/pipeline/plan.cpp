@@ -24,6 +24,20 @@ std::string backend_of(const StageSpec& s) {
   return "?";
 }
 
+// A worker is another process of this binary: its code and libraries are resident there
+// too (RssFile, ours is the estimate), and so are its own heap, thread stacks and the shared
+// tensor buffers it maps (a fixed allowance), none of which the model's plan counts.
+constexpr int64_t kWorkerProcessAllowance = int64_t{16} << 20;
+void add_worker_code(const StageSpec& s, StagePlan* out) {
+  if (s.placement != Placement::kWorker) return;
+  const auto self = read_rss(getpid());
+  const int64_t code = self.ok() ? self->file : 0;
+  out->reserved_bytes += code + kWorkerProcessAllowance;
+  out->reservation_source += fmt::format(" + {} of worker process code + {} of its heap, stacks "
+                                         "and shared buffers",
+                                         format_bytes(code), format_bytes(kWorkerProcessAllowance));
+}
+
 // Bytes a stage reserves: declared, or our memory plan of its model artifact.
 Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelinePlanOptions& o,
                       StagePlan* out) {
@@ -35,10 +49,11 @@ Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelineP
   const Artifact* model = nullptr;
   for (const Artifact& a : s.artifacts)
     if (a.role == "model") model = &a;
-  if (model && s.kind == StageKind::kVisionEncoder && s.placement == Placement::kInProcess) {
+  if (model && s.kind == StageKind::kVisionEncoder && s.placement != Placement::kExternal) {
     const std::string path = artifact_path(p, *model);
     ASSIGN_OR_RETURN(out->reserved_bytes, vision_stage_reservation(path));
     out->reservation_source = fmt::format("projector {}: weights + one encode", model->path);
+    add_worker_code(s, out);
     return Status();
   }
   const bool ours = s.kind == StageKind::kLm || s.kind == StageKind::kSpeechCodes;
@@ -64,14 +79,7 @@ Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelineP
   out->reserved_bytes = mp.total();
   out->reservation_source =
       fmt::format("memory plan of {} at ctx {} x {} seqs", model->path, po.ctx, po.max_seqs);
-  if (s.placement == Placement::kWorker) {
-    // A worker is another process of this binary: its code and libraries are resident
-    // there too (RssFile), which the model's plan does not count. Ours is the estimate.
-    const auto self = read_rss(getpid());
-    const int64_t code = self.ok() ? self->file : 0;
-    out->reserved_bytes += code;
-    out->reservation_source += fmt::format(" + {} of worker process code", format_bytes(code));
-  }
+  add_worker_code(s, out);
   return Status();
 }
 

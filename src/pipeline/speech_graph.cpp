@@ -103,6 +103,11 @@ void SpeechFigureSet::add(const SpeechTimeline::Figures& f) {
   all_.push_back(f);
 }
 
+void SpeechFigureSet::add_cancelled() {
+  std::lock_guard<std::mutex> l(mu_);
+  ++cancelled_;
+}
+
 size_t SpeechFigureSet::size() const {
   std::lock_guard<std::mutex> l(mu_);
   return all_.size();
@@ -124,7 +129,7 @@ const std::pair<const char*, Field> kFields[] = {
 
 nlohmann::json SpeechFigureSet::summary_json() const {
   std::lock_guard<std::mutex> l(mu_);
-  nlohmann::json j = {{"n", all_.size()}};
+  nlohmann::json j = {{"n", all_.size()}, {"cancelled", cancelled_}};
   for (const auto& [name, get] : kFields) {
     std::vector<double> v;
     for (const auto& f : all_) v.push_back(get(f));
@@ -137,8 +142,10 @@ std::string SpeechFigureSet::metrics_text() const {
   const nlohmann::json s = summary_json();
   std::string out = fmt::format(
       "# HELP edge_tts_requests Utterances measured by the speech endpoint.\n"
-      "# TYPE edge_tts_requests counter\nedge_tts_requests {}\n",
-      s["n"].get<size_t>());
+      "# TYPE edge_tts_requests counter\nedge_tts_requests {}\n"
+      "# HELP edge_tts_cancelled_total Utterances cancelled because the client left first.\n"
+      "# TYPE edge_tts_cancelled_total counter\nedge_tts_cancelled_total {}\n",
+      s["n"].get<size_t>(), s["cancelled"].get<uint64_t>());
   for (const auto& [name, get] : kFields) {
     (void)get;
     out += fmt::format("# HELP edge_tts_{0} Speech {0} per utterance (p50, p95).\n"

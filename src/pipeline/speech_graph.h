@@ -72,13 +72,17 @@ nlohmann::json figures_json(const SpeechTimeline::Figures& f);
 class SpeechFigureSet {
  public:
   void add(const SpeechTimeline::Figures& f);
-  nlohmann::json summary_json() const;  // {"n", "ttfa_s": {"p50","p95"}, ...}
+  // An utterance cancelled because its client left before the end (a probe reads this to
+  // tell that a hang-up reached the pipeline).
+  void add_cancelled();
+  nlohmann::json summary_json() const;  // {"n", "cancelled", "ttfa_s": {"p50","p95"}, ...}
   std::string metrics_text() const;     // Prometheus lines, edge_tts_*
   size_t size() const;
 
  private:
   mutable std::mutex mu_;
   std::vector<SpeechTimeline::Figures> all_;
+  uint64_t cancelled_ = 0;
 };
 
 // The graph inputs of one utterance: its text and voice (a speaker profile's JSON; "" for

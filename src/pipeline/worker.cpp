@@ -15,8 +15,10 @@
 #include "pipeline/artifact.h"
 #include "pipeline/credits.h"
 #include "pipeline/lm_stage.h"
+#include "pipeline/port_tensor.h"
 #include "pipeline/request_params_json.h"
 #include "pipeline/shm_tensor.h"
+#include "pipeline/vision_stage.h"
 #include "pipeline/vocoder_stage.h"
 #include "pipeline/worker_protocol.h"
 
@@ -31,9 +33,11 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   ASSIGN_OR_RETURN(ContractRef ref, parse_contract_ref(h.value("contract", "")));
   const Contract* c = find_contract(ref);
   const bool vocoder = c && ref.name == "audio.pcm";
-  if (!c || (ref.name != "text.generate" && !vocoder))
+  const bool vision = c && ref.name == "vision.encode";
+  if (!c || (ref.name != "text.generate" && !vocoder && !vision))
     return Status::unsupported(fmt::format(
-        "this worker does not implement contract {} (it implements text.generate@1 and audio.pcm@1)",
+        "this worker does not implement contract {} (it implements text.generate@1, audio.pcm@1 "
+        "and vision.encode@1)",
         ref.str()));
   const std::string model = h.value("model", "");
   const std::string pinned = h.value("sha256", "");
@@ -63,6 +67,10 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
     s.vocoder.context = h.value("vocoder_context", 0);
     s.vocoder.lookahead = h.value("vocoder_lookahead", 0);
     return start_vocoder_stage(model, s, o);
+  }
+  if (vision) {
+    s.kind = StageKind::kVisionEncoder;
+    return start_vision_stage(model, s, o);
   }
   return start_lm_stage(model, s, o);
 }
@@ -226,7 +234,7 @@ class WorkerLoop {
         PortValue& pv = inputs[port];
         pv.text = v.value("text", "");
         if (v.contains("tensor"))
-          parsed = take_tokens(v["tensor"], pv.tokens);
+          parsed = take_tensor(v["tensor"], pv);
         else
           pv.tokens = v.value("tokens", std::vector<int32_t>{});
         if (!parsed.ok()) break;
@@ -250,7 +258,7 @@ class WorkerLoop {
       nlohmann::json m = {{"type", "event"},        {"epoch", e.epoch}, {"seq", e.seq},
                           {"terminal", e.terminal}, {"port", e.port},   {"text", e.value.text},
                           {"tokens", e.value.tokens}};
-      if (!e.value.samples.empty()) link = attach_samples(e.value.samples, m);
+      link = attach_tensor(e.value, m);
       if (!e.error.ok()) m["error"] = e.error.to_string();
       if (!e.finish_reason.empty()) m["finish_reason"] = e.finish_reason;
       if (link.ok()) link = send(m);
@@ -281,18 +289,23 @@ class WorkerLoop {
                   {"error", st.to_string()}});
   }
 
-  // Audio PCM [n] f32 into a shared buffer (announced with its memfd on first use), its
-  // descriptor into the event; inline JSON samples when there is no pool.
-  Status attach_samples(const std::vector<float>& pcm, nlohmann::json& m) {
+  // The event's array (audio PCM, embeddings: port_tensor.h) into a shared buffer
+  // (announced with its memfd on first use), its descriptor into the event; inline JSON
+  // samples when there is no pool.
+  Status attach_tensor(const PortValue& v, nlohmann::json& m) {
+    // A value the event cannot carry is the request's error, not the link's.
+    auto t = port_tensor(v);
+    if (!t.ok()) return m["error"] = t.status().to_string(), Status();
+    if (!*t || !v.tokens.empty()) return Status();  // tokens go inline in the event
     if (!outputs_) {
-      m["samples"] = pcm;
+      if (v.samples.empty()) return m["error"] = "the worker has no shared buffers for its output", Status();
+      m["samples"] = v.samples;
       return Status();
     }
-    const uint64_t bytes = pcm.size() * sizeof(float);
-    ASSIGN_OR_RETURN(TensorSlot slot, outputs_->acquire(bytes, std::chrono::seconds(30)));
-    std::memcpy(slot.data.data(), pcm.data(), bytes);
-    ASSIGN_OR_RETURN(PublishedTensor p,
-                     outputs_->publish(slot, TensorDtype::kF32, {static_cast<int64_t>(pcm.size())}));
+    ASSIGN_OR_RETURN(TensorSlot slot, outputs_->acquire((*t)->bytes.size(), std::chrono::seconds(30)));
+    const PortTensor& pt = **t;
+    std::memcpy(slot.data.data(), pt.bytes.data(), pt.bytes.size());
+    ASSIGN_OR_RETURN(PublishedTensor p, outputs_->publish(slot, pt.dtype, pt.shape));
     if (p.announce) {
       const int fds[1] = {p.announce_fd};
       std::lock_guard<std::mutex> l(send_mu_);
@@ -302,18 +315,12 @@ class WorkerLoop {
     return Status();
   }
 
-  // Token ids [n] from a shared i32 tensor: copied out, then the buffer is released to the
-  // pipeline (which reuses it only after this release).
-  Status take_tokens(const nlohmann::json& descriptor, std::vector<int32_t>& out) {
+  // A port value's array from a shared tensor: copied out, then the buffer is released to
+  // the pipeline (which reuses it only after this release).
+  Status take_tensor(const nlohmann::json& descriptor, PortValue& out) {
     std::lock_guard<std::mutex> l(mapper_mu_);
     ASSIGN_OR_RETURN(SharedTensor t, mapper_.view(descriptor));
-    Status st = t.dtype == TensorDtype::kI32 && t.shape.size() == 1
-                    ? Status()
-                    : Status::invalid_argument("token ids must be a 1-D i32 tensor");
-    if (st.ok()) {
-      auto ids = t.as<int32_t>();
-      out.assign(ids.begin(), ids.end());
-    }
+    const Status st = set_port_tensor(t, out);
     ASSIGN_OR_RETURN(nlohmann::json release, mapper_.release(t.buffer));
     RETURN_IF_ERROR(send(release));
     return st;

@@ -16,6 +16,7 @@
 
 #include "core/process_rss.h"
 #include "pipeline/credits.h"
+#include "pipeline/port_tensor.h"
 #include "pipeline/request_params_json.h"
 #include "pipeline/shm_tensor.h"
 #include "pipeline/worker.h"
@@ -104,7 +105,8 @@ class WorkerConn {
 
   // Opens the request's inbox and sends the request; false when the worker is dead or
   // retiring. One lock with retire(): a request is never sent after the retire message.
-  // Token lists of at least `shm_min_bytes` go through the shared-memory pool.
+  // Token lists of at least `shm_min_bytes`, and every image, PCM or embedding array, go
+  // through the shared-memory pool (port_tensor.h).
   bool request(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
                const RequestParams* params, uint64_t shm_min_bytes,
                const std::vector<std::string>& streamed, Status* sent) {
@@ -116,14 +118,15 @@ class WorkerConn {
     }
     nlohmann::json in = nlohmann::json::object();
     for (const auto& [port, v] : inputs) {
-      const uint64_t bytes = v.tokens.size() * sizeof(int32_t);
-      if (v.tokens.empty() || bytes < shm_min_bytes) {
+      auto t = port_tensor(v);
+      const bool small_tokens = t.ok() && *t && !v.tokens.empty() && t->value().bytes.size() < shm_min_bytes;
+      if (t.ok() && (!*t || small_tokens)) {
         in[port] = {{"text", v.text}, {"tokens", v.tokens}};
         continue;
       }
-      auto tensor = share_tokens(v.tokens);
+      auto tensor = t.ok() ? share(**t) : Expected<nlohmann::json>(t.status());
       if (!tensor.ok()) {
-        *sent = tensor.status();
+        *sent = tensor.status().with_context("input port '" + port + "'");
         return true;
       }
       in[port] = {{"text", v.text}, {"tensor", *tensor}};
@@ -199,23 +202,19 @@ class WorkerConn {
     return outputs_.mapped_buffers();
   }
 
-  // Audio PCM of an event, from the worker's shared buffer: copied out, then the buffer is
-  // released to the worker (which reuses it only after the release).
-  Status take_samples(const nlohmann::json& descriptor, std::vector<float>& out) {
+  // The array of an event (audio PCM, embeddings), from the worker's shared buffer: copied
+  // out, then the buffer is released to the worker (which reuses it only after the release).
+  Status take_tensor(const nlohmann::json& descriptor, PortValue& out) {
     nlohmann::json release;
+    Status st;
     {
       std::lock_guard<std::mutex> o(outputs_mu_);
       ASSIGN_OR_RETURN(SharedTensor t, outputs_.view(descriptor));
-      if (t.dtype == TensorDtype::kF32 && t.shape.size() == 1) {
-        auto pcm = t.as<float>();
-        out.assign(pcm.begin(), pcm.end());
-      }
+      st = set_port_tensor(t, out);
       ASSIGN_OR_RETURN(release, outputs_.release(t.buffer));
-      if (out.empty() && !t.bytes.empty())
-        return Status::invalid_format("worker audio must be a 1-D f32 tensor");
     }
     (void)send(release);  // a worker gone by now needs no release
-    return Status();
+    return st.with_context("an event of the worker");
   }
 
  private:
@@ -249,15 +248,13 @@ class WorkerConn {
   }
 
  private:
-  // Token ids [n] as an i32 tensor in a pool buffer (announced with its memfd on first
+  // A port value's array as a tensor in a pool buffer (announced with its memfd on first
   // use); the worker releases it once copied. Under send_mu_.
-  Expected<nlohmann::json> share_tokens(const std::vector<int32_t>& tokens) {
-    const uint64_t bytes = tokens.size() * sizeof(int32_t);
+  Expected<nlohmann::json> share(const PortTensor& t) {
+    const uint64_t bytes = t.bytes.size();
     ASSIGN_OR_RETURN(TensorSlot slot, inputs_->acquire(bytes, std::chrono::seconds(30)));
-    std::memcpy(slot.data.data(), tokens.data(), bytes);
-    ASSIGN_OR_RETURN(PublishedTensor p,
-                     inputs_->publish(slot, TensorDtype::kI32,
-                                      {static_cast<int64_t>(tokens.size())}));
+    std::memcpy(slot.data.data(), t.bytes.data(), bytes);
+    ASSIGN_OR_RETURN(PublishedTensor p, inputs_->publish(slot, t.dtype, t.shape));
     if (p.announce) {
       const int fds[1] = {p.announce_fd};
       RETURN_IF_ERROR(send_message_with_fds(proc_.fd, *p.announce, fds));
@@ -527,7 +524,7 @@ class WorkerStageRunner final : public StageRunner {
                    : Status::internal(m->value("error", "the stage failed"));
       if (type != "event") continue;
       StageEvent e = event_from(*m, spec_.name, c.generation());
-      if (m->contains("tensor")) RETURN_IF_ERROR(c.take_samples((*m)["tensor"], e.value.samples));
+      if (m->contains("tensor")) RETURN_IF_ERROR(c.take_tensor((*m)["tensor"], e.value));
       emit(std::move(e));
       // A retiring worker exits right after its last "done": an ack that finds the socket
       // closed is not an error by itself. If the worker died before finishing, next()

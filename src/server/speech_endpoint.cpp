@@ -184,7 +184,11 @@ void answer_whole(ServerContext& ctx, const httplib::Request& req, const SpeechR
         return true;
       },
       [&] { return watch.client_gone() || ctx.lifecycle.past_drain_deadline(); });
-  if (!f) return send_error(res, api_error_from_status(f.status()));
+  if (!f) {
+    if (f.status().code() == StatusCode::kCancelled && watch.client_gone())
+      ctx.speech_figures.add_cancelled();
+    return send_error(res, api_error_from_status(f.status()));
+  }
   ctx.speech_figures.add(*f);
   res.status = 200;
   if (r.format == "wav")
@@ -226,6 +230,7 @@ void handle_speech(ServerContext& ctx, const httplib::Request& req, httplib::Res
       [st](bool) {
         if (st->ended) return;
         (void)st->rt->cancel(st->h);  // the client left early: drain the request's end
+        st->figures->add_cancelled();
         for (int i = 0; i < 600; ++i) {
           auto e = st->rt->next(st->h, std::chrono::milliseconds(100));
           if (!e.ok() && e.status().code() != StatusCode::kDeadlineExceeded) break;

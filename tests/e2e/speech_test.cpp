@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <thread>
 
@@ -302,6 +303,27 @@ TEST_F(SpeechServer, SlowAndVanishingStreamClients) {
   pclose(p);  // closes the pipe: curl dies of SIGPIPE and its connection closes
   ASSERT_EQ(post(body + "}", whole_file).out, "200");
   EXPECT_TRUE(read_file(whole_file) == whole);
+  EXPECT_EQ(server_.stop(), 0) << server_.log();
+}
+
+// `edge-infer probe --server` on a server that speaks runs the speech checks over HTTP: a
+// slow reader gets the baseline's bytes, a hang-up is cancelled in the pipeline
+// (edge_tts_cancelled_total), the next utterance is unchanged.
+TEST_F(SpeechServer, ProbeOverHttpRunsTheSpeechChecks) {
+  const CommandResult r = run_command(std::string(EDGE_BINARY) + " probe --server " + server_.url() +
+                                      " --n 2 --stream-tokens 600 --slow-consumer-ms 1500");
+  const json j = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  std::map<std::string, json> checks;
+  for (const json& c : j["checks"]) checks[c["name"].get<std::string>()] = c;
+  for (const char* name : {"speech.baseline", "speech.slow_consumer", "speech.abort", "speech.after_abort"}) {
+    ASSERT_TRUE(checks.count(name)) << name << " missing: " << r.out;
+    EXPECT_EQ(checks[name]["result"], "pass") << checks[name].dump();
+  }
+  EXPECT_GT(checks["speech.baseline"]["figures"]["bytes"].get<int64_t>(), 48000);
+  EXPECT_EQ(checks["speech.vocoder_killed"]["result"], "skipped");
+  const std::string metrics = run_command("curl -sS " + server_.url() + "/metrics").out;
+  EXPECT_NE(metrics.find("edge_tts_cancelled_total 1"), std::string::npos) << metrics.substr(0, 400);
   EXPECT_EQ(server_.stop(), 0) << server_.log();
 }
 

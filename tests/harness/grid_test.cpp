@@ -305,7 +305,8 @@ TEST(GridTest, BadGridFilesAreRefused) {
 // The grid files kept in bench/grids/ must stay readable (paths from the environment).
 TEST(GridTest, KeptGridFilesParse) {
   for (const char* v :
-       {"LLAMA_BENCH", "IK_BENCH", "LLAMA_SERVER", "LLAMA_QUANTIZE", "MODELS", "MODEL", "DATA"})
+       {"LLAMA_BENCH", "IK_BENCH", "LLAMA_SERVER", "LLAMA_QUANTIZE", "LLAMA_CLI", "MODELS", "MODEL",
+        "DATA", "PROMPTS"})
     ::setenv(v, "/x", 0);
   int files = 0;
   for (const auto& e : fs::directory_iterator(std::string(EDGE_SOURCE_DIR) + "/bench/grids")) {
