@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <string>
 
 #include "core/cpu_features.h"
 #include "core/log.h"
@@ -44,7 +45,23 @@ CpuInfo detect() {
     for (int i = 0; i < CPU_SETSIZE; ++i)
       if (CPU_ISSET(i, &set)) c.allowed_cpus.push_back(i);
   c.physical_cores = count_physical_cores("/sys/devices/system/cpu", c.allowed_cpus);
+  c.caches =
+      read_cache_sizes("/sys/devices/system/cpu", c.allowed_cpus.empty() ? 0 : c.allowed_cpus[0]);
   return c;
+}
+
+// "32K" -> 32768; "32M", "1G", plain bytes; 0 when malformed.
+int64_t parse_cache_size(const std::string& s) {
+  size_t i = 0;
+  int64_t n = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9' && n < (int64_t{1} << 40); ++i)
+    n = n * 10 + (s[i] - '0');
+  if (i == 0) return 0;
+  const char unit = i < s.size() ? s[i] : '\0';
+  if (unit == 'K' || unit == 'k') return n << 10;
+  if (unit == 'M' || unit == 'm') return n << 20;
+  if (unit == 'G' || unit == 'g') return n << 30;
+  return unit == '\0' ? n : 0;
 }
 
 }  // namespace
@@ -63,6 +80,37 @@ int count_physical_cores(const std::string& sysfs_cpu_dir, const std::vector<int
     cores.insert(siblings);
   }
   return static_cast<int>(cores.size());
+}
+
+CacheSizes read_cache_sizes(const std::string& sysfs_cpu_dir, int cpu) {
+  CacheSizes c;
+  const std::string dir = sysfs_cpu_dir + "/cpu" + std::to_string(cpu) + "/cache/index";
+  auto field = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string v;
+    std::getline(in, v);
+    return v;
+  };
+  // index0.. are numbered densely; a few spare indices cover odd layouts.
+  for (int i = 0; i < 16; ++i) {
+    const std::string idx = dir + std::to_string(i) + "/";
+    const std::string level = field(idx + "level"), type = field(idx + "type");
+    if (level.empty() || type == "Instruction") continue;
+    const int64_t size = parse_cache_size(field(idx + "size"));
+    if (level == "1") c.l1d = size;
+    if (level == "2") c.l2 = size;
+    if (level == "3") c.l3 = size;
+  }
+  return c;
+}
+
+std::string CacheSizes::to_string() const {
+  auto one = [](const char* name, int64_t b) {
+    if (b == 0) return std::string(name) + " ?";
+    if (b % (1 << 20) == 0) return std::string(name) + " " + std::to_string(b >> 20) + " MiB";
+    return std::string(name) + " " + std::to_string(b >> 10) + " KiB";
+  };
+  return one("L1d", l1d) + ", " + one("L2", l2) + ", " + one("L3", l3);
 }
 
 void hide_features(const std::vector<std::string>& hide, std::vector<std::string>* features) {

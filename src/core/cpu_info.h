@@ -3,10 +3,18 @@
 // reports and by every benchmark's provenance.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace edge {
+
+// Data cache sizes seen by one CPU, in bytes (0: unknown): the level 1 data cache and the
+// level 2 and 3 data or unified caches.
+struct CacheSizes {
+  int64_t l1d = 0, l2 = 0, l3 = 0;
+  std::string to_string() const;  // "L1d 32 KiB, L2 512 KiB, L3 32 MiB"
+};
 
 struct CpuInfo {
   std::string model_name;
@@ -16,6 +24,8 @@ struct CpuInfo {
   // The default thread count: a second hardware thread on a core shares its vector units
   // and its bandwidth, so it adds little to matmuls and costs a barrier participant.
   int physical_cores = 0;
+  // Caches of the first allowed CPU (sysfs cache/index*): what the tiling may assume.
+  CacheSizes caches;
   std::string capped_by;              // "EDGE_MAX_ISA=avx2" when features were hidden
   bool has(const std::string& feature) const;
   std::string features_string() const;  // "avx2 fma f16c ..."
@@ -31,6 +41,10 @@ const CpuInfo& cpu_info();
 // (thread_siblings_list, else core_cpus_list): CPUs with the same sibling list share a
 // core. 0 when a CPU's topology cannot be read.
 int count_physical_cores(const std::string& sysfs_cpu_dir, const std::vector<int>& cpus);
+
+// The caches of CPU `cpu` from `sysfs_cpu_dir`/cpuN/cache/index*/{level,type,size}
+// (size "32K", "2048K", "32M"; instruction caches skipped). Missing entries stay 0.
+CacheSizes read_cache_sizes(const std::string& sysfs_cpu_dir, int cpu);
 
 // `features` with those above class `max_isa` removed; false if the class is unknown.
 // Defined per architecture (core/cpu_features_x86.cpp, cpu_features_arm.cpp).

@@ -58,6 +58,7 @@ nlohmann::json machine_provenance() {
           {"cpu_features_capped_by", cpu.capped_by},
           {"allowed_cpus", cpu.allowed_cpus},
           {"physical_cores", cpu.physical_cores},
+          {"cache_bytes", {{"l1d", cpu.caches.l1d}, {"l2", cpu.caches.l2}, {"l3", cpu.caches.l3}}},
           {"host", host},
           {"time", iso_time_now()}};
 }

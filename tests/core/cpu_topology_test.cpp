@@ -1,5 +1,6 @@
 // The default thread count counts cores, not hardware threads: count_physical_cores over a
 // fake sysfs tree with SMT siblings, without SMT, and with a CPU whose topology is missing.
+// Cache sizes (read_cache_sizes) from fake cache/index* entries.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -28,6 +29,15 @@ class CpuTopology : public ::testing::Test {
     std::ofstream(dir / file) << siblings << "\n";
   }
   int count(const std::vector<int>& cpus) { return count_physical_cores(root_.string(), cpus); }
+  void cache(int n, int index, const std::string& level, const std::string& type,
+             const std::string& size) {
+    const fs::path dir =
+        root_ / ("cpu" + std::to_string(n)) / "cache" / ("index" + std::to_string(index));
+    fs::create_directories(dir);
+    std::ofstream(dir / "level") << level << "\n";
+    std::ofstream(dir / "type") << type << "\n";
+    std::ofstream(dir / "size") << size << "\n";
+  }
   fs::path root_;
 };
 
@@ -52,6 +62,31 @@ TEST_F(CpuTopology, WithoutSmtEveryCpuIsACore) {
 TEST_F(CpuTopology, AnUnreadableTopologyIsUnknown) {
   cpu(0, "0");
   EXPECT_EQ(count({0, 1}), 0);
+}
+
+TEST_F(CpuTopology, CacheSizesFromSysfs) {
+  // A Zen-like CPU: split L1, private L2, shared L3 in MiB units.
+  cache(0, 0, "1", "Data", "32K");
+  cache(0, 1, "1", "Instruction", "64K");
+  cache(0, 2, "2", "Unified", "512K");
+  cache(0, 3, "3", "Unified", "32M");
+  const CacheSizes c = read_cache_sizes(root_.string(), 0);
+  EXPECT_EQ(c.l1d, 32 << 10);  // the instruction cache is not the data cache
+  EXPECT_EQ(c.l2, 512 << 10);
+  EXPECT_EQ(c.l3, int64_t{32} << 20);
+  EXPECT_EQ(c.to_string(), "L1d 32 KiB, L2 512 KiB, L3 32 MiB");
+}
+
+TEST_F(CpuTopology, MissingOrMalformedCachesAreUnknown) {
+  // A Cortex-A76-like board without an L3 entry and with an unreadable L2 size.
+  cache(1, 0, "1", "Data", "64K");
+  cache(1, 1, "2", "Unified", "lots");
+  const CacheSizes c = read_cache_sizes(root_.string(), 1);
+  EXPECT_EQ(c.l1d, 64 << 10);
+  EXPECT_EQ(c.l2, 0);
+  EXPECT_EQ(c.l3, 0);
+  EXPECT_EQ(c.to_string(), "L1d 64 KiB, L2 ?, L3 ?");
+  EXPECT_EQ(read_cache_sizes(root_.string(), 7).l1d, 0);  // no such CPU
 }
 
 TEST(CpuTopologyHost, DefaultThreadsIsTheCoresOrTheAllowedCpus) {

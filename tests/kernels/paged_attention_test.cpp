@@ -2,7 +2,8 @@
 // block table, in F32, F16, BF16 or Q8. The reference on a paged typed cache must equal the
 // reference on a contiguous F32 copy of the same (decoded) rows, and every SIMD variant
 // must match the reference on the paged cache; blocks wholly before every query's window
-// are null (a sliding ring reused them) and must never be read.
+// are null (a sliding ring reused them) and must never be read. Cases span GQA ratios
+// 1/2/4/8, sliding windows, odd head sizes and odd key counts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,6 +100,40 @@ void run(const KernelTable& k, AttentionArgs a, std::vector<float>* out, int spl
   for (int s = 0; s < splits; ++s) k.attention(a, tasks * s / splits, tasks * (s + 1) / splits, scratch.data());
 }
 
+// One case in cache type t: the reference on the paged cache against the reference on a
+// contiguous F32 copy, then every SIMD variant (whole task range, and three uneven parts
+// that cut GQA groups and query blocks) against it.
+void check_case(KvType t, const Case& c, uint32_t seed) {
+  const int64_t n_pos = c.pos0 + c.n_q;
+  const int64_t keep_from = c.window > 0 ? std::max<int64_t>(0, c.pos0 - c.window + 1) : 0;
+  PagedCache cache(t, c.block_tokens, n_pos, c.n_head_kv, c.hd, keep_from, seed);
+  const std::vector<float> q = randn(static_cast<size_t>(c.n_q * c.n_head * c.hd), seed + 3);
+  AttentionArgs a;
+  a.q = q.data(), a.n_q = c.n_q, a.pos0 = c.pos0, a.n_head = c.n_head;
+  a.n_head_kv = c.n_head_kv, a.head_dim = c.hd, a.window = c.window;
+  a.scale = 1.0f / std::sqrt(float(c.hd));
+  std::vector<float> want(q.size(), NAN), got(q.size(), NAN);
+  AttentionArgs contiguous = a;
+  const uint8_t* blocks[2];
+  contiguous.contiguous_f32(cache.k_dec.data(), cache.v_dec.data(), blocks);
+  run(reference_kernels(), contiguous, &want, 1);
+  AttentionArgs paged = a;
+  cache.attach(&paged);
+  run(reference_kernels(), paged, &got, 1);
+  const std::string what = std::string(kv_type_name(t)) + " n_q " + std::to_string(c.n_q) +
+                           " pos0 " + std::to_string(c.pos0) + " heads " +
+                           std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " hd " +
+                           std::to_string(c.hd) + " window " + std::to_string(c.window) + " B " +
+                           std::to_string(c.block_tokens);
+  EXPECT_LT(scaled_err(got, want), 1e-6) << "ref " << what;
+  for (const auto& [name, table] : simd_variants())
+    for (int splits : {1, 3}) {
+      std::fill(got.begin(), got.end(), NAN);
+      run(table, paged, &got, splits);
+      EXPECT_LT(scaled_err(got, want), 1e-5) << name << " " << what << " splits " << splits;
+    }
+}
+
 TEST(PagedAttention, EveryTypeAndVariantMatchesTheContiguousReference) {
   const std::vector<Case> cases = {
       {1, 40, 8, 2, 64, 0, 16},  {1, 40, 8, 2, 64, 9, 16},  {7, 30, 8, 4, 32, 0, 5},
@@ -106,33 +141,21 @@ TEST(PagedAttention, EveryTypeAndVariantMatchesTheContiguousReference) {
       {1, 100, 16, 8, 128, 20, 16}};
   uint32_t seed = 7;
   for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBF16, KvType::kQ8})
-    for (const Case& c : cases) {
-      const int64_t n_pos = c.pos0 + c.n_q;
-      const int64_t keep_from = c.window > 0 ? std::max<int64_t>(0, c.pos0 - c.window + 1) : 0;
-      PagedCache cache(t, c.block_tokens, n_pos, c.n_head_kv, c.hd, keep_from, seed++);
-      const std::vector<float> q = randn(static_cast<size_t>(c.n_q * c.n_head * c.hd), seed++);
-      AttentionArgs a;
-      a.q = q.data(), a.n_q = c.n_q, a.pos0 = c.pos0, a.n_head = c.n_head;
-      a.n_head_kv = c.n_head_kv, a.head_dim = c.hd, a.window = c.window;
-      a.scale = 1.0f / std::sqrt(float(c.hd));
-      std::vector<float> want(q.size(), NAN), got(q.size(), NAN);
-      AttentionArgs contiguous = a;
-      const uint8_t* blocks[2];
-      contiguous.contiguous_f32(cache.k_dec.data(), cache.v_dec.data(), blocks);
-      run(reference_kernels(), contiguous, &want, 1);
-      AttentionArgs paged = a;
-      cache.attach(&paged);
-      run(reference_kernels(), paged, &got, 1);
-      const std::string what = std::string(kv_type_name(t)) + " n_q " + std::to_string(c.n_q) +
-                               " window " + std::to_string(c.window) + " B " + std::to_string(c.block_tokens);
-      EXPECT_LT(scaled_err(got, want), 1e-6) << "ref " << what;
-      for (const auto& [name, table] : simd_variants())
-        for (int splits : {1, 3}) {
-          std::fill(got.begin(), got.end(), NAN);
-          run(table, paged, &got, splits);
-          EXPECT_LT(scaled_err(got, want), 1e-5) << name << " " << what << " splits " << splits;
-        }
-    }
+    for (const Case& c : cases) check_case(t, c, seed += 4);
+}
+
+// The shared tiling (kernels/attention_blocking.h) on every cache type across GQA ratios
+// 1/2/4/8 (one K/V block serves every query head of a group), with and without a sliding
+// window, head sizes that are not a multiple of any vector width (odd ones too) and key
+// counts that end inside a key block and a page.
+TEST(PagedAttention, SharedTilingAcrossGqaRatiosWindowsAndOddSizes) {
+  uint32_t seed = 1000;
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBF16, KvType::kQ8})
+    for (int32_t ratio : {1, 2, 4, 8})
+      for (int32_t hd : {37, 64, 100})
+        for (int32_t window : {0, 11})
+          for (const auto& [n_q, pos0] : {std::pair<int64_t, int64_t>{1, 52}, {6, 21}})
+            check_case(t, {n_q, pos0, 16, 16 / ratio, hd, window, 7}, seed += 4);
 }
 
 TEST(PagedAttention, BatchOfSequencesEqualsOneAtATime) {
