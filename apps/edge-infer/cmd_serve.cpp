@@ -29,6 +29,7 @@
 #include "model/model_footprint.h"
 #include "model_source.h"
 #include "pipeline/executor.h"
+#include "pipeline/encoder_graph.h"
 #include "pipeline/speech_graph.h"
 #include "plan_options.h"
 #include "model/arch/clip_vision.h"
@@ -62,6 +63,10 @@ struct ServeArgs {
   server::ServerOptions server;
   std::string mmproj;  // image (and audio) content parts through this projector file
   int64_t max_image_pixels = int64_t{4096} * 4096;
+  // Where the vision encoder runs: "server" (this process, its own pool), "stage" (a
+  // vision.encode@1 stage of a graph on the server's ledger) or "worker" (that stage in a
+  // worker process).
+  std::string vision_placement = "server";
   std::string mmproj_audio;          // a second projector file for input_audio parts
   double max_audio_seconds = 300.0;  // longer clips are refused (400 audio_too_long)
 };
@@ -147,7 +152,21 @@ struct Loaded {
   std::unique_ptr<pipeline::RamLedger> ledger;
   std::unique_ptr<pipeline::PipelineRuntime> graph;
   std::unique_ptr<pipeline::PipelineRuntime> speech;  // /v1/audio/speech (null: none)
+  std::unique_ptr<pipeline::PipelineRuntime> vision;  // --vision-placement stage|worker
 };
+
+// The vision encoder as a graph stage on the same ledger (--vision-placement stage|worker).
+Status load_vision_stage(const ServeArgs& a, Loaded& out) {
+  if (a.vision_placement == "server" || a.mmproj.empty() || !mmproj_has_vision(a.mmproj)) return Status();
+  ASSIGN_OR_RETURN(pipeline::PipelineSpec spec,
+                   pipeline::vision_pipeline(a.mmproj, a.vision_placement == "worker"
+                                                           ? pipeline::Placement::kWorker
+                                                           : pipeline::Placement::kInProcess));
+  pipeline::PipelineRunOptions o;
+  o.n_threads = a.threads;
+  ASSIGN_OR_RETURN(out.vision, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
+  return Status();
+}
 
 // The speech graph on the same ledger, when a speech pair is served.
 Status load_speech(const ServeArgs& a, Loaded& out) {
@@ -174,6 +193,7 @@ Status load_graph(const ServeArgs& a, const pipeline::PipelineSpec& spec, Loaded
   o.ctx = a.ctx > 0 ? a.ctx : 4096;
   o.n_threads = a.threads;
   ASSIGN_OR_RETURN(out.graph, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
+  RETURN_IF_ERROR(load_vision_stage(a, out));
   return load_speech(a, out);
 }
 
@@ -211,7 +231,7 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
   if (st.ok() && loaded.speech) st = (*srv)->attach_speech(*loaded.speech);
   if (st.ok() && (!a.mmproj.empty() || !a.mmproj_audio.empty())) {
     const std::string& first = a.mmproj.empty() ? a.mmproj_audio : a.mmproj;
-    auto media = server::load_media_encoders(first, a.threads > 0 ? a.threads : 2, 0);
+    auto media = server::load_media_encoders(first, a.threads > 0 ? a.threads : 2, 0, loaded.vision.get());
     st = media.status();
     if (media) {
       (*media)->image_limits.max_pixels = a.max_image_pixels;
@@ -232,6 +252,8 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
     // weights actually are. Always the CPU here; llama-server reports offloaded layers.
     std::printf("edge-infer: placement cpu (%s; dense kernels %s)\n", cpu_info().model_name.c_str(),
                 dense_variant_for(cpu_info()).c_str());
+    if (loaded.vision)
+      std::printf("edge-infer: images through the vision stage (%s)\n", loaded.vision->state_json()["stages"][0].value("placement_actual", "").c_str());
     if (loaded.speech)
       std::printf("edge-infer: speech at /v1/audio/speech (talker %s, vocoder %s%s)\n", a.speech_model.c_str(),
                   a.vocoder.c_str(), a.vocoder_worker ? " in a worker" : "");
@@ -308,6 +330,11 @@ void register_serve(CLI::App& app, Context& ctx) {
   sub->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (default: demo model)");
   sub->add_option("--mmproj", a->mmproj, "projector GGUF (llama.cpp clip conventions): image content parts");
   sub->add_option("--max-image-pixels", a->max_image_pixels, "larger images are refused (400)")->capture_default_str();
+  sub->add_option("--vision-placement", a->vision_placement,
+                  "where the image encoder runs: server (this process), stage (a vision.encode@1 graph stage "
+                  "reserved on the server's ledger) or worker (that stage in a worker process)")
+      ->check(CLI::IsMember({"server", "stage", "worker"}))
+      ->capture_default_str();
   sub->add_option("--mmproj-audio", a->mmproj_audio,
                   "audio projector GGUF (ultravox/qwen2a) beside a vision --mmproj: input_audio content parts");
   sub->add_option("--max-audio-seconds", a->max_audio_seconds, "longer clips are refused (400)")->capture_default_str();

@@ -156,11 +156,11 @@ Status HttpServer::attach(Engine& engine) {
   ServerContext& ctx = impl_->ctx;
   if (ctx.engine_ptr) return Status::invalid_argument("the server already has an engine");
   ctx.limits.max_model_len = engine.options().max_model_len;
-  if (ctx.media && ctx.media->vision && ctx.media->vision->hparams.n_out != engine.config().n_embd)
+  if (ctx.media && ctx.media->vision_hparams && ctx.media->vision_hparams->n_out != engine.config().n_embd)
     return Status::invalid_argument(fmt::format(
         "--mmproj: the projector's output width (clip.vision.projection_dim) is {}, the model's embedding width {}: "
         "the projector belongs to another model",
-        ctx.media->vision->hparams.n_out, engine.config().n_embd));
+        ctx.media->vision_hparams->n_out, engine.config().n_embd));
   if (ctx.media && ctx.media->audio && ctx.media->audio->hparams.n_out != engine.config().n_embd)
     return Status::invalid_argument(fmt::format(
         "--mmproj: the audio projector's output width (clip.audio.projection_dim) is {}, the model's embedding "

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "model/image_encoder.h"
+#include "pipeline/encoder_graph.h"
 #include "server/chat_prompt.h"
 
 namespace edge::server {
@@ -44,9 +45,30 @@ std::pair<std::string, std::string> image_markers(VisionProjector p) {
   return {"", ""};
 }
 
+// An image through the server's vision stage: decoded (and its limits checked) here, the
+// encoder's preprocessing and forward pass in the stage. A stage that fails (its worker
+// died) is the server's 503, not the client's 400.
+std::optional<ApiError> encode_on_stage(MediaEncoders& enc, std::span<const uint8_t> bytes,
+                                        const std::string& param, EncodedMedia* out) {
+  auto img = decode_image(bytes, enc.image_limits);
+  if (!img) return image_error(img.status(), param);
+  int64_t rows = 0;
+  auto got = pipeline::encode_on_graph(*enc.vision_stage, *img, &rows);
+  if (!got || rows != enc.vision_hparams->n_tokens()) {
+    ApiError e = api_error_from_status(got ? Status::internal("the vision stage returned " + std::to_string(rows) +
+                                                              " rows") : got.status());
+    e.http_status = 503, e.type = "server_error";
+    return e;
+  }
+  out->rows = std::move(*got);
+  out->n_tokens = rows;
+  out->hash = media_hash(bytes, enc.salt);
+  return std::nullopt;
+}
+
 std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, EncodedPart& out) {
   const bool audio = m.kind == MediaInput::Kind::kAudio;
-  if (!enc || !(audio ? static_cast<bool>(enc->audio) : static_cast<bool>(enc->vision)))
+  if (!enc || !(audio ? static_cast<bool>(enc->audio) : enc->vision_hparams.has_value()))
     return ApiError::bad_request(
         fmt::format("'{}': this server has no {} encoder (start it with --mmproj FILE)", m.param,
                     audio ? "audio" : "image"),
@@ -59,8 +81,8 @@ std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, Enc
     out.begin = mk.begin;
     out.end = mk.end;
   } else {
-    std::tie(out.begin, out.end) = image_markers(enc->vision->hparams.projector);
-    out.bidirectional = enc->vision->hparams.projector == VisionProjector::kGemma3;
+    std::tie(out.begin, out.end) = image_markers(enc->vision_hparams->projector);
+    out.bidirectional = enc->vision_hparams->projector == VisionProjector::kGemma3;
   }
   std::lock_guard<std::mutex> lk(enc->mu);
   for (auto it = enc->recent.begin(); it != enc->recent.end(); ++it) {
@@ -76,6 +98,8 @@ std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, Enc
                        enc->max_audio_seconds);
     if (!a) return audio_error(a.status(), m.param);
     e = {std::move(a->rows), a->n_tokens, out.hash};
+  } else if (enc->vision_stage) {
+    if (auto err = encode_on_stage(*enc, bytes, m.param, &e)) return err;
   } else {
     auto img = encode_image({select_kernels(), *enc->pool}, *enc->vision, bytes, enc->image_limits,
                             enc->salt);
@@ -101,7 +125,8 @@ Status add_audio_encoder(MediaEncoders& e, const std::string& mmproj) {
 }
 
 Expected<std::shared_ptr<MediaEncoders>> load_media_encoders(const std::string& mmproj, int threads,
-                                                             int64_t lm_n_embd) {
+                                                             int64_t lm_n_embd,
+                                                             pipeline::PipelineRuntime* vision_stage) {
   auto e = std::make_shared<MediaEncoders>();
   auto f = GgufFile::open(mmproj);
   if (!f) return f.status();
@@ -116,12 +141,18 @@ Expected<std::shared_ptr<MediaEncoders>> load_media_encoders(const std::string& 
     e->pool = std::make_unique<ThreadPool>(std::max(1, threads));
     return e;
   }
-  ASSIGN_OR_RETURN(e->vision, load_vision_encoder(mmproj, threads));
-  if (lm_n_embd > 0 && e->vision->hparams.n_out != lm_n_embd)
+  if (vision_stage) {
+    ASSIGN_OR_RETURN(e->vision_hparams, read_clip_vision_hparams(*f));
+    e->vision_stage = vision_stage;
+  } else {
+    ASSIGN_OR_RETURN(e->vision, load_vision_encoder(mmproj, threads));
+    e->vision_hparams = e->vision->hparams;
+  }
+  if (lm_n_embd > 0 && e->vision_hparams->n_out != lm_n_embd)
     return Status::invalid_argument(
         fmt::format("{}: clip.vision.projection_dim = {}, but the model's embedding width "
                     "is {}: the projector belongs to another model",
-                    mmproj, e->vision->hparams.n_out, lm_n_embd));
+                    mmproj, e->vision_hparams->n_out, lm_n_embd));
   e->salt = std::hash<std::string>{}(mmproj);
   e->pool = std::make_unique<ThreadPool>(std::max(1, threads));
   return e;

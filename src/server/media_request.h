@@ -20,12 +20,20 @@
 #include "server/api_error.h"
 #include "server/media_parts.h"
 
+namespace edge::pipeline {
+class PipelineRuntime;
+}
+
 namespace edge::server {
 
 // The encoders a server was started with (serve --mmproj). Encoding runs on its own pool,
-// one image at a time.
+// one image at a time, or (serve --vision-placement stage|worker) as the vision.encode@1
+// stage of a one-stage graph on the server's ledger (pipeline/encoder_graph.h), where the
+// server keeps only the projector's hyper-parameters.
 struct MediaEncoders {
-  std::unique_ptr<VisionEncoderModel> vision;
+  std::unique_ptr<VisionEncoderModel> vision;           // in this process; null with a stage
+  pipeline::PipelineRuntime* vision_stage = nullptr;    // not owned; outlives the server
+  std::optional<ClipVisionHparams> vision_hparams;      // set whenever images are accepted
   uint64_t salt = 0;  // the projector's identity in the media hash
   ImageLimits image_limits;
   std::unique_ptr<AudioEncoderModel> audio;  // input_audio parts (docs/multimodal.md section 5)
@@ -47,8 +55,10 @@ struct MediaEncoders {
 
 // Loads an mmproj file's encoders: the vision one, the audio one (clip.has_audio_encoder), or
 // both (their projection_dim must be the LM's n_embd; 0: checked later, by HttpServer::attach).
-Expected<std::shared_ptr<MediaEncoders>> load_media_encoders(const std::string& mmproj, int threads,
-                                                             int64_t lm_n_embd);
+// With `vision_stage` the vision encoder runs there and only its header is read here.
+Expected<std::shared_ptr<MediaEncoders>> load_media_encoders(
+    const std::string& mmproj, int threads, int64_t lm_n_embd,
+    pipeline::PipelineRuntime* vision_stage = nullptr);
 // Adds a second file's audio encoder (serve --mmproj-audio; the demo's).
 Status add_audio_encoder(MediaEncoders& e, const std::string& mmproj);
 

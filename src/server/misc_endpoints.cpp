@@ -21,7 +21,7 @@ void send_error(httplib::Response& res, const ApiError& e) {
 void handle_models(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
   // What the model takes besides text (the chat page shows its attach controls from this).
   json capabilities = json::array();
-  if (ctx.media && ctx.media->vision) capabilities.push_back("vision");
+  if (ctx.media && ctx.media->vision_hparams) capabilities.push_back("vision");
   if (ctx.media && ctx.media->audio) capabilities.push_back("audio");
   json data = json::array();
   for (const std::string& name : ctx.limits.model_names)
