@@ -1,34 +1,29 @@
 // aarch64 Advanced SIMD dense matmuls (F32 / F16 / BF16 weights, F32 activations) and
 // attention over every KV element type. 4 f32 lanes per vector; the matmul is a register
-// tile of 4 weight rows x 2 tokens (8 accumulators of the 32 vector registers), the tokens
-// blocked so their rows stay in L2 while the row tiles pass; attention runs one (query,
-// head) task at a time: scores with vector dots, an exact softmax, then P.V accumulated
-// with vector FMAs, each K/V head slice read in its stored type (no conversion pass).
+// tile of 4 weight rows x 2 tokens (8 accumulators of the 32 vector registers) run by the
+// shared loop nest (kernels/dense_blocking.h); attention is the shared flash tiling
+// (kernels/attention_blocking.h: GQA tiles, online softmax, 4-key blocks) on this file's
+// vector primitives.
 // Tested against the reference by tests/kernels/dense_simd_test.cpp (under qemu-aarch64).
 #include <arm_neon.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "core/half.h"
+#include "kernels/arm_neon/neon_math.h"
+#include "kernels/attention_blocking.h"
 #include "kernels/dense_blocking.h"
 #include "kernels/dense_isa.h"
 
 namespace edge {
 namespace {
 
-enum Kind { kF32, kF16, kBF16, kQ8 };
+enum Kind { kF32, kF16, kBF16 };
 
-// Elements [i, i + 4) of a row of kind K as f32 (Q8: the codes, unscaled).
+// Elements [i, i + 4) of a row of kind K as f32.
 template <int K>
 inline float32x4_t load4(const uint8_t* row, int64_t i) {
   if constexpr (K == kF32) return vld1q_f32(reinterpret_cast<const float*>(row) + i);
-  if constexpr (K == kQ8) {
-    int8_t b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    std::memcpy(b, row + i, 4);
-    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8(b)))));
-  }
   const uint16x4_t h = vld1_u16(reinterpret_cast<const uint16_t*>(row) + i);
   if constexpr (K == kF16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
   return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
@@ -38,7 +33,6 @@ inline float32x4_t load4(const uint8_t* row, int64_t i) {
 template <int K>
 inline float load1(const uint8_t* row, int64_t i) {
   if constexpr (K == kF32) return reinterpret_cast<const float*>(row)[i];
-  if constexpr (K == kQ8) return static_cast<float>(reinterpret_cast<const int8_t*>(row)[i]);
   uint16_t h;
   std::memcpy(&h, row + 2 * i, 2);
   if constexpr (K == kF16) return f16_to_f32(h);
@@ -84,88 +78,73 @@ struct Tile {
 
 // ---- attention ----------------------------------------------------------------------
 
-// One kv head's slice of a cache row: its elements and the factor they carry (Q8: the
-// head's scale, stored after the row's codes; otherwise 1).
-struct HeadSlice {
-  const uint8_t* data;
-  float scale;
+// The vector primitives the shared flash-attention tiling (kernels/attention_blocking.h)
+// runs on: 4 keys per block (one vector of scores); p.V keeps 16 of the 32 vector registers
+// as output accumulators (64 floats of the head per pass). Every query head of a GQA group
+// reads the block's K/V rows converted once.
+struct AttnPrims {
+  using V = float32x4_t;
+  using Tail = int64_t;  // lanes [0, rem): no masked loads, the short tail is copied
+  using Lanes = uint32x4_t;
+  static constexpr int kW = 4;
+  static constexpr int kPvChunks = 16;
+  static V zero() { return vdupq_n_f32(0.0f); }
+  static V set1(float x) { return vdupq_n_f32(x); }
+  static V load(const float* p) { return vld1q_f32(p); }
+  static void store(float* p, V v) { vst1q_f32(p, v); }
+  static Tail tail(int64_t rem) { return rem < 4 ? rem : 4; }
+  static V load_tail(Tail n, const float* p) {
+    if (n == 4) return vld1q_f32(p);
+    float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t i = 0; i < n; ++i) b[i] = p[i];
+    return vld1q_f32(b);
+  }
+  static void store_tail(Tail n, float* p, V v) {
+    if (n == 4) return vst1q_f32(p, v);
+    float b[4];
+    vst1q_f32(b, v);
+    for (int64_t i = 0; i < n; ++i) p[i] = b[i];
+  }
+  static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+  static V mul(V a, V b) { return vmulq_f32(a, b); }
+  static V sub(V a, V b) { return vsubq_f32(a, b); }
+  static V exp(V x) { return neon::exp4(x); }
+  static float exp1(float x) { return vgetq_lane_f32(neon::exp4(vdupq_n_f32(x)), 0); }
+  static float hsum(V v) { return vaddvq_f32(v); }
+  static Lanes lanes(int j0, int j1) {
+    const uint32_t i[4] = {0, 1, 2, 3};
+    const uint32x4_t idx = vld1q_u32(i);
+    return vandq_u32(vcltq_u32(idx, vdupq_n_u32(static_cast<uint32_t>(j1))),
+                     vcgeq_u32(idx, vdupq_n_u32(static_cast<uint32_t>(j0))));
+  }
+  static float hmax(Lanes m, V v) {
+    return vmaxvq_f32(vbslq_f32(m, v, vdupq_n_f32(-__builtin_inff())));
+  }
+  static V keep(Lanes m, V v) {
+    return vreinterpretq_f32_u32(vandq_u32(m, vreinterpretq_u32_f32(v)));
+  }
+  // Lane j = sum of a[j]'s lanes: two rounds of pairwise adds.
+  static V transpose_sum(const V* a) {
+    return vpaddq_f32(vpaddq_f32(a[0], a[1]), vpaddq_f32(a[2], a[3]));
+  }
+  static uint16x4_t load16x4(const uint16_t* p, int64_t rem) {
+    if (rem >= 4) return vld1_u16(p);
+    uint16_t b[4] = {0, 0, 0, 0};
+    for (int64_t i = 0; i < rem; ++i) b[i] = p[i];
+    return vld1_u16(b);
+  }
+  static V load_f16(const uint16_t* p, int64_t rem) {
+    return vcvt_f32_f16(vreinterpret_f16_u16(load16x4(p, rem)));
+  }
+  static V load_bf16(const uint16_t* p, int64_t rem) {
+    return vreinterpretq_f32_u32(vshll_n_u16(load16x4(p, rem), 16));
+  }
+  static V load_i8(const int8_t* p, int64_t rem) {
+    int8_t b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    std::memcpy(b, p, static_cast<size_t>(rem < 4 ? rem : 4));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8(b)))));
+  }
 };
-
-template <int K>
-inline HeadSlice head_slice(const uint8_t* row, const AttentionArgs& a, int32_t hk) {
-  const int64_t off = static_cast<int64_t>(hk) * a.head_dim;
-  if constexpr (K == kF32) return {row + 4 * off, 1.0f};
-  if constexpr (K == kQ8) {
-    float s;
-    std::memcpy(&s, row + static_cast<int64_t>(a.n_head_kv) * a.head_dim + 4 * hk, 4);
-    return {row + off, s};
-  }
-  return {row + 2 * off, 1.0f};
-}
-
-template <int K>
-inline float dot_head(const float* q, HeadSlice k, int64_t hd) {
-  float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f);
-  int64_t d = 0;
-  for (; d + 8 <= hd; d += 8) {
-    a0 = vfmaq_f32(a0, vld1q_f32(q + d), load4<K>(k.data, d));
-    a1 = vfmaq_f32(a1, vld1q_f32(q + d + 4), load4<K>(k.data, d + 4));
-  }
-  for (; d + 4 <= hd; d += 4) a0 = vfmaq_f32(a0, vld1q_f32(q + d), load4<K>(k.data, d));
-  float s = vaddvq_f32(vaddq_f32(a0, a1));
-  for (; d < hd; ++d) s += q[d] * load1<K>(k.data, d);
-  return s * k.scale;
-}
-
-// o[0, hd) += p * v.
-template <int K>
-inline void axpy_head(float* o, float p, HeadSlice v, int64_t hd) {
-  const float f = p * v.scale;
-  const float32x4_t pv = vdupq_n_f32(f);
-  int64_t d = 0;
-  for (; d + 4 <= hd; d += 4) vst1q_f32(o + d, vfmaq_f32(vld1q_f32(o + d), pv, load4<K>(v.data, d)));
-  for (; d < hd; ++d) o[d] += f * load1<K>(v.data, d);
-}
-
-template <int K>
-void attention_kind(const AttentionArgs& a, int64_t t0, int64_t t1, float* scratch) {
-  const int64_t q_stride = static_cast<int64_t>(a.n_head) * a.head_dim;
-  const int32_t group = a.n_head / a.n_head_kv;
-  for (int64_t t = t0; t < t1; ++t) {
-    const int64_t qi = t / a.n_head;
-    const int32_t h = static_cast<int32_t>(t % a.n_head);
-    const int32_t hk = h / group;
-    const int64_t pos = a.pos0 + qi;
-    const int64_t lo = a.window > 0 ? std::max<int64_t>(0, pos - a.window + 1) : 0;
-    const float* q = a.q + qi * q_stride + static_cast<int64_t>(h) * a.head_dim;
-    float* scores = scratch;  // [pos - lo + 1]: keys lo..pos
-    float m = -3.0e38f;
-    for (int64_t j = lo; j <= pos; ++j) {
-      scores[j - lo] = dot_head<K>(q, head_slice<K>(a.k_row(j), a, hk), a.head_dim) * a.scale;
-      m = std::max(m, scores[j - lo]);
-    }
-    // Softmax with the max subtracted; the normalisation is applied once to the output.
-    float sum = 0.0f;
-    for (int64_t j = lo; j <= pos; ++j) sum += scores[j - lo] = std::exp(scores[j - lo] - m);
-    float* o = a.out + qi * q_stride + static_cast<int64_t>(h) * a.head_dim;
-    std::fill(o, o + a.head_dim, 0.0f);
-    for (int64_t j = lo; j <= pos; ++j)
-      axpy_head<K>(o, scores[j - lo], head_slice<K>(a.v_row(j), a, hk), a.head_dim);
-    const float32x4_t inv = vdupq_n_f32(1.0f / sum);
-    int64_t d = 0;
-    for (; d + 4 <= a.head_dim; d += 4) vst1q_f32(o + d, vmulq_f32(vld1q_f32(o + d), inv));
-    for (; d < a.head_dim; ++d) o[d] /= sum;
-  }
-}
-
-void attention(const AttentionArgs& a, int64_t t0, int64_t t1, float* scratch) {
-  switch (a.kv_type) {
-    case KvType::kF32: return attention_kind<kF32>(a, t0, t1, scratch);
-    case KvType::kF16: return attention_kind<kF16>(a, t0, t1, scratch);
-    case KvType::kBF16: return attention_kind<kBF16>(a, t0, t1, scratch);
-    case KvType::kQ8: return attention_kind<kQ8>(a, t0, t1, scratch);
-  }
-}
 
 }  // namespace
 
@@ -173,7 +152,7 @@ void install_dense_neon_matmul_attention(KernelTable* t) {
   t->matmul_f32 = dense::matmul_rows<Tile<kF32>>;
   t->matmul_f16 = dense::matmul_rows<Tile<kF16>>;
   t->matmul_bf16 = dense::matmul_rows<Tile<kBF16>>;
-  t->attention = attention;
+  t->attention = attn::Flash<AttnPrims>::attention;
 }
 
 }  // namespace edge
