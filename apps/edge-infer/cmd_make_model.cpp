@@ -18,11 +18,13 @@ struct MakeModelArgs {
   bool tied = false, untied = false;
   int proj_dim = 0;  // projectors: the LM's embedding width (0: --dim)
   int image_size = 64, patch_size = 4;  // vision projectors
+  bool no_class_embd = false;           // clip-mlp: a SigLIP tower (no CLS, no pre-LN)
 };
 
 int run_make_model(MakeModelArgs& a) {
   if (a.o.arch == "clip-gemma3" || a.o.arch == "clip-mlp")  // --type may be q8_0 here
-    return make_vision_projector(a.o, a.proj_dim, a.image_size, a.patch_size, a.type, a.out);
+    return make_vision_projector(a.o, a.proj_dim, a.image_size, a.patch_size, !a.no_class_embd,
+                                 a.type, a.out);
   auto dt = dtype_from_name(a.type);
   if (!dt) return report_error(dt.status());
   const bool audio = a.o.arch == "clip-ultravox" || a.o.arch == "clip-qwen2a";  // q8_0 too
@@ -57,6 +59,8 @@ void register_make_model(CLI::App& app, Context& ctx) {
   sub->add_option("--image-size", a->image_size, "vision projectors (clip-gemma3 | clip-mlp): input side")
       ->capture_default_str();
   sub->add_option("--patch-size", a->patch_size, "vision projectors: patch side")->capture_default_str();
+  sub->add_flag("--no-class-embd", a->no_class_embd,
+                "clip-mlp: no CLIP class token and pre-LN (a SigLIP tower)");
   sub->add_option("--layers", a->o.n_layer)->capture_default_str();
   sub->add_option("--dim", a->o.n_embd, "hidden size")->capture_default_str();
   sub->add_option("--heads", a->o.n_head)->capture_default_str();

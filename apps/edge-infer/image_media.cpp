@@ -52,7 +52,7 @@ Expected<ImagePrompt> build_image_prompt(const Model& lm, const std::string& mmp
 }
 
 int make_vision_projector(const RandomModelOptions& m, int proj_dim, int image_size, int patch_size,
-                          const std::string& type, const std::string& out) {
+                          bool class_embd, const std::string& type, const std::string& out) {
   RandomVisionProjectorOptions o;
   o.projector = m.arch == "clip-mlp" ? VisionProjector::kMlp : VisionProjector::kGemma3;
   o.n_embd = m.n_embd;
@@ -63,7 +63,7 @@ int make_vision_projector(const RandomModelOptions& m, int proj_dim, int image_s
   o.n_mm_ff = o.n_ff;
   o.image_size = image_size;
   o.patch_size = patch_size;
-  o.class_embd = o.projector == VisionProjector::kMlp;
+  o.class_embd = class_embd && o.projector == VisionProjector::kMlp;
   auto dt = dtype_from_name(type);
   if (!dt) return report_error(dt.status());
   o.dtype = *dt;

@@ -30,8 +30,9 @@ Expected<ImagePrompt> build_image_prompt(const Model& lm, const std::string& mmp
 
 // make-model flags mapped onto the projector: --dim the ViT width, --layers its blocks,
 // --heads, --ffn its MLP (0: 3/2 dim), --proj-dim the LM width (0: dim), --image-size and
-// --patch-size; gemma3 pools to 16 tokens at the default 64 / 4.
+// --patch-size; gemma3 pools to 16 tokens at the default 64 / 4. class_embd: mlp with a
+// CLIP class token and pre-LN (false: a SigLIP tower under the mlp projector).
 int make_vision_projector(const RandomModelOptions& m, int proj_dim, int image_size, int patch_size,
-                          const std::string& type, const std::string& out);
+                          bool class_embd, const std::string& type, const std::string& out);
 
 }  // namespace edge::cli

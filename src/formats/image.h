@@ -8,6 +8,7 @@
 // pixel buffer is allocated.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -43,6 +44,14 @@ enum class ResizeFilter : uint8_t { kBilinear, kBicubic };
 // normalised per output pixel; rows first, then columns, in float; rounded to 8 bits
 // at the end.
 RgbImage resize_image(const RgbImage& in, int64_t w, int64_t h, ResizeFilter filter);
+
+// Aspect-preserving fit into w x h, as llama.cpp's mtmd pads (its img_tool::resize): scale =
+// min(w / in.width, h / in.height) in float, each scaled side rounded up and capped at w or h,
+// resized with the filter and pasted at ((w - sw) / 2, (h - sh) / 2) on a canvas of `pad`.
+// (In float as mtmd, so that a side whose product lands just above an integer rounds up the same.)
+// An image already w x h is returned as it is.
+RgbImage letterbox_image(const RgbImage& in, int64_t w, int64_t h, ResizeFilter filter,
+                         const std::array<uint8_t, 3>& pad);
 
 // [3][H][W] floats: (v / 255 - mean[c]) / std[c].
 std::vector<float> normalize_image(const RgbImage& img, const float mean[3], const float std[3]);

@@ -85,6 +85,31 @@ RgbImage resize_image(const RgbImage& in, int64_t w, int64_t h, ResizeFilter fil
   return out;
 }
 
+RgbImage letterbox_image(const RgbImage& in, int64_t w, int64_t h, ResizeFilter filter,
+                         const std::array<uint8_t, 3>& pad) {
+  if (in.width == w && in.height == h) return in;
+  // float, as mtmd computes it, so that the rounded-up sides are the same.
+  const float scale = std::min(static_cast<float>(w) / static_cast<float>(in.width),
+                               static_cast<float>(h) / static_cast<float>(in.height));
+  const int64_t sw =
+      std::min<int64_t>(static_cast<int64_t>(std::ceil(static_cast<float>(in.width) * scale)), w);
+  const int64_t sh =
+      std::min<int64_t>(static_cast<int64_t>(std::ceil(static_cast<float>(in.height) * scale)), h);
+  const RgbImage sized =
+      resize_image(in, std::max<int64_t>(sw, 1), std::max<int64_t>(sh, 1), filter);
+  RgbImage out;
+  out.width = w;
+  out.height = h;
+  out.rgb.resize(static_cast<size_t>(w * h * 3));
+  for (size_t i = 0; i < out.rgb.size(); i += 3)
+    std::copy(pad.begin(), pad.end(), out.rgb.begin() + i);
+  const int64_t ox = (w - sized.width) / 2, oy = (h - sized.height) / 2;
+  for (int64_t y = 0; y < sized.height; ++y)
+    std::copy_n(sized.rgb.begin() + y * sized.width * 3, sized.width * 3,
+                out.rgb.begin() + ((oy + y) * w + ox) * 3);
+  return out;
+}
+
 std::vector<float> normalize_image(const RgbImage& img, const float mean[3], const float std[3]) {
   const int64_t n = img.width * img.height;
   std::vector<float> out(static_cast<size_t>(3 * n));

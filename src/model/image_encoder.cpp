@@ -12,8 +12,7 @@ Expected<std::vector<float>> preprocess_image(const ClipVisionHparams& h,
                                               std::span<const uint8_t> bytes,
                                               const ImageLimits& limits) {
   ASSIGN_OR_RETURN(RgbImage img, decode_image(bytes, limits));
-  const RgbImage sized = resize_image(img, h.image_size, h.image_size, h.filter());
-  return normalize_image(sized, h.mean, h.std);
+  return clip_vision_pixels(h, img);
 }
 
 Expected<EncodedMedia> encode_image(const ClipVisionExec& ex, const VisionEncoderModel& m,

@@ -67,6 +67,10 @@ Status write_random_vision_projector(const RandomVisionProjectorOptions& o,
   h.use_gelu = o.projector == VisionProjector::kGemma3;  // SigLIP: GELU; CLIP: quick GELU
   h.class_embd = o.class_embd && o.projector == VisionProjector::kMlp;
   h.pre_ln = h.class_embd;
+  // LLaVA's converter keeps the blocks up to the feature layer and says which: mtmd then
+  // runs all of them too (without the key it runs one fewer).
+  if (o.projector == VisionProjector::kMlp)
+    h.feature_layer = o.feature_layer > 0 ? o.feature_layer : o.n_layer;
   h.post_ln = o.projector == VisionProjector::kGemma3;
   if (o.projector == VisionProjector::kMlp)  // CLIP's constants
     for (int c = 0; c < 3; ++c) {
@@ -75,10 +79,11 @@ Status write_random_vision_projector(const RandomVisionProjectorOptions& o,
     }
   if (o.image_size <= 0 || o.patch_size <= 0 || o.n_embd <= 0 || o.n_ff <= 0 || o.n_head <= 0 ||
       o.n_layer <= 0 || o.n_out <= 0 || o.n_mm_ff <= 0 || o.pool <= 0 || o.n_embd % o.n_head ||
-      o.image_size % o.patch_size || h.patches_per_side() % h.pool)
+      o.image_size % o.patch_size || h.patches_per_side() % h.pool || o.feature_layer < 0 ||
+      o.feature_layer > o.n_layer)
     return Status::invalid_argument(
         "random vision projector: sizes must be positive, heads | n_embd, patch | image size, pool "
-        "| patches per side");
+        "| patches per side, feature layer <= layers");
   GgufWriter w;
   write_clip_vision_hparams(
       h, fmt::format("edge-random-{}-vision", vision_projector_name(o.projector)), w);

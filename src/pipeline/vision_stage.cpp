@@ -37,8 +37,7 @@ class VisionStageRunner final : public StageRunner {
     img.width = in.width;
     img.height = in.height;
     img.rgb = in.pixels;
-    const std::vector<float> px =
-        normalize_image(resize_image(img, h.image_size, h.image_size, h.filter()), h.mean, h.std);
+    const std::vector<float> px = clip_vision_pixels(h, img);
     StageEvent e;
     {
       std::lock_guard<std::mutex> l(encode_mu_);  // one encode at a time on the stage's pool

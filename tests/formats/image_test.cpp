@@ -158,6 +158,37 @@ TEST(Image, ResizeMatchesTheNumpyReference) {
   }
 }
 
+// mtmd's padding: the image keeps its aspect, is centred (offsets rounded down) and the
+// rest is the pad colour; a square image is only resized, one already at size untouched.
+TEST(Image, LetterboxKeepsTheAspectAndCentres) {
+  const std::array<uint8_t, 3> pad = {122, 116, 104};
+  const RgbImage wide = pattern(32, 16);
+  const RgbImage lb = letterbox_image(wide, 32, 32, ResizeFilter::kBilinear, pad);
+  ASSERT_EQ(lb.width, 32);
+  ASSERT_EQ(lb.height, 32);
+  for (int64_t y = 0; y < 32; ++y)
+    for (int64_t x = 0; x < 32; ++x)
+      for (int64_t c = 0; c < 3; ++c) {
+        const bool inside = y >= 8 && y < 24;
+        const uint8_t want = inside ? wide.rgb[static_cast<size_t>(((y - 8) * 32 + x) * 3 + c)]
+                                    : pad[static_cast<size_t>(c)];
+        ASSERT_EQ(lb.rgb[static_cast<size_t>((y * 32 + x) * 3 + c)], want) << x << "," << y;
+      }
+  // Tall, odd margin: 10 x 30 into 12 x 12 is scaled to 4 x 12 at x = 4.
+  const RgbImage tall = letterbox_image(pattern(10, 30), 12, 12, ResizeFilter::kBilinear, pad);
+  const RgbImage inner = resize_image(pattern(10, 30), 4, 12, ResizeFilter::kBilinear);
+  for (int64_t y = 0; y < 12; ++y)
+    for (int64_t x = 0; x < 12; ++x) {
+      const uint8_t got = tall.rgb[static_cast<size_t>((y * 12 + x) * 3)];
+      const bool inside = x >= 4 && x < 8;
+      EXPECT_EQ(got, inside ? inner.rgb[static_cast<size_t>((y * 4 + x - 4) * 3)] : pad[0])
+          << x << "," << y;
+    }
+  const RgbImage square = letterbox_image(pattern(20, 20), 12, 12, ResizeFilter::kBilinear, pad);
+  EXPECT_EQ(square.rgb, resize_image(pattern(20, 20), 12, 12, ResizeFilter::kBilinear).rgb);
+  EXPECT_EQ(letterbox_image(wide, 32, 16, ResizeFilter::kBilinear, pad).rgb, wide.rgb);
+}
+
 TEST(Image, NormalisesPerChannelIntoPlanes) {
   RgbImage img;
   img.width = 2;

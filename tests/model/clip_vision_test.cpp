@@ -111,7 +111,7 @@ std::vector<float> reference(const GgufFile& f, const ClipVisionHparams& h,
   }
   for (size_t i = 0; i < x.size(); ++i) x[i] += pos[i];
   if (h.pre_ln) layer_norm(x, t, e, r.t("v.pre_ln.weight"), r.t("v.pre_ln.bias"), h.eps);
-  for (int64_t l = 0; l < h.n_layer; ++l) {
+  for (int64_t l = 0; l < h.blocks_run(); ++l) {
     auto W = [&](const char* m) { return r.t(fmt::format("v.blk.{}.{}", l, m)); };
     Vec nx = x;
     layer_norm(nx, t, e, W("ln1.weight"), W("ln1.bias"), h.eps);
@@ -203,6 +203,28 @@ TEST(ClipVision, Gemma3MatchesTheScalarGraph) {
 }
 TEST(ClipVision, MlpWithClassTokenMatchesTheScalarGraph) {
   check_against_reference(VisionProjector::kMlp);
+}
+
+// clip.vision.feature_layer k feeds the hidden state after k blocks to the projector (the
+// later stored blocks are not run); without it every block runs.
+TEST(ClipVision, FeatureLayerPicksTheHiddenState) {
+  RandomVisionProjectorOptions o = tiny(VisionProjector::kMlp);
+  o.feature_layer = 1;
+  auto one = load_vision_encoder(write_tiny("feature1", o), 2);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  EXPECT_EQ((*one)->hparams.blocks_run(), 1);
+  o.feature_layer = 0;
+  auto all = load_vision_encoder(write_tiny("feature_all", o), 2);
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  EXPECT_EQ((*all)->hparams.blocks_run(), 2);
+  ThreadPool pool(2);
+  const std::vector<float> px = test_pixels(o.image_size);
+  const std::vector<float> a =
+      clip_vision_forward({select_kernels(), pool}, (*one)->hparams, (*one)->weights, px.data());
+  const std::vector<float> b =
+      clip_vision_forward({select_kernels(), pool}, (*all)->hparams, (*all)->weights, px.data());
+  EXPECT_LT(testing::rel_diff(a, reference((*one)->file, (*one)->hparams, px)), 1e-4);
+  EXPECT_GT(testing::rel_diff(a, b), 1e-2);  // the second block is not run
 }
 
 TEST(ClipVision, Q8_0AndF16FilesStayCloseToF32) {

@@ -64,8 +64,7 @@ TEST_F(VisionStage, TheGraphsRowsAreTheEncodersAndItsMemoryIsReserved) {
   auto m = load_vision_encoder(path_, 2);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   const ClipVisionHparams& h = (*m)->hparams;
-  const std::vector<float> px =
-      normalize_image(resize_image(img, h.image_size, h.image_size, h.filter()), h.mean, h.std);
+  const std::vector<float> px = clip_vision_pixels(h, img);
   ThreadPool pool(2);
   const std::vector<float> want =
       clip_vision_forward({select_kernels(), pool}, h, (*m)->weights, px.data());

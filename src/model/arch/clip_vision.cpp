@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernels/api.h"
 #include "quant/packed.h"
 
@@ -49,6 +51,24 @@ Status read_norm_constants(const GgufFile& f, ClipVisionHparams* h) {
   return Status();
 }
 
+// clip.vision.feature_layer: which hidden state feeds the projector (k = after k blocks).
+// Granite stacks several; one is what the LLaVA family uses.
+Status read_feature_layer(const GgufFile& f, ClipVisionHparams* h) {
+  const std::string key = vkey("feature_layer");
+  if (!f.find(key)) return Status();
+  auto v = f.get_int_array(key);
+  if (!v) return Status(v.status().code(), key + ": " + v.status().message());
+  if (v->size() != 1)
+    return Status::unsupported(fmt::format(
+        "{}: {} values (stacked feature layers are not supported; one is)", key, v->size()));
+  const int64_t k = v->front();
+  if (k < 1 || k > h->n_layer)
+    return Status::invalid_format(
+        fmt::format("{} = {}: out of range 1..{} (block_count)", key, k, h->n_layer));
+  h->feature_layer = k;
+  return Status();
+}
+
 Status check_hparams(const ClipVisionHparams& h) {
   if (h.n_embd % h.n_head)
     return Status::invalid_format(fmt::format("{} = {} does not divide {} = {}",
@@ -69,6 +89,20 @@ Status check_hparams(const ClipVisionHparams& h) {
 
 const char* vision_projector_name(VisionProjector p) {
   return p == VisionProjector::kGemma3 ? "gemma3" : "mlp";
+}
+
+std::array<uint8_t, 3> ClipVisionHparams::pad_colour() const {
+  if (projector == VisionProjector::kGemma3) return {0, 0, 0};
+  std::array<uint8_t, 3> c{};
+  for (int i = 0; i < 3; ++i)  // truncated, as LLaVA's expand2square
+    c[static_cast<size_t>(i)] = static_cast<uint8_t>(std::clamp(mean[i] * 255.0f, 0.0f, 255.0f));
+  return c;
+}
+
+std::vector<float> clip_vision_pixels(const ClipVisionHparams& h, const RgbImage& img) {
+  const RgbImage sized =
+      letterbox_image(img, h.image_size, h.image_size, h.filter(), h.pad_colour());
+  return normalize_image(sized, h.mean, h.std);
 }
 
 int64_t ClipVisionHparams::n_tokens() const {
@@ -101,6 +135,7 @@ Expected<ClipVisionHparams> read_clip_vision_hparams(const GgufFile& f) {
           fmt::format("{} = {}: out of range", vkey("projector.scale_factor"), h.pool));
   }
   RETURN_IF_ERROR(read_norm_constants(f, &h));
+  RETURN_IF_ERROR(read_feature_layer(f, &h));
   const TensorSet& t = f.tensors();
   h.class_embd = t.find("v.class_embd") != nullptr;
   h.pre_ln = t.find("v.pre_ln.weight") != nullptr;
@@ -132,6 +167,8 @@ void write_clip_vision_hparams(const ClipVisionHparams& h, const std::string& na
   w.set_f32(vkey("attention.layer_norm_epsilon"), h.eps);
   if (h.projector == VisionProjector::kGemma3)
     w.set_u32(vkey("projector.scale_factor"), static_cast<uint32_t>(h.pool));
+  if (h.feature_layer > 0)
+    w.set_i32_array(vkey("feature_layer"), {static_cast<int32_t>(h.feature_layer)});
   w.set_f32_array(vkey("image_mean"), {h.mean[0], h.mean[1], h.mean[2]});
   w.set_f32_array(vkey("image_std"), {h.std[0], h.std[1], h.std[2]});
 }

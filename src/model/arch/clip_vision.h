@@ -7,8 +7,13 @@
 //   patches: conv P x P stride P, 3 -> E, as one matmul over im2col rows [n][3 P P] + bias
 //   [CLS first when v.class_embd exists] + v.position_embd rows [0, n(+1))
 //   [pre_ln]  (CLIP)
-//   n_layer pre-LN blocks: x += out(attn(LN1(x)))   (bidirectional, all biased)
-//                          x += down(act(up(LN2(x))))  act: GELU (clip.use_gelu) or quick GELU
+//   L pre-LN blocks: x += out(attn(LN1(x)))   (bidirectional, all biased)
+//                    x += down(act(up(LN2(x))))  act: GELU (clip.use_gelu) or quick GELU
+//     L = clip.vision.feature_layer when the file names one (hidden state index, 0 = the
+//     embeddings), else every stored block: llama.cpp's LLaVA converter already drops the
+//     blocks after the feature layer (-2), so block_count is what the projector was trained
+//     on. (mtmd's llava graph runs one block fewer, and puts CLS last: upstream llama.cpp
+//     bugs #25817 / #25814; we follow the models, CLS first with position 0.)
 //   [post_ln]
 //   gemma3: [n][E] as a (S/P) x (S/P) grid, average pool k x k (k = projector scale factor)
 //           -> [(S/P/k)^2][E], RMS norm (eps) * mm.soft_emb_norm, x . mm.input_projection
@@ -17,6 +22,7 @@
 // Output: one embedding of the LM's width D per image token.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,30 +43,39 @@ const char* vision_projector_name(VisionProjector p);  // "gemma3" | "mlp"
 
 struct ClipVisionHparams {
   VisionProjector projector = VisionProjector::kGemma3;
-  int64_t image_size = 0;   // S (SigLIP-400M in Gemma-3: 896)
-  int64_t patch_size = 0;   // P (14)
-  int64_t n_embd = 0;       // E (1152)
-  int64_t n_ff = 0;         // (4304)
-  int64_t n_head = 0;       // (16)
-  int64_t n_layer = 0;      // (27)
-  int64_t n_out = 0;        // D: the LM's embedding width, clip.vision.projection_dim
-  int64_t n_mm_ff = 0;      // mlp: mm.0 rows
-  int64_t pool = 1;         // gemma3: clip.vision.projector.scale_factor (4)
-  float eps = 1e-6f;        // clip.vision.attention.layer_norm_epsilon
-  bool use_gelu = false;    // clip.use_gelu (else quick GELU)
-  bool class_embd = false;  // v.class_embd present (CLIP)
+  int64_t image_size = 0;     // S (SigLIP-400M in Gemma-3: 896)
+  int64_t patch_size = 0;     // P (14)
+  int64_t n_embd = 0;         // E (1152)
+  int64_t n_ff = 0;           // (4304)
+  int64_t n_head = 0;         // (16)
+  int64_t n_layer = 0;        // (27) stored blocks
+  int64_t feature_layer = 0;  // blocks run: clip.vision.feature_layer; 0: all n_layer
+  int64_t n_out = 0;          // D: the LM's embedding width, clip.vision.projection_dim
+  int64_t n_mm_ff = 0;        // mlp: mm.0 rows
+  int64_t pool = 1;           // gemma3: clip.vision.projector.scale_factor (4)
+  float eps = 1e-6f;          // clip.vision.attention.layer_norm_epsilon
+  bool use_gelu = false;      // clip.use_gelu (else quick GELU)
+  bool class_embd = false;    // v.class_embd present (CLIP)
   bool pre_ln = false, post_ln = false;
   float mean[3] = {0.5f, 0.5f, 0.5f}, std[3] = {0.5f, 0.5f, 0.5f};
 
   int64_t head_dim() const { return n_embd / n_head; }
+  int64_t blocks_run() const { return feature_layer > 0 ? feature_layer : n_layer; }
   int64_t patches_per_side() const { return image_size / patch_size; }
   int64_t n_patches() const { return patches_per_side() * patches_per_side(); }
   // Image tokens (rows) one image gives.
   int64_t n_tokens() const;
-  ResizeFilter filter() const {
-    return projector == VisionProjector::kGemma3 ? ResizeFilter::kBilinear : ResizeFilter::kBicubic;
-  }
+  // Preprocessing as mtmd does it: a non-square image is letterboxed into S x S
+  // (formats/image.h letterbox_image) with the bilinear filter for both projectors (Hugging
+  // Face's Gemma-3 processor stretches instead, and CLIP's resizes bicubic); gemma3 pads
+  // black, mlp with LLaVA's background int(mean * 255), (122, 116, 104) for CLIP's mean.
+  ResizeFilter filter() const { return ResizeFilter::kBilinear; }
+  std::array<uint8_t, 3> pad_colour() const;
 };
+
+// An RGB image of any size -> the pixels the encoder reads, [3][S][S] (letterboxed,
+// resized, normalised with the file's mean/std).
+std::vector<float> clip_vision_pixels(const ClipVisionHparams& h, const RgbImage& img);
 
 // Reads and validates the hparams; the error names the key. Optional parts (class
 // embedding, pre/post LN, mlp width) come from which tensors the file has.

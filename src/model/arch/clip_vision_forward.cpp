@@ -137,7 +137,7 @@ std::vector<float> clip_vision_forward(const ClipVisionExec& ex, const ClipVisio
   ex.kernels.add(x.data(), w.pos.data(), t * e);
   if (h.pre_ln)
     ref::layer_norm(x.data(), t, e, h.eps, w.pre_ln_w.data(), w.pre_ln_b.data(), x.data());
-  for (const ClipVisionWeights::Layer& l : w.layers) block(ex, h, l, x, t);
+  for (int64_t l = 0; l < h.blocks_run(); ++l) block(ex, h, w.layers[static_cast<size_t>(l)], x, t);
   if (h.post_ln)
     ref::layer_norm(x.data(), t, e, h.eps, w.post_ln_w.data(), w.post_ln_b.data(), x.data());
   return h.projector == VisionProjector::kGemma3 ? gemma3_projector(ex, h, w, x)

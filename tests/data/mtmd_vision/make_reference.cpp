@@ -12,13 +12,20 @@
 //       tests/data/mtmd_vision/gemma3
 //   /tmp/make_mtmd_reference /tmp/mtmd_models/llama_lm.gguf /tmp/mtmd_models/mlp_mmproj.gguf 32 \
 //       tests/data/mtmd_vision/mlp
+//   /tmp/make_mtmd_reference /tmp/mtmd_models/gemma3_lm.gguf /tmp/mtmd_models/gemma3_mmproj.gguf \
+//       32x16 tests/data/mtmd_vision/gemma3_wide
+//   /tmp/make_mtmd_reference /tmp/mtmd_models/llama_lm.gguf /tmp/mtmd_models/mlp_mmproj.gguf \
+//       16x32 tests/data/mtmd_vision/mlp_tall
 //
-// The image is SIZE x SIZE RGB (the projector's image_size: no resize on either side),
-// pixel (x, y, c) = (37x + 91y + 53c + 7xy) mod 256. The prompt is the marker and
+// The image is SIZE x SIZE (or W x H) RGB, pixel (x, y, c) = (37x + 91y + 53c + 7xy) mod 256.
+// At the projector's image_size neither side resizes; 32x16 and 16x32 are letterboxed into
+// 32 x 32 without resampling (scale 1), so they check the padding alone. The prompt is the marker and
 // " what colour". Writes OUT.json: the prompt's chunks (text token ids, the image's row
 // count), OUT.embd.f32 (the image rows [n, n_embd]) and OUT.logits.f32 (the logits after the
 // last chunk, [n_vocab]), little-endian f32.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -35,11 +42,13 @@ static bool write_f32(const std::string& path, const float* v, size_t n) {
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::fprintf(stderr, "usage: %s LM.gguf MMPROJ.gguf SIZE OUT_PREFIX\n", argv[0]);
+    std::fprintf(stderr, "usage: %s LM.gguf MMPROJ.gguf SIZE|WxH OUT_PREFIX\n", argv[0]);
     return 2;
   }
   const std::string out = argv[4];
-  const int size = std::atoi(argv[3]);
+  const int width = std::atoi(argv[3]);
+  const char* sep = std::strchr(argv[3], 'x');
+  const int height = sep ? std::atoi(sep + 1) : width;
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();
   llama_model* model = llama_model_load_from_file(argv[1], mp);
@@ -49,24 +58,31 @@ int main(int argc, char** argv) {
   cp.n_batch = 512;
   cp.n_ubatch = 512;
   cp.n_threads = cp.n_threads_batch = 2;
-  // The plain attention path (F16 KV: ik refuses other V types without flash attention);
-  // graph reuse off (it left the mask unallocated when mtmd switched to non-causal).
-  cp.flash_attn = false;
+  // Flash attention on: without it ik fills the non-causal mask of the gemma3 image batch by
+  // batch index (columns 0..n_tokens-1, the first KV cells, the rest left stale), while the
+  // image sits at cells n_past..; its flash-attention path reads the cells' positions.
+  // Graph reuse off (it left the mask unallocated when mtmd switched to non-causal).
+  cp.flash_attn = true;
   cp.graph_reuse = false;
   llama_context* lctx = llama_init_from_model(model, cp);
   if (!lctx) return 1;
   mtmd_context_params p = mtmd_context_params_default();
   p.use_gpu = false;
-  p.n_threads = 2;
+  // 4 threads for the encoder (2 cores are enough): with fewer than 4, ik's CPU copy of a
+  // transposed F32 tensor takes a fast path that assumes the copy keeps the source's shape,
+  // and gemma3's ggml_cont_4d(transpose(x), g, g, E) before the pool copies only g * g of
+  // the g * g * E values (ggml.c ggml_compute_forward_dup_bytes, src0->ne[2] * ne[3] >=
+  // nth / 2): mtmd's pooled rows are garbage then.
+  p.n_threads = 4;
   p.print_timings = false;
   mtmd_context* ctx = mtmd_init_from_file(argv[2], model, p);
   if (!ctx) return 1;
 
-  std::vector<unsigned char> rgb(static_cast<size_t>(size) * size * 3);
-  for (int y = 0; y < size; ++y)
-    for (int x = 0; x < size; ++x)
-      for (int c = 0; c < 3; ++c) rgb[(static_cast<size_t>(y) * size + x) * 3 + c] = (37 * x + 91 * y + 53 * c + 7 * x * y) % 256;
-  mtmd_bitmap* bmp = mtmd_bitmap_init(size, size, rgb.data());
+  std::vector<unsigned char> rgb(static_cast<size_t>(width) * height * 3);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      for (int c = 0; c < 3; ++c) rgb[(static_cast<size_t>(y) * width + x) * 3 + c] = (37 * x + 91 * y + 53 * c + 7 * x * y) % 256;
+  mtmd_bitmap* bmp = mtmd_bitmap_init(width, height, rgb.data());
   const mtmd_bitmap* bitmaps[1] = {bmp};
   // Text after the image, so that the last chunk is text (its last token gives the logits).
   const std::string prompt = std::string(mtmd_default_marker()) + " what colour";
