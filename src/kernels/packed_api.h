@@ -1,6 +1,7 @@
 // Kernels over the packed weight layout of quant/packed.h (panels of 16 rows, groups of G
 // along K; W4 symmetric/asymmetric, W8). One function table per ISA variant: the scalar
-// reference (ref/packed_ref.cpp), AVX2 (+AVX-VNNI or maddubs) and AVX-512 VNNI.
+// reference (ref/packed_ref.cpp), AVX2 (+AVX-VNNI or maddubs) and AVX-512 VNNI. W6 has its
+// own entries; a variant that does not install them keeps the reference's (slow, correct).
 // packed_kernels() picks one variant once, from the CPU's features and a short timing.
 //
 // Every matmul computes y[t, r] = sum_k x[t, k] * W[r, k] for tokens t in [0, n) and the
@@ -11,7 +12,8 @@
 //
 // A8 entries take activations quantised to int8 per row in blocks of `group` along K, one
 // scale per (row, block), plus the block's sum of codes (for the W4 -8 offset / asymmetric
-// min and the W8 +128 correction). The activation block must equal the weight group.
+// min, the W6 -32 offset and the W8 +128 correction). The activation block must equal the
+// weight group.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +56,7 @@ struct ActivationBuffer {
 constexpr int64_t packed_cell_bytes(PackedKind kind, int32_t group) {
   return kind == PackedKind::kW8       ? group * 16 + 64  // codes, scales, sums
          : kind == PackedKind::kW4Asym ? group * 8 + 64   // codes, scales, mins
+         : kind == PackedKind::kW6     ? group * 12 + 32  // nibbles, high bits, scales
                                        : group * 8 + 32;  // codes, scales
 }
 
@@ -77,13 +80,15 @@ struct PackedKernels {
   PackedMatmulA8Fn matmul_w4_a8 = nullptr;
   PackedMatmulA16Fn matmul_w8_a16 = nullptr;  // kW8
   PackedMatmulA8Fn matmul_w8_a8 = nullptr;
+  PackedMatmulA16Fn matmul_w6_a16 = nullptr;  // kW6
+  PackedMatmulA8Fn matmul_w6_a8 = nullptr;
   DequantRowFn dequant_row = nullptr;  // any kind
 
   PackedMatmulA16Fn a16(PackedKind k) const {
-    return k == PackedKind::kW8 ? matmul_w8_a16 : matmul_w4_a16;
+    return k == PackedKind::kW8 ? matmul_w8_a16 : k == PackedKind::kW6 ? matmul_w6_a16 : matmul_w4_a16;
   }
   PackedMatmulA8Fn a8(PackedKind k) const {
-    return k == PackedKind::kW8 ? matmul_w8_a8 : matmul_w4_a8;
+    return k == PackedKind::kW8 ? matmul_w8_a8 : k == PackedKind::kW6 ? matmul_w6_a8 : matmul_w4_a8;
   }
 };
 

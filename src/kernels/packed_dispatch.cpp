@@ -27,6 +27,14 @@ struct Variants {
   std::vector<const PackedKernels*> list;  // runnable here, reference first, narrow to wide
 };
 
+// A variant without its own W6 kernels takes those of the next narrower variant in the
+// list (runnable here too: AVX-512 on top of AVX2) rather than the scalar reference.
+void borrow_w6(const PackedKernels* narrower, PackedKernels* t) {
+  const PackedKernels& ref = reference_packed_kernels();
+  if (t->matmul_w6_a8 == ref.matmul_w6_a8) t->matmul_w6_a8 = narrower->matmul_w6_a8;
+  if (t->matmul_w6_a16 == ref.matmul_w6_a16) t->matmul_w6_a16 = narrower->matmul_w6_a16;
+}
+
 const Variants& variants() {
   static const Variants v = [] {
     Variants out;
@@ -36,6 +44,7 @@ const Variants& variants() {
       CHECK(kv != nullptr && kv->install_packed != nullptr);
       auto t = std::make_unique<PackedKernels>(reference_packed_kernels());
       kv->install_packed(t.get());
+      borrow_w6(out.list.back(), t.get());
       out.list.push_back(t.get());
       out.tables.push_back(std::move(t));
     }
@@ -214,11 +223,18 @@ std::string packed_kernels_description() {
     missing += fmt::format("{}{} (lacks {})", missing.empty() ? "" : ", ", v.name,
                            isa_missing_features(v.isa, cpu));
   }
+  // W6 is not calibrated: the chosen table's own (or borrowed, see borrow_w6) kernels.
+  const char* w6 = "ref";
+  for (const PackedKernels* v : variants().list)
+    if (v->matmul_w6_a8 == choice().table.matmul_w6_a8) {
+      w6 = v->name;
+      break;
+    }
   return fmt::format(
       "CPU: {}\nfeatures: {}\npacked kernel variants: {}\nnot runnable here: {}\nchosen per "
-      "op:\n{}",
+      "op:\n{}  {:7} -> {:12} (the chosen table's, or the nearest narrower variant's)\n",
       cpu.model_name, cpu.features.empty() ? "none" : cpu.features_string(), runnable,
-      missing.empty() ? "none" : missing, choice().why);
+      missing.empty() ? "none" : missing, choice().why, "w6_a8", w6);
 }
 
 void packed_matmul_a16(const PackedKernels& kern, const PackedMatrixView& w, const float* x,

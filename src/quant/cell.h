@@ -32,8 +32,27 @@ inline void set_w8_code(uint8_t* cell, int row, int kk, int code) {
   cell[w8_byte(row, kk)] = static_cast<uint8_t>(static_cast<int8_t>(code));
 }
 
+// W6: low nibble as W4; the top 2 bits in high block kk/16 (after the 8 G nibble bytes),
+// byte 4*row + kk%4, bit pair (kk%16)/4 (packed.h).
+inline int64_t w6_high_byte(int32_t group, int row, int kk) {
+  return int64_t{group} * 8 + (kk / 16) * 64 + 4 * row + (kk % 4);
+}
+inline int w6_high_shift(int kk) { return 2 * ((kk % 16) / 4); }
+inline int w6_code(const uint8_t* cell, int32_t group, int row, int kk) {
+  const int hi = (cell[w6_high_byte(group, row, kk)] >> w6_high_shift(kk)) & 3;
+  return w4_code(cell, row, kk) | (hi << 4);
+}
+inline void set_w6_code(uint8_t* cell, int32_t group, int row, int kk, int code) {
+  set_w4_code(cell, row, kk, code & 15);
+  uint8_t& b = cell[w6_high_byte(group, row, kk)];
+  const int sh = w6_high_shift(kk);
+  b = static_cast<uint8_t>((b & ~(3 << sh)) | (((code >> 4) & 3) << sh));
+}
+
 // Offsets of the per-row tails after the codes.
-inline int64_t codes_bytes(const PackedFormat& f) { return f.is_w4() ? 8 * f.group : 16 * f.group; }
+inline int64_t codes_bytes(const PackedFormat& f) {
+  return f.is_w4() ? 8 * f.group : f.kind == PackedKind::kW6 ? 12 * f.group : 16 * f.group;
+}
 inline int64_t scales_offset(const PackedFormat& f) { return codes_bytes(f); }
 inline int64_t mins_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W4 asym
 inline int64_t sums_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W8

@@ -17,7 +17,7 @@ int group_index(int64_t g) {
   }
 }
 
-constexpr uint32_t kPackedTypeCount = 9;  // 3 kinds x 3 groups
+constexpr uint32_t kPackedTypeCount = 12;  // 4 kinds x 3 groups
 
 }  // namespace
 
@@ -29,6 +29,7 @@ int64_t PackedFormat::group_bytes() const {
     case PackedKind::kW4Sym: return 8 * g + 32;        // 16 rows x G nibbles + 16 fp16 scales
     case PackedKind::kW4Asym: return 8 * g + 32 + 32;  // ... + 16 fp16 mins
     case PackedKind::kW8: return 16 * g + 32 + 32;     // 16 rows x G int8 + scales + int16 sums
+    case PackedKind::kW6: return 12 * g + 32;          // 16 rows x G (nibble + 2 bits) + scales
   }
   return 0;
 }
@@ -38,7 +39,10 @@ double PackedFormat::bits_per_weight() const {
 }
 
 std::string PackedFormat::name() const {
-  const char* k = kind == PackedKind::kW4Sym ? "w4s" : kind == PackedKind::kW4Asym ? "w4a" : "w8";
+  const char* k = kind == PackedKind::kW4Sym    ? "w4s"
+                  : kind == PackedKind::kW4Asym ? "w4a"
+                  : kind == PackedKind::kW6     ? "w6"
+                                                : "w8";
   return std::string(k) + "_g" + std::to_string(group);
 }
 

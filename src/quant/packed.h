@@ -26,6 +26,22 @@
 //   scales 16 x fp16
 //   sums   16 x int16: sum of the row's G codes (lets integer kernels feed activations
 //          as u8 = a + 128 and subtract 128 * sum afterwards)
+//
+// W6 group (6-bit codes, symmetric: w = (code - 32) * scale, code in 0..63):
+//   low    the low 4 bits of the codes in exactly the W4 block layout above (G/8 blocks of
+//          64 bytes), so the W4 nibble unpack is reused as is
+//   high   the top 2 bits, G/16 blocks of 64 bytes. High block m covers W4 blocks 2m and
+//          2m+1 (k0 = g*G + 16m .. k0+15): byte j holds, for the lane of low byte j,
+//            bits 0-1: code(row j/4, k0 + j%4)      >> 4   (W4 block 2m,   low nibble)
+//            bits 2-3: code(row j/4, k0 + 4 + j%4)  >> 4   (W4 block 2m,   high nibble)
+//            bits 4-5: code(row j/4, k0 + 8 + j%4)  >> 4   (W4 block 2m+1, low nibble)
+//            bits 6-7: code(row j/4, k0 + 12 + j%4) >> 4   (W4 block 2m+1, high nibble)
+//          so one load of the high block and a shift + mask (0x30) per nibble plane gives
+//          bits 4-5 of the same bytes the nibble unpack produced: code = nibble | high.
+//   scales 16 x fp16
+//   No sums: integer kernels feed the unsigned codes (u8, <= 63) to maddubs / vpdpbusd
+//   against s8 activations and subtract 32 * sum(activation block), as W4 sym does with 8.
+//   12 G + 32 bytes a cell: 6.5 bits per weight at G = 32 (Q6_K: 6.5625).
 #pragma once
 
 #include <cstdint>
@@ -40,13 +56,14 @@ namespace edge {
 
 constexpr int64_t kPanelRows = 16;
 
-enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8 };
+// The numeric values are part of the GGUF type ids below: never reorder.
+enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8, kW6 };
 
 struct PackedFormat {
   PackedKind kind = PackedKind::kW4Sym;
   int32_t group = 128;  // 32, 64 or 128
 
-  bool is_w4() const { return kind != PackedKind::kW8; }
+  bool is_w4() const { return kind == PackedKind::kW4Sym || kind == PackedKind::kW4Asym; }
   // Bytes of one (panel, group) cell.
   int64_t group_bytes() const;
   // Bytes of a whole [n, k] matrix (n padded to panels).
@@ -58,7 +75,7 @@ struct PackedFormat {
   }
   // Bits per weight including scales (for reports): e.g. W4 sym g128 = 4.125.
   double bits_per_weight() const;
-  std::string name() const;  // "w4s_g128", "w4a_g64", "w8_g32"
+  std::string name() const;  // "w4s_g128", "w4a_g64", "w8_g32", "w6_g32"
 };
 
 // GGUF type ids of the packed formats (a reserved range; recorded in metadata as well).
@@ -66,6 +83,7 @@ struct PackedFormat {
 //   1000 w4s_g32   1001 w4s_g64   1002 w4s_g128
 //   1003 w4a_g32   1004 w4a_g64   1005 w4a_g128
 //   1006 w8_g32    1007 w8_g64    1008 w8_g128
+//   1009 w6_g32    1010 w6_g64    1011 w6_g128
 DType packed_dtype(const PackedFormat& f);
 // The packed format of a dtype id, or false if the id is not one of ours.
 bool packed_format_of(DType t, PackedFormat* out);

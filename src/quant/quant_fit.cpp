@@ -13,12 +13,12 @@
 
 namespace edge::quant_fit {
 
-Fit sym_fit_scalar(const float* x, int g, float d) {
+Fit sym_fit_scalar(const float* x, int g, float d, int half) {
   const float inv = 1.0f / d;
   float err[8] = {}, sxq[8] = {}, sqq[8] = {};
   for (int i = 0; i < g; i += 8) {
     for (int j = 0; j < 8; ++j) {
-      const float c = static_cast<float>(sym_code(x[i + j], inv));
+      const float c = static_cast<float>(sym_code(x[i + j], inv, half));
       const float e = x[i + j] - c * d;
       err[j] += e * e;
       sxq[j] += x[i + j] * c;
@@ -68,8 +68,8 @@ bool use_avx2() {
 }
 }  // namespace
 
-Fit sym_fit(const float* x, int g, float d) {
-  return use_avx2() ? sym_fit_avx2(x, g, d) : sym_fit_scalar(x, g, d);
+Fit sym_fit(const float* x, int g, float d, int half) {
+  return use_avx2() ? sym_fit_avx2(x, g, d, half) : sym_fit_scalar(x, g, d, half);
 }
 Fit asym_fit(const float* x, int g, float s, float mn) {
   return use_avx2() ? asym_fit_avx2(x, g, s, mn) : asym_fit_scalar(x, g, s, mn);

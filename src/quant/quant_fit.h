@@ -14,30 +14,32 @@ struct Fit {
   float err = 0, sq = 0, sqq = 0, sxq = 0;
 };
 
-// Symmetric: c = clamp(round(x / d), -8, 7), error of x ~ c * d. g % 8 == 0, d != 0.
-Fit sym_fit_scalar(const float* x, int g, float d);
+// Symmetric: c = clamp(round(x / d), -half, half - 1), error of x ~ c * d. g % 8 == 0,
+// d != 0; half = 8 for W4 (codes 0..15), 32 for W6 (codes 0..63).
+Fit sym_fit_scalar(const float* x, int g, float d, int half = 8);
 // Asymmetric: q = clamp(round((x - mn) / s), 0, 15), error of x ~ q * s + mn. s > 0.
 Fit asym_fit_scalar(const float* x, int g, float s, float mn);
 
 // AVX2 variants (x86_avx2/quant_fit_avx2.cpp; call only when avx2_available(), which is
 // false on other architectures, where these names run the reference).
-Fit sym_fit_avx2(const float* x, int g, float d);
+Fit sym_fit_avx2(const float* x, int g, float d, int half = 8);
 Fit asym_fit_avx2(const float* x, int g, float s, float mn);
 bool avx2_available();
 
 // The variant chosen once per process (AVX2 where the CPU has it). EDGE_QUANT_FIT=scalar
 // in the environment forces the reference (for A/B timing).
-Fit sym_fit(const float* x, int g, float d);
+Fit sym_fit(const float* x, int g, float d, int half = 8);
 Fit asym_fit(const float* x, int g, float s, float mn);
 
 // Codes the winning candidate is written with (same rounding as the fits).
-inline int sym_code(float x, float inv) {
+inline int sym_code(float x, float inv, int half = 8) {
   // Rounding after the clamp, on the non-negative code scale, is a plain truncation of
   // v + 0.5 (no libm call, no sign test).
-  float v = x * inv + 8.0f;
+  const float h = static_cast<float>(half), top = static_cast<float>(2 * half - 1);
+  float v = x * inv + h;
   v = v < 0.0f ? 0.0f : v;
-  v = v > 15.0f ? 15.0f : v;
-  return static_cast<int>(v + 0.5f) - 8;
+  v = v > top ? top : v;
+  return static_cast<int>(v + 0.5f) - half;
 }
 inline int asym_code(float x, float mn, float inv) {
   float v = (x - mn) * inv;

@@ -32,8 +32,19 @@ using quant_fit::Fit;
 using quant_fit::sym_code;
 using quant_fit::sym_fit;
 
+// Candidate divisors t of the signed absmax m (s = m / t) of the symmetric search: two
+// ranges around the extreme codes -half and half - 1.
+struct SymRange {
+  int half;  // codes -half .. half - 1 (stored with +half)
+  float neg0, neg1, pos0, pos1, step;
+};
+constexpr SymRange kW4Range{8, -10.0f, -6.5f, 6.0f, 8.5f, 0.5f};
+// 6 bits: a step of 1 (each candidate is refitted by least squares, which moves it off the
+// grid), 12 candidates; repacking Q6_K runs this at load time.
+constexpr SymRange kW6Range{32, -35.0f, -30.0f, 28.0f, 33.0f, 1.0f};
+
 // Searches the scale; returns the fp16 bits of the best one (0 if none beats zero).
-uint16_t search_w4_sym(const float* x, int g, float m, ScaleSearch search) {
+uint16_t search_sym(const float* x, int g, float m, ScaleSearch search, const SymRange& rg) {
   float best = 0;
   for (int i = 0; i < g; ++i) best += x[i] * x[i];  // scale 0: every weight 0
   uint16_t best_h = 0;
@@ -41,18 +52,18 @@ uint16_t search_w4_sym(const float* x, int g, float m, ScaleSearch search) {
     const uint16_t h = f32_to_f16(d);
     const float d16 = f16_to_f32(h);
     if (!std::isfinite(d16) || d16 == 0.0f) return Fit{};
-    const Fit f = sym_fit(x, g, d16);
+    const Fit f = sym_fit(x, g, d16, rg.half);
     if (f.err < best) {
       best = f.err;
       best_h = h;
     }
     return f;
   };
-  consider(m / -8.0f);
+  consider(m / static_cast<float>(-rg.half));
   if (search == ScaleSearch::kAbsmax) return best_h;
   for (int side = 0; side < 2; ++side) {
-    const float t0 = side == 0 ? -10.0f : 6.0f, t1 = side == 0 ? -6.5f : 8.5f;
-    for (float t = t0; t <= t1 + 1e-6f; t += 0.5f) {
+    const float t0 = side == 0 ? rg.neg0 : rg.pos0, t1 = side == 0 ? rg.neg1 : rg.pos1;
+    for (float t = t0; t <= t1 + 1e-6f; t += rg.step) {
       const Fit f = consider(m / t);
       if (f.sqq > 0) consider(f.sxq / f.sqq);  // least-squares scale for these codes
     }
@@ -60,18 +71,20 @@ uint16_t search_w4_sym(const float* x, int g, float m, ScaleSearch search) {
   return best_h;
 }
 
-void encode_w4_sym(const float* x, int g, ScaleSearch search, GroupCode* out) {
+// W4 sym (rg = kW4Range) and W6 (kW6Range): codes stored with +half.
+void encode_sym(const float* x, int g, ScaleSearch search, const SymRange& rg, GroupCode* out) {
   float m = 0.0f;
   for (int i = 0; i < g; ++i)
     if (std::fabs(x[i]) > std::fabs(m)) m = x[i];
-  out->scale = m == 0.0f ? 0 : search_w4_sym(x, g, m, search);
+  out->scale = m == 0.0f ? 0 : search_sym(x, g, m, search, rg);
   const float d = f16_to_f32(out->scale);
-  if (d == 0.0f) {  // all zero (or nothing better than zero): code 8 = 0
-    for (int i = 0; i < g; ++i) out->codes[i] = 8;
+  if (d == 0.0f) {  // all zero (or nothing better than zero): code half = 0
+    for (int i = 0; i < g; ++i) out->codes[i] = static_cast<uint8_t>(rg.half);
     return;
   }
   const float inv = 1.0f / d;
-  for (int i = 0; i < g; ++i) out->codes[i] = static_cast<uint8_t>(sym_code(x[i], inv) + 8);
+  for (int i = 0; i < g; ++i)
+    out->codes[i] = static_cast<uint8_t>(sym_code(x[i], inv, rg.half) + rg.half);
 }
 
 void encode_w4_asym(const float* x, int g, ScaleSearch search, GroupCode* out) {
@@ -162,8 +175,11 @@ Status quantize_panel(const PackedFormat& f, int64_t k, const float* rows, int64
           sum += c8[i];
         }
         cell::set_u16(cell + cell::sums_offset(f), ri, static_cast<uint16_t>(static_cast<int16_t>(sum)));
+      } else if (f.kind == PackedKind::kW6) {
+        encode_sym(x, g, search, kW6Range, &gc);
+        for (int i = 0; i < g; ++i) cell::set_w6_code(cell, f.group, ri, i, gc.codes[i]);
       } else {
-        if (f.kind == PackedKind::kW4Sym) encode_w4_sym(x, g, search, &gc);
+        if (f.kind == PackedKind::kW4Sym) encode_sym(x, g, search, kW4Range, &gc);
         else encode_w4_asym(x, g, search, &gc);
         for (int i = 0; i < g; ++i) cell::set_w4_code(cell, ri, i, gc.codes[i]);
         if (f.kind == PackedKind::kW4Asym) cell::set_u16(cell + cell::mins_offset(f), ri, gc.min);
@@ -226,6 +242,8 @@ void dequantize_row(const PackedFormat& f, const uint8_t* matrix, int64_t n, int
       for (int i = 0; i < g; ++i) y[i] = static_cast<float>(cell::w8_code(cell, r, i)) * s;
     } else if (f.kind == PackedKind::kW4Sym) {
       for (int i = 0; i < g; ++i) y[i] = static_cast<float>(cell::w4_code(cell, r, i) - 8) * s;
+    } else if (f.kind == PackedKind::kW6) {
+      for (int i = 0; i < g; ++i) y[i] = static_cast<float>(cell::w6_code(cell, g, r, i) - 32) * s;
     } else {
       const float mn = cell::min(f, cell, r);
       for (int i = 0; i < g; ++i) y[i] = static_cast<float>(cell::w4_code(cell, r, i)) * s + mn;

@@ -10,6 +10,8 @@
 //   W4 asym (w = q s + mn, q in 0..15): candidates s = (max - min) / (15 + d), d in [-1, 2]
 //           (step 0.5), mn = min; codes, then least-squares (s, mn) for those codes, codes
 //           again; smallest squared error (fp16 s and mn) wins. d = 0 alone is "absmax".
+//   W6      (w = (q - 32) s, q in 0..63): the W4 sym search with t in [-35, -30] u [28, 33]
+//           (step 1), each candidate refitted; t = -32 alone is "absmax".
 //   W8      (w = q s, q in -127..127): s = absmax / 127, rounded UP to the next fp16 so no
 //           code clips: |error| <= s / 2 <= absmax / 254 * (1 + 2^-10).
 // Padding rows of the last panel get codes 0 and scale 0 (and min 0, sum 0).

@@ -1,5 +1,5 @@
 // GGUF block types -> packed cells. Direct types copy codes and scales cell by cell; the
-// rest decode 16 rows exactly and requantise them to W8.
+// rest decode 16 rows exactly and requantise them to W6 (5/6-bit and Q3_K sources) or W8.
 #include "quant/repack.h"
 
 #include <algorithm>
@@ -81,13 +81,16 @@ Expected<PackedFormat> repack_format(DType src) {
     case DType::Q4_0: return PackedFormat{PackedKind::kW4Sym, 32};
     case DType::Q4_1:
     case DType::Q4_K: return PackedFormat{PackedKind::kW4Asym, 32};
-    case DType::Q8_0:
+    // W6 rather than W8: the 5/6-bit sources keep (about) their own bytes, 6.5 bits per
+    // weight instead of 9. No exact repack: Q6_K has an int8 scale per 16 weights and Q5_K
+    // / Q5_1 a min per block, our W6 one fp16 scale per 32, so these are requantised.
     case DType::Q5_0:
     case DType::Q5_1:
     case DType::Q5_K:
     case DType::Q6_K:
-    case DType::Q2_K:
-    case DType::Q3_K: return PackedFormat{PackedKind::kW8, 32};
+    case DType::Q3_K: return PackedFormat{PackedKind::kW6, 32};
+    case DType::Q8_0:
+    case DType::Q2_K: return PackedFormat{PackedKind::kW8, 32};
     default:
       return Status::unsupported(std::string("no repack from GGUF type ") + dtype_name(src));
   }

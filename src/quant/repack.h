@@ -10,10 +10,15 @@
 //                    u(v) = max(|v| 2^-11, 2^-25) is half an fp16 ulp (relative 2^-11, so
 //                    about 0.05% of the sub-block's range). A product that overflows fp16
 //                    is refused.
-//   Q5_0, Q5_1, Q5_K, Q6_K, Q2_K, Q3_K -> w8_g32: the exactly dequantised values requantised
-//                    with s = absmax / 127 rounded up to fp16 (no clipping): |error| <= s / 2
-//                    <= absmax_group / 254 * (1 + 2^-10). 5- and 6-bit codes with one scale
-//                    per 32 fit in 8 bits with room; the bound is what the tests check.
+//   Q5_0, Q5_1, Q5_K, Q6_K, Q3_K -> w6_g32: the exactly dequantised values requantised by
+//                    the W6 scale search (quantize.h; least squared error per group of 32).
+//                    Not exact: Q6_K's int8 scale per 16 weights (and the K/_1 mins) have
+//                    no W6 counterpart. The winner's squared error is at most that of the
+//                    absmax candidate (step absmax_group / 32, |error| <= step / 2 but for
+//                    a value clipped to +31); the tests check rms <= step / 2 and
+//                    |error| <= 3.5 steps (the widest candidate, amax / 35, clips by 3).
+//   Q2_K -> w8_g32: requantised with s = absmax / 127 rounded up to fp16 (no clipping):
+//                    |error| <= s / 2 <= absmax_group / 254 * (1 + 2^-10).
 #pragma once
 
 #include <cstdint>

@@ -23,7 +23,8 @@ TEST(PackedInterop, QuantizedMatricesMatchQuantDequantizer) {
     std::copy(src.begin() + r * k, src.begin() + (r + 1) * k, out);
     return Status::ok_status();
   };
-  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8}) {
+  for (PackedKind kind :
+       {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8, PackedKind::kW6}) {
     for (int32_t g : {32, 64, 128}) {
       const PackedFormat f{kind, g};
       std::vector<uint8_t> packed(f.matrix_bytes(n, k));

@@ -59,6 +59,11 @@ TestMatrix make_matrix(PackedKind kind, int32_t group, int64_t n, int64_t k, uin
           c[(kk / 4) * 64 + r * 4 + kk % 4] = static_cast<uint8_t>(static_cast<int8_t>(code));
           sum += code;
           wv = static_cast<float>(code) * s;
+        } else if (kind == PackedKind::kW6) {  // nibble as W4, top 2 bits in block kk/16
+          const int code = static_cast<int>(rng() % 64);
+          c[(kk / 8) * 64 + r * 4 + kk % 4] |= (kk % 8) < 4 ? (code & 15) : (code & 15) << 4;
+          c[group * 8 + (kk / 16) * 64 + r * 4 + kk % 4] |= (code >> 4) << (2 * ((kk % 16) / 4));
+          wv = static_cast<float>(code - 32) * s;
         } else {
           const int code = static_cast<int>(rng() % 16);
           uint8_t& byte = c[(kk / 8) * 64 + r * 4 + kk % 4];
@@ -72,6 +77,8 @@ TestMatrix make_matrix(PackedKind kind, int32_t group, int64_t n, int64_t k, uin
         put_half(c + group * 16 + 2 * r, s);
         const int16_t s16 = static_cast<int16_t>(sum);
         std::memcpy(c + group * 16 + 32 + 2 * r, &s16, 2);
+      } else if (kind == PackedKind::kW6) {
+        put_half(c + group * 12 + 2 * r, s);
       } else {
         put_half(c + group * 8 + 2 * r, s);
         if (kind == PackedKind::kW4Asym) put_half(c + group * 8 + 32 + 2 * r, mn);
@@ -133,6 +140,9 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   }
 }
 
+const PackedKind kAllKinds[] = {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8,
+                                PackedKind::kW6};
+
 struct Case {
   PackedKind kind;
   int32_t group;
@@ -141,7 +151,7 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8})
+  for (PackedKind kind : kAllKinds)
     for (int32_t g : {32, 64, 128}) {
       out.push_back({kind, g, 40, 3 * g});    // 2.5 panels, 3 groups
       out.push_back({kind, g, 33, 2 * 128});  // one row in the last panel
@@ -153,7 +163,10 @@ std::vector<Case> cases() {
 const int64_t kTokens[] = {1, 2, 3, 5, 8, 17};
 
 std::string kind_name(PackedKind k) {
-  return k == PackedKind::kW4Sym ? "w4s" : k == PackedKind::kW4Asym ? "w4a" : "w8";
+  return k == PackedKind::kW4Sym    ? "w4s"
+         : k == PackedKind::kW4Asym ? "w4a"
+         : k == PackedKind::kW6     ? "w6"
+                                    : "w8";
 }
 
 std::string label(const Case& c, int64_t n, const char* variant) {
@@ -296,7 +309,7 @@ TEST(PackedKernels, EveryVariantMatchesReference) {
 // Panels [p0, p1) write exactly their rows; split calls equal one whole call.
 TEST(PackedKernels, PanelRangesWriteOnlyTheirRows) {
   for (const PackedKernels* v : available_packed_kernels()) {
-    for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8}) {
+    for (PackedKind kind : kAllKinds) {
       TestMatrix m = make_matrix(kind, 64, 45, 128, 41);  // 3 panels, last has 13 rows
       const int64_t n = 6;
       std::vector<float> x = make_acts(n, 128, 42);
@@ -331,7 +344,7 @@ TEST(PackedKernels, PanelRangesWriteOnlyTheirRows) {
 // end mid-half and mid-panel, and K of a single group (one widening round or less).
 TEST(PackedKernels, GemmTileEdgesMatchReference) {
   const PackedKernels& ref = reference_packed_kernels();
-  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8})
+  for (PackedKind kind : kAllKinds)
     for (int32_t g : {32, 64, 128})
       for (int64_t rows : {1, 7, 15, 17, 24, 40}) {
         TestMatrix m = make_matrix(kind, g, rows, g, 71 + static_cast<uint32_t>(rows));
@@ -353,14 +366,15 @@ TEST(PackedKernels, GemmTileEdgesMatchReference) {
       }
 }
 
-// Largest integer partial sums the layout allows: every W4 code 15 (or W8 code +-127 with the
-// activation's sign) against activations of +-127. The AVX2 tile sums maddubs pairs in s16
-// over 32 k (16 * 15 * 127 = 30480 of 32767) and W8 pairs reach 2 * 127 * 127 = 32258: any
-// saturation or wrap would be off by >= 2^15 codes, far outside the tolerance.
+// Largest integer partial sums the layout allows: every W4 code 15 (W6 code 63, or W8 code
+// +-127 with the activation's sign) against activations of +-127. The AVX2 tile sums maddubs
+// pairs in s16 over 32 k (16 * 15 * 127 = 30480 of 32767), W6 over 8 k (4 * 63 * 127 =
+// 32004) and W8 pairs reach 2 * 127 * 127 = 32258: any saturation or wrap would be off by
+// >= 2^15 codes, far outside the tolerance.
 TEST(PackedKernels, A8ExtremeCodesDoNotSaturate) {
   const PackedKernels& ref = reference_packed_kernels();
   const int64_t rows = 20, k = 512;
-  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8})
+  for (PackedKind kind : kAllKinds)
     for (int32_t g : {32, 128})
       for (float sign : {1.0f, -1.0f}) {
         TestMatrix m = make_matrix(kind, g, rows, k, 81);
@@ -371,7 +385,7 @@ TEST(PackedKernels, A8ExtremeCodesDoNotSaturate) {
             for (int64_t i = 0; i < g * 16; ++i) cell[i] = (i % 2 == 0) ? 0x7F : 0x81;
             std::memset(cell + g * 16 + 32, 0, 32);  // row code sums: g/2 * (127 - 127)
           } else {
-            std::memset(cell, 0xFF, g * 8);  // both nibbles 15
+            std::memset(cell, 0xFF, kind == PackedKind::kW6 ? g * 12 : g * 8);  // 15 / 63
           }
         }
         for (int64_t r = 0; r < rows; ++r)  // keep the dense copy consistent (not used here)
@@ -403,7 +417,7 @@ TEST(PackedKernels, A8ExtremeCodesDoNotSaturate) {
 // blocks per call. n = 17 must agree with the dense matmul (A16) and with per-token GEMV
 // calls (A8).
 TEST(PackedKernels, CacheBlockedPrefillMatchesPerTokenDecode) {
-  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW8}) {
+  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW8, PackedKind::kW6}) {
     const int64_t rows = 100, k = 6144, n = 17;  // W8: 3 panels a block, W4: 5
     TestMatrix m = make_matrix(kind, 128, rows, k, 61);
     std::vector<float> x = make_acts(n, k, 62), dense;
@@ -457,6 +471,22 @@ TEST(PackedKernels, DispatchChoosesARunnableVariantAndSaysWhy) {
   EXPECT_NE(d.find("CPU:"), std::string::npos) << d;
   EXPECT_NE(d.find("w4_a8"), std::string::npos) << d;
   EXPECT_NE(d.find(chosen.name), std::string::npos) << d;
+  EXPECT_NE(d.find("w6_a8"), std::string::npos) << d;
+}
+
+// On x86 every SIMD variant runs W6 with int8 activations in SIMD (its own kernels or the
+// nearest narrower variant's), never the scalar reference.
+TEST(PackedKernels, SimdVariantsHaveW6Kernels) {
+#if defined(__x86_64__)
+  const PackedKernels& ref = reference_packed_kernels();
+  for (const PackedKernels* v : available_packed_kernels()) {
+    if (v == &ref) continue;
+    EXPECT_NE(v->matmul_w6_a8, ref.matmul_w6_a8) << v->name;
+    EXPECT_NE(v->matmul_w6_a16, ref.matmul_w6_a16) << v->name;
+  }
+#else
+  GTEST_SKIP() << "aarch64: only the dot-product variants have W6A8 kernels";
+#endif
 }
 
 }  // namespace

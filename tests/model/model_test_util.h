@@ -24,9 +24,11 @@ inline std::string temp_dir(const std::string& name) {
   return p.string();
 }
 
-inline std::unique_ptr<Model> load_or_die(const std::string& path, int threads = 2) {
+inline std::unique_ptr<Model> load_or_die(const std::string& path, int threads = 2,
+                                          const std::string& activations = "auto") {
   LoadOptions o;
   o.n_threads = threads;
+  o.activations = activations;
   auto m = Model::load(path, o);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   return m.ok() ? std::move(m).value() : nullptr;

@@ -2,7 +2,8 @@
 // dequantiser gives for them (tests/data/kquant/, made by make_reference.c there: 8 rows x
 // 512 values per type). The decoders must agree exactly (same formula, fp32), and the repack
 // into our packed layout within its stated bound: Q4_K -> w4a g32 rounds each sub-block's
-// scale and min to fp16; the other K types are requantised to w8 g32 (error <= s / 2).
+// scale and min to fp16; Q2_K is requantised to w8 g32 (error <= s / 2), Q3_K, Q5_K and
+// Q6_K to w6 g32 (rms <= half the absmax step amax / 32, no weight off by > 3.5 steps).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,11 +85,17 @@ TEST_P(KQuantReference, RepackStaysWithinItsBound) {
       for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(want[static_cast<size_t>(r * kCols + g * 32 + i)]));
       // w8: half a step of absmax / 127 (scale rounded up to fp16); w4a from Q4_K: the
       // fp16 rounding of scale and min, <= 2^-11 relative each, times up to 15 steps.
-      const float bound = f->kind == PackedKind::kW8 ? amax / 254.0f * (1.0f + 1.0f / 1024) + 1e-9f
-                                                     : amax * 2.0f / 2048.0f + 1e-9f;
+      const float bound = f->kind == PackedKind::kW8   ? amax / 254.0f * (1.0f + 1.0f / 1024) + 1e-9f
+                          : f->kind == PackedKind::kW6 ? 3.5f * amax / 32.0f + 1e-9f
+                                                       : amax * 2.0f / 2048.0f + 1e-9f;
+      double sse = 0;
       for (int64_t i = 0; i < 32; ++i) {
         const size_t at = static_cast<size_t>(r * kCols + g * 32 + i);
         ASSERT_NEAR(got[at], want[at], bound) << c.name << " as " << f->name() << " row " << r << " col " << g * 32 + i;
+        sse += (got[at] - want[at]) * (got[at] - want[at]);
+      }
+      if (f->kind == PackedKind::kW6) {
+        ASSERT_LE(std::sqrt(sse / 32), amax / 64.0 + 1e-9) << c.name << " row " << r << " group " << g;
       }
     }
   }

@@ -14,6 +14,7 @@
 #include "formats/llama2c.h"
 #include "quant/block_builders.h"
 #include "quant/quantize.h"
+#include "quant/repack.h"
 #include "quant/quantize_file_test_util.h"
 
 namespace edge {
@@ -269,6 +270,44 @@ TEST(QuantizeGguf, CheckPackedTensorRefusesMissingPadding) {
   EXPECT_FALSE(check_packed_tensor(one_d, whole->mapped()).ok());
   one_d.dtype = DType::F32;
   EXPECT_EQ(check_packed_tensor(one_d, whole->mapped()).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A Q6_K weight becomes a W6 g32 tensor (type id 1009) in the output file: the bytes the
+// reader maps are exactly what repack_matrix makes, N = 20 with its padded last panel, and
+// the reference kernel reads them back as the repacked values.
+TEST(QuantizeGguf, Q6KRoundTripsAsW6) {
+  TempDir dir;
+  const int64_t n = 20, k = 512;
+  test::Built q6 = test::build_blocks(DType::Q6_K, n * k / 256, 9);
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  ASSERT_TRUE(w.add_tensor("blk.0.ffn_down.weight", DType::Q6_K, {n, k}, q6.bytes.data(), q6.bytes.size()).ok());
+  ASSERT_TRUE(w.write(dir.file("in.gguf")).ok());
+  QuantizeOptions o;
+  o.type = QuantType::kW4A8;
+  ASSERT_TRUE(quantize_gguf(dir.file("in.gguf"), dir.file("out.gguf"), o).ok());
+  auto f = GgufFile::open(dir.file("out.gguf"), packed_gguf_types());
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const TensorView* t = f->tensors().find("blk.0.ffn_down.weight");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(static_cast<uint32_t>(t->dtype), 1009u);
+  auto fmt = check_packed_tensor(*t, f->mapped());
+  ASSERT_TRUE(fmt.ok()) << fmt.status().to_string();
+  EXPECT_EQ(fmt->name(), "w6_g32");
+  TensorView src{"blk.0.ffn_down.weight", DType::Q6_K, {n, k}, q6.bytes.data(), q6.bytes.size()};
+  std::vector<uint8_t> want(static_cast<size_t>(fmt->matrix_bytes(n, k)));
+  ASSERT_TRUE(repack_matrix(src, want.data(), want.size()).ok());
+  ASSERT_EQ(std::memcmp(t->data, want.data(), want.size()), 0);
+  std::vector<float> row(static_cast<size_t>(k));
+  for (int64_t r = 0; r < n; ++r) {
+    dequantize_row(*fmt, t->data, n, k, r, row.data());
+    for (int64_t g = 0; g < k; g += 32) {
+      float amax = 0;
+      for (int64_t i = g; i < g + 32; ++i) amax = std::max(amax, std::fabs(q6.values[r * k + i]));
+      for (int64_t i = g; i < g + 32; ++i)
+        ASSERT_LE(std::fabs(row[i] - q6.values[r * k + i]), 3.5f * amax / 32 + 1e-9f) << r << " " << i;
+    }
+  }
 }
 
 TEST(QuantizeGguf, TruncatedQuantisedTensorIsRefused) {

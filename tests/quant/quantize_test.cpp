@@ -37,7 +37,9 @@ std::vector<uint8_t> quantize(const PackedFormat& f, const std::vector<float>& m
   return out;
 }
 
-const PackedKind kKinds[] = {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8};
+// In type-id order (1000 + 3 * kind + log2(G / 32)).
+const PackedKind kKinds[] = {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8,
+                             PackedKind::kW6};
 
 TEST(Packed, TypeIdsAreFixedAndRoundTrip) {
   uint32_t want = 1000;
@@ -51,11 +53,15 @@ TEST(Packed, TypeIdsAreFixedAndRoundTrip) {
       EXPECT_EQ(back.group, g);
     }
   }
-  EXPECT_FALSE(is_packed_dtype(static_cast<DType>(1009)));
+  EXPECT_EQ(want, 1012u);
+  EXPECT_EQ(static_cast<uint32_t>(packed_dtype(PackedFormat{PackedKind::kW6, 32})), 1009u);
+  EXPECT_FALSE(is_packed_dtype(static_cast<DType>(1012)));
   EXPECT_FALSE(is_packed_dtype(DType::Q4_0));
   EXPECT_EQ((PackedFormat{PackedKind::kW4Sym, 128}).name(), "w4s_g128");
   EXPECT_EQ((PackedFormat{PackedKind::kW4Asym, 64}).name(), "w4a_g64");
   EXPECT_EQ((PackedFormat{PackedKind::kW8, 32}).name(), "w8_g32");
+  EXPECT_EQ((PackedFormat{PackedKind::kW6, 128}).name(), "w6_g128");
+  EXPECT_FALSE((PackedFormat{PackedKind::kW6, 32}).is_w4());
 }
 
 TEST(Packed, SizesFollowTheLayout) {
@@ -66,6 +72,9 @@ TEST(Packed, SizesFollowTheLayout) {
   EXPECT_DOUBLE_EQ((PackedFormat{PackedKind::kW4Sym, 128}).bits_per_weight(), 4.125);
   EXPECT_DOUBLE_EQ((PackedFormat{PackedKind::kW4Asym, 128}).bits_per_weight(), 4.25);
   EXPECT_DOUBLE_EQ((PackedFormat{PackedKind::kW8, 32}).bits_per_weight(), 9.0);
+  // W6: W4 nibbles + a 2-bit plane + fp16 scales: 6.5 bits at G = 32 (Q6_K: 6.5625).
+  EXPECT_EQ((PackedFormat{PackedKind::kW6, 32}).group_bytes(), 16 * 16 + 16 * 8 + 32);
+  EXPECT_DOUBLE_EQ((PackedFormat{PackedKind::kW6, 32}).bits_per_weight(), 6.5);
   PackedFormat f{PackedKind::kW4Sym, 64};
   EXPECT_EQ(f.matrix_bytes(17, 192), 2 * 3 * f.group_bytes());  // 17 rows -> 2 panels
   EXPECT_EQ(f.cell_offset(1, 2, 192), 5 * f.group_bytes());
@@ -118,6 +127,41 @@ TEST(PackedLayout, W4SymBytesAreWhereTheHeaderSays) {
   }
 }
 
+// W6: codes 0..63 with a zero-error scale; the low nibble sits where W4's would, the top
+// 2 bits in high block k/16 at byte 4*row + k%4, bit pair (k%16)/4 (packed.h).
+TEST(PackedLayout, W6BytesAreWhereTheHeaderSays) {
+  const int64_t n = 16, k = 64, G = 32;
+  PackedFormat f{PackedKind::kW6, G};
+  std::mt19937 rng(9);
+  std::vector<int> code(n * k);
+  std::vector<float> m(n * k);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c) {
+      code[r * k + c] = (c % G == 3) ? 0 : static_cast<int>(rng() % 64);  // a -32 per group
+      m[r * k + c] = static_cast<float>(code[r * k + c] - 32) * 0.125f;
+    }
+  std::vector<uint8_t> p = quantize(f, m, n, k);
+  ASSERT_EQ(f.group_bytes(), 12 * G + 32);
+  for (int64_t g = 0; g < k / G; ++g) {
+    const uint8_t* cell = p.data() + g * f.group_bytes();
+    for (int j = 0; j < 64; ++j) {
+      const int64_t row = j / 4;
+      for (int64_t kk = j % 4; kk < G; kk += 4) {
+        const int want = code[row * k + g * G + kk];
+        const uint8_t lo = cell[(kk / 8) * 64 + j];
+        ASSERT_EQ((kk % 8) < 4 ? (lo & 15) : (lo >> 4), want & 15) << "g" << g << " k" << kk;
+        const uint8_t hi = cell[G * 8 + (kk / 16) * 64 + j];
+        ASSERT_EQ((hi >> (2 * ((kk % 16) / 4))) & 3, want >> 4) << "g" << g << " k" << kk;
+      }
+    }
+    for (int r = 0; r < 16; ++r) {
+      uint16_t s;
+      std::memcpy(&s, cell + G * 12 + 2 * r, 2);
+      EXPECT_EQ(f16_to_f32(s), 0.125f);
+    }
+  }
+}
+
 TEST(PackedLayout, W8BytesScalesAndSums) {
   const int64_t n = 16, k = 64, G = 32;
   PackedFormat f{PackedKind::kW8, G};
@@ -162,9 +206,10 @@ double absmax_sse(PackedKind kind, const float* x, int g) {
   double sse = 0;
   for (int i = 0; i < g; ++i) {
     double y;
-    if (kind == PackedKind::kW4Sym) {
-      const float d = f16_to_f32(f32_to_f16(m / -8.0f));
-      y = std::clamp<double>(std::round(x[i] / d), -8, 7) * d;
+    if (kind == PackedKind::kW4Sym || kind == PackedKind::kW6) {
+      const int half = kind == PackedKind::kW6 ? 32 : 8;
+      const float d = f16_to_f32(f32_to_f16(m / static_cast<float>(-half)));
+      y = std::clamp<double>(std::round(x[i] / d), -half, half - 1) * d;
     } else {
       const float s = f16_to_f32(f32_to_f16((hi - lo) / 15.0f)), mn = f16_to_f32(f32_to_f16(lo));
       y = std::clamp<double>(std::round((x[i] - mn) / s), 0, 15) * s + mn;
@@ -200,8 +245,10 @@ TEST_P(RoundTrip, ErrorWithinBounds) {
       sse += gsse;
       for (int i = 0; i < c.group; ++i) {
         const float e = std::fabs(x[i] - yy[i]);
+        // W6: the search's widest candidate s = amax / 28 clips by at most 3 steps.
         const float bound = c.kind == PackedKind::kW8      ? amax / 254.0f * (1.0f + 1.0f / 512) + 1e-7f
                             : c.kind == PackedKind::kW4Sym ? 0.25f * amax
+                            : c.kind == PackedKind::kW6    ? 0.11f * amax
                                                            : 0.2f * (hi - lo);
         ASSERT_LE(e, bound) << "row " << r << " i " << i;
       }
@@ -210,13 +257,15 @@ TEST_P(RoundTrip, ErrorWithinBounds) {
       }
     }
   const double rel = std::sqrt(sse / ss);
-  const double limit = c.kind == PackedKind::kW8 ? 0.008 : (c.kind == PackedKind::kW4Sym ? 0.12 : 0.11);
+  const double limit = c.kind == PackedKind::kW8   ? 0.008
+                       : c.kind == PackedKind::kW6 ? 0.03
+                                                   : (c.kind == PackedKind::kW4Sym ? 0.12 : 0.11);
   EXPECT_LT(rel, limit) << f.name();
   // Padding rows 37..47 of the last panel: codes 0 and scale 0.
   const int64_t last = (PackedFormat::panels(n) - 1);
   for (int64_t g = 0; g < k / c.group; ++g) {
     const uint8_t* cell = p.data() + f.cell_offset(last, g, k);
-    const int64_t blocks = f.is_w4() ? c.group / 8 : c.group / 4;
+    const int64_t blocks = f.is_w4() ? c.group / 8 : f.kind == PackedKind::kW6 ? 3 * c.group / 16 : c.group / 4;
     for (int64_t b = 0; b < blocks; ++b)
       for (int j = 4 * (n % 16); j < 64; ++j) ASSERT_EQ(cell[b * 64 + j], 0);
     const int64_t tail = f.group_bytes() - blocks * 64;  // scales (+ mins or sums)
@@ -233,16 +282,17 @@ INSTANTIATE_TEST_SUITE_P(
                     RoundTripCase{PackedKind::kW4Sym, 128}, RoundTripCase{PackedKind::kW4Asym, 32},
                     RoundTripCase{PackedKind::kW4Asym, 64}, RoundTripCase{PackedKind::kW4Asym, 128},
                     RoundTripCase{PackedKind::kW8, 32}, RoundTripCase{PackedKind::kW8, 64},
-                    RoundTripCase{PackedKind::kW8, 128}),
+                    RoundTripCase{PackedKind::kW8, 128}, RoundTripCase{PackedKind::kW6, 32},
+                    RoundTripCase{PackedKind::kW6, 64}, RoundTripCase{PackedKind::kW6, 128}),
     [](const testing::TestParamInfo<RoundTripCase>& i) {
       return (PackedFormat{i.param.kind, i.param.group}).name();
     });
 
-// Measured: the search lowers RMSE by 6-7% at every group size (10-13% less MSE).
+// Measured: the search lowers W4 RMSE by 6-7% at every group size (10-13% less MSE).
 TEST(ScaleSearch, RmseSearchBeatsAbsmaxOnGaussianData) {
   const int64_t n = 64, k = 1024;
   std::vector<float> m = gaussian(n * k, 42);
-  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym}) {
+  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW6}) {
     for (int g : {32, 64, 128}) {
       PackedFormat f{kind, g};
       std::vector<float> a = dequantize_matrix(f, quantize(f, m, n, k, ScaleSearch::kAbsmax).data(), n, k);
@@ -253,7 +303,10 @@ TEST(ScaleSearch, RmseSearchBeatsAbsmaxOnGaussianData) {
         es += (m[i] - s[i]) * (m[i] - s[i]);
       }
       const double ra = std::sqrt(ea / m.size()), rs = std::sqrt(es / m.size());
-      EXPECT_LT(rs, 0.95 * ra) << f.name() << " absmax rmse " << ra << " search rmse " << rs;
+      // W6 gains less: 64 levels leave less to win by clipping (measured: 5-7% at g32,
+      // 4.4% at g64, 2.7% at g128).
+      const double want = kind == PackedKind::kW6 ? 0.985 : 0.95;
+      EXPECT_LT(rs, want * ra) << f.name() << " absmax rmse " << ra << " search rmse " << rs;
     }
   }
 }

@@ -1,5 +1,6 @@
 // Repacking GGUF block tensors into the packed layout: Q4_0 / Q4_1 / Q8_0 exactly, Q4_K
-// within the fp16-rounding bound, the W8-requantised types within s / 2.
+// within the fp16-rounding bound, the W8-requantised types within s / 2, the W6-requantised
+// ones within their search's bounds.
 #include "quant/repack.h"
 
 #include <gtest/gtest.h>
@@ -43,9 +44,10 @@ TEST(Repack, FormatsPerSourceType) {
   EXPECT_EQ(repack_format(DType::Q4_0)->name(), "w4s_g32");
   EXPECT_EQ(repack_format(DType::Q4_1)->name(), "w4a_g32");
   EXPECT_EQ(repack_format(DType::Q4_K)->name(), "w4a_g32");
-  for (DType t : {DType::Q8_0, DType::Q5_0, DType::Q5_1, DType::Q5_K, DType::Q6_K, DType::Q2_K,
-                  DType::Q3_K})
+  for (DType t : {DType::Q8_0, DType::Q2_K})
     EXPECT_EQ(repack_format(t)->name(), "w8_g32") << dtype_name(t);
+  for (DType t : {DType::Q5_0, DType::Q5_1, DType::Q5_K, DType::Q6_K, DType::Q3_K})
+    EXPECT_EQ(repack_format(t)->name(), "w6_g32") << dtype_name(t);
   EXPECT_EQ(repack_format(DType::F32).status().code(), StatusCode::kUnsupported);
   EXPECT_EQ(repack_format(DType::Q8_K).status().code(), StatusCode::kUnsupported);
 }
@@ -128,9 +130,41 @@ TEST_P(ToW8, WithinHalfAStep) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, ToW8,
+INSTANTIATE_TEST_SUITE_P(Types, ToW8, testing::Values(DType::Q2_K),
+                         [](const testing::TestParamInfo<DType>& i) {
+                           return std::string(dtype_name(i.param));
+                         });
+
+class ToW6 : public testing::TestWithParam<DType> {};
+
+// Requantised to W6 by the scale search (repack.h): per group of 32, with the absmax step
+// s = amax / 32, rms error <= s / 2 and no weight off by more than 3.5 s.
+TEST_P(ToW6, WithinTheSearchBounds) {
+  const DType t = GetParam();
+  Repacked r = repack(t, 19, 512, 43, /*threads=*/2);
+  EXPECT_EQ(r.f.kind, PackedKind::kW6);
+  std::vector<float> y = dequantize_matrix(r.f, r.packed.data(), r.n, r.k);
+  double worst_rms = 0;
+  for (size_t g0 = 0; g0 < y.size(); g0 += 32) {
+    float amax = 0;
+    for (size_t i = g0; i < g0 + 32; ++i) amax = std::max(amax, std::fabs(r.src.values[i]));
+    const double step = amax / 32.0;
+    double sse = 0;
+    for (size_t i = g0; i < g0 + 32; ++i) {
+      const double e = std::fabs(static_cast<double>(y[i]) - r.src.values[i]);
+      ASSERT_LE(e, 3.5 * step + 1e-9) << dtype_name(t) << " " << i;
+      sse += e * e;
+    }
+    const double rms = std::sqrt(sse / 32);
+    ASSERT_LE(rms, step / 2 + 1e-9) << dtype_name(t) << " group at " << g0;
+    if (step > 0) worst_rms = std::max(worst_rms, rms / step);
+  }
+  EXPECT_GT(worst_rms, 0.0);  // requantised, not copied: some error
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, ToW6,
                          testing::Values(DType::Q5_0, DType::Q5_1, DType::Q5_K, DType::Q6_K,
-                                         DType::Q2_K, DType::Q3_K),
+                                         DType::Q3_K),
                          [](const testing::TestParamInfo<DType>& i) {
                            return std::string(dtype_name(i.param));
                          });

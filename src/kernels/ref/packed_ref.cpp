@@ -23,6 +23,11 @@ struct Cell {
     uint8_t byte = p[(kk / 8) * 64 + r * 4 + (kk % 4)];
     return (kk % 8) < 4 ? (byte & 15) : (byte >> 4);
   }
+  // W6: code 0..63 = W4 nibble | top 2 bits from high block kk/16 (bit pair (kk%16)/4).
+  int w6_code(int r, int kk) const {
+    const uint8_t hb = p[int64_t{group} * 8 + (kk / 16) * 64 + r * 4 + (kk % 4)];
+    return w4_code(r, kk) | (((hb >> (2 * ((kk % 16) / 4))) & 3) << 4);
+  }
   // W8: int8 code.
   int w8_code(int r, int kk) const {
     return static_cast<int8_t>(p[(kk / 4) * 64 + r * 4 + (kk % 4)]);
@@ -35,6 +40,7 @@ struct Cell {
   float w4_scale(int r) const { return half_at(int64_t{group} * 8, r); }
   float w4_min(int r) const { return half_at(int64_t{group} * 8 + 32, r); }
   float w8_scale(int r) const { return half_at(int64_t{group} * 16, r); }
+  float w6_scale(int r) const { return half_at(int64_t{group} * 12, r); }
   int w8_sum(int r) const {
     int16_t s;
     std::memcpy(&s, p + int64_t{group} * 16 + 32 + 2 * r, 2);
@@ -56,6 +62,8 @@ float weight(const Cell& c, PackedKind kind, int r, int kk) {
       return static_cast<float>(c.w4_code(r, kk)) * c.w4_scale(r) + c.w4_min(r);
     case PackedKind::kW8:
       return static_cast<float>(c.w8_code(r, kk)) * c.w8_scale(r);
+    case PackedKind::kW6:
+      return static_cast<float>(c.w6_code(r, kk) - 32) * c.w6_scale(r);
   }
   return 0.0f;
 }
@@ -122,12 +130,27 @@ void matmul_w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t
   matmul_a16(w, x, n, p0, p1, y);
 }
 
+void matmul_w6_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                   float* y) {
+  CHECK(w.fmt.kind == PackedKind::kW6);
+  matmul_a16(w, x, n, p0, p1, y);
+}
+
 // Integer dot of one (row, group) with one token's block of activation codes, and its f32
-// contribution: sym (code-8)*s*q*sa, asym (code*s + min)*q*sa, W8 code*s*q*sa.
+// contribution: sym (code-8)*s*q*sa, asym (code*s + min)*q*sa, W8 code*s*q*sa, W6
+// (code-32)*s*q*sa. The unsigned W4/W6 codes are dotted as stored and the offset is taken
+// off once per group (offset * qsum), as the SIMD kernels do.
+int code_at(const Cell& c, PackedKind kind, int r, int kk) {
+  switch (kind) {
+    case PackedKind::kW8: return c.w8_code(r, kk);
+    case PackedKind::kW6: return c.w6_code(r, kk);
+    default: return c.w4_code(r, kk);
+  }
+}
+
 float group_a8(const Cell& c, PackedKind kind, int r, const int8_t* q, float sa, int32_t qsum) {
   int32_t dot = 0;
-  for (int kk = 0; kk < c.group; ++kk)
-    dot += (kind == PackedKind::kW8 ? c.w8_code(r, kk) : c.w4_code(r, kk)) * q[kk];
+  for (int kk = 0; kk < c.group; ++kk) dot += code_at(c, kind, r, kk) * q[kk];
   switch (kind) {
     case PackedKind::kW4Sym:
       return static_cast<float>(dot - 8 * qsum) * (c.w4_scale(r) * sa);
@@ -135,6 +158,8 @@ float group_a8(const Cell& c, PackedKind kind, int r, const int8_t* q, float sa,
       return static_cast<float>(dot) * (c.w4_scale(r) * sa) + c.w4_min(r) * (sa * qsum);
     case PackedKind::kW8:
       return static_cast<float>(dot) * (c.w8_scale(r) * sa);
+    case PackedKind::kW6:
+      return static_cast<float>(dot - 32 * qsum) * (c.w6_scale(r) * sa);
   }
   return 0.0f;
 }
@@ -171,6 +196,12 @@ void matmul_w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int6
   matmul_a8(w, a, p0, p1, y);
 }
 
+void matmul_w6_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                  float* y) {
+  CHECK(w.fmt.kind == PackedKind::kW6);
+  matmul_a8(w, a, p0, p1, y);
+}
+
 void dequant_row(const PackedMatrixView& w, int64_t row, float* out) {
   check_view(w);
   CHECK(row >= 0 && row < w.n);
@@ -194,6 +225,8 @@ const PackedKernels& reference_packed_kernels() {
     t.matmul_w4_a8 = matmul_w4_a8;
     t.matmul_w8_a16 = matmul_w8_a16;
     t.matmul_w8_a8 = matmul_w8_a8;
+    t.matmul_w6_a16 = matmul_w6_a16;
+    t.matmul_w6_a8 = matmul_w6_a8;
     t.dequant_row = dequant_row;
     return t;
   }();

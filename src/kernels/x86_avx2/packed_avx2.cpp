@@ -9,6 +9,9 @@
 //         maddubs(|code|, q * sign(code)) (|pair| <= 2 * 128 * 127 < 32768).
 //   W4A16 nibble -> int -> f32, w = code * scale + m (m = min, or -8 * scale), FMA.
 //   W8A16 sign-extend by shifts, FMA, scale per group.
+//   W6A8  the W4 sym tiles with the high plane or-ed into each nibble plane (u8 codes
+//         0..63; pairs <= 2 * 63 * 127), offset 32 instead of 8.
+//   W6A16 the W4A16 tile with the 2 high bits added per k.
 //
 // Compiled with -mavx2 -mfma -mf16c only (kernels/isa.h): the AVX-VNNI variant lives in
 // packed_avxvnni.cpp. Like the AVX-512 file, it instantiates nothing shared with portable
@@ -25,6 +28,12 @@ struct W4A16 {
   }
 };
 template <int T>
+struct W6A16 {
+  static void run(int64_t p, int64_t t0, const PMV& w, const float* x, float* y) {
+    w4a16_tile<T, true>(w, x, p, t0, y);
+  }
+};
+template <int T>
 struct W8A16 {
   static void run(int64_t p, int64_t t0, const PMV& w, const float* x, float* y) {
     w8a16_tile<T>(w, x, p, t0, y);
@@ -36,6 +45,9 @@ void w4_a16(const PMV& w, const float* x, int64_t n, int64_t p0, int64_t p1, flo
 }
 void w8_a16(const PMV& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
   over_tiles<W8A16>(n, p0, p1, w, x, y);
+}
+void w6_a16(const PMV& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
+  over_tiles<W6A16>(n, p0, p1, w, x, y);
 }
 
 // Bit-identical to the reference: amax, inv = 127 / amax, round-to-nearest-even of x*inv.
@@ -83,6 +95,8 @@ void install_packed_avx2(PackedKernels* t) {
   t->matmul_w8_a8 = w8_a8<false>;
   t->matmul_w4_a16 = w4_a16;
   t->matmul_w8_a16 = w8_a16;
+  t->matmul_w6_a8 = w6_a8<false>;
+  t->matmul_w6_a16 = w6_a16;
 }
 
 }  // namespace edge

@@ -18,6 +18,11 @@
 //
 // Per (token, group): sym subtracts 8 * sum(q) from the int32 dot, asym adds
 // min * scale_a * sum(q); one float FMA applies scale_w * scale_a (as the reference does).
+//
+// W6 runs the same tile (kW6): each nibble plane gets bits 4-5 from the high plane (as
+// add_w6_high does for the GEMV), and the dot is corrected by 32 * sum(q). Codes reach 63, so maddubs pairs
+// reach 2 * 63 * 127 = 16002 and only two of them fit an s16 lane (32004): with maddubs the
+// round is one 64-byte block (2 maddubs per lane) before the widening madd.
 #pragma once
 
 #include "kernels/x86_avx2/packed_avx2_tiles.h"
@@ -50,10 +55,12 @@ inline void gemm_step(__m256i (&s)[T][2], __m256i w0, __m256i w1, const int8_t* 
 }
 
 // acc[t][h] += the group's contribution, from the int32 dots d[t][h] of cell c.
-template <int G, int T, bool kAsym>
+template <int G, int T, bool kAsym, bool kW6>
 inline void w4_group_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const uint8_t* c,
                               const float* sa, const int32_t* qs, int64_t ng) {
-  const __m256 sw[2] = {load_half8(c + G * 8), load_half8(c + G * 8 + 16)};
+  constexpr int kScales = kW6 ? G * 12 : G * 8;
+  constexpr int kOffset = kW6 ? 32 : 8;
+  const __m256 sw[2] = {load_half8(c + kScales), load_half8(c + kScales + 16)};
   for (int t = 0; t < T; ++t) {
     const __m256 sat = _mm256_set1_ps(sa[t * ng]);
     for (int h = 0; h < 2; ++h) {
@@ -63,19 +70,21 @@ inline void w4_group_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], con
         acc[t][h] = _mm256_fmadd_ps(
             mins, _mm256_set1_ps(sa[t * ng] * static_cast<float>(qs[t * ng])), acc[t][h]);
       } else {
-        dt = _mm256_sub_epi32(dt, _mm256_set1_epi32(8 * qs[t * ng]));
+        dt = _mm256_sub_epi32(dt, _mm256_set1_epi32(kOffset * qs[t * ng]));
       }
       acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dt), _mm256_mul_ps(sw[h], sat), acc[t][h]);
     }
   }
 }
 
-// y[t0 .. t0+T, rows of panel p] for W4 (sym or asym) with int8 activations.
-template <int G, int T, bool kAsym, bool kVnni>
+// y[t0 .. t0+T, rows of panel p] for W4 (sym or asym) or W6 with int8 activations.
+template <int G, int T, bool kAsym, bool kVnni, bool kW6 = false>
 void w4a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
                     float* y) {
-  constexpr int64_t cb = kAsym ? G * 8 + 64 : G * 8 + 32;
-  constexpr int kRound = kVnni ? G / 8 : 4;  // 64-byte blocks (8 k) summed before widening
+  constexpr int64_t cb = cell_bytes(
+      kW6 ? PackedKind::kW6 : kAsym ? PackedKind::kW4Asym : PackedKind::kW4Sym, G);
+  // 64-byte blocks (8 k) summed in s16 before widening (see the header comment).
+  constexpr int kRound = kVnni ? G / 8 : kW6 ? 1 : 4;
   const int64_t ng = w.k / G;
   const uint8_t* c = w.data + p * ng * cb;
   const int8_t* q = a.q + t0 * a.k;
@@ -91,10 +100,22 @@ void w4a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, in
 #pragma GCC unroll 4
       for (int b = r; b < r + kRound; ++b) {
         const __m256i v0 = load256(c + b * 64), v1 = load256(c + b * 64 + 32);
-        gemm_step<T, kVnni>(s, _mm256_and_si256(v0, nib), _mm256_and_si256(v1, nib), q + 8 * b,
-                            a.k);
-        gemm_step<T, kVnni>(s, _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib),
-                            _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib), q + 8 * b + 4, a.k);
+        __m256i lo0 = _mm256_and_si256(v0, nib), lo1 = _mm256_and_si256(v1, nib);
+        __m256i hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
+        __m256i hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib);
+        if constexpr (kW6) {
+          // High block b/2; an even block's pairs are bits 0-3, an odd block's bits 4-7.
+          const uint8_t* hp = c + G * 8 + (b / 2) * 64;
+          __m256i h0 = load256(hp), h1 = load256(hp + 32);
+          if (b % 2 == 0) h0 = _mm256_slli_epi16(h0, 4), h1 = _mm256_slli_epi16(h1, 4);
+          const __m256i m = _mm256_set1_epi8(0x30);
+          lo0 = _mm256_or_si256(lo0, _mm256_and_si256(h0, m));
+          lo1 = _mm256_or_si256(lo1, _mm256_and_si256(h1, m));
+          hi0 = _mm256_or_si256(hi0, _mm256_and_si256(_mm256_srli_epi16(h0, 2), m));
+          hi1 = _mm256_or_si256(hi1, _mm256_and_si256(_mm256_srli_epi16(h1, 2), m));
+        }
+        gemm_step<T, kVnni>(s, lo0, lo1, q + 8 * b, a.k);
+        gemm_step<T, kVnni>(s, hi0, hi1, q + 8 * b + 4, a.k);
       }
       for (int t = 0; t < T; ++t)
         for (int h = 0; h < 2; ++h)
@@ -102,34 +123,36 @@ void w4a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, in
               kVnni ? _mm256_add_epi32(d[t][h], s[t][h])
                     : _mm256_add_epi32(d[t][h], _mm256_madd_epi16(s[t][h], _mm256_set1_epi16(1)));
     }
-    w4_group_epilogue<G, T, kAsym>(acc, d, c, a.scales + t0 * ng + g, a.sums + t0 * ng + g, ng);
+    w4_group_epilogue<G, T, kAsym, kW6>(acc, d, c, a.scales + t0 * ng + g, a.sums + t0 * ng + g,
+                                        ng);
   }
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < 2; ++h) store_rows(y + (t0 + t) * w.n, p * 16 + h * 8, w.n, acc[t][h]);
 }
 
 // Panels [pb, pe) for one tile of T tokens.
-template <int G, int T, bool kAsym, bool kVnni>
+template <int G, int T, bool kAsym, bool kVnni, bool kW6>
 void w4a8_gemm_panels(const PackedMatrixView& w, const QuantizedActivations& a, int64_t pb,
                       int64_t pe, int64_t t0, float* y) {
-  for (int64_t p = pb; p < pe; ++p) w4a8_gemm_tile<G, T, kAsym, kVnni>(w, a, p, t0, y);
+  for (int64_t p = pb; p < pe; ++p) w4a8_gemm_tile<G, T, kAsym, kVnni, kW6>(w, a, p, t0, y);
 }
 
 // Cache blocking as in over_tiles: panels in blocks of ~256 KB stay in L2 while every token
 // tile of the call passes over them (a tile's activations, 4 x K bytes, stay in L1).
-template <int G, bool kAsym, bool kVnni>
+template <int G, bool kAsym, bool kVnni, bool kW6 = false>
 void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
-  constexpr int64_t cb = kAsym ? G * 8 + 64 : G * 8 + 32;
+  constexpr int64_t cb = cell_bytes(
+      kW6 ? PackedKind::kW6 : kAsym ? PackedKind::kW4Asym : PackedKind::kW4Sym, G);
   const int64_t block = (256 << 10) / ((w.k / G) * cb) + 1;
   for (int64_t pb = p0; pb < p1; pb += block) {
     const int64_t pe = pb + block < p1 ? pb + block : p1;
     int64_t t0 = 0;
     for (; t0 + kGemmTokens <= a.n; t0 += kGemmTokens)
-      w4a8_gemm_panels<G, kGemmTokens, kAsym, kVnni>(w, a, pb, pe, t0, y);
-    if (a.n - t0 == 3) w4a8_gemm_panels<G, 3, kAsym, kVnni>(w, a, pb, pe, t0, y);
-    if (a.n - t0 == 2) w4a8_gemm_panels<G, 2, kAsym, kVnni>(w, a, pb, pe, t0, y);
-    if (a.n - t0 == 1) w4a8_gemm_panels<G, 1, kAsym, kVnni>(w, a, pb, pe, t0, y);
+      w4a8_gemm_panels<G, kGemmTokens, kAsym, kVnni, kW6>(w, a, pb, pe, t0, y);
+    if (a.n - t0 == 3) w4a8_gemm_panels<G, 3, kAsym, kVnni, kW6>(w, a, pb, pe, t0, y);
+    if (a.n - t0 == 2) w4a8_gemm_panels<G, 2, kAsym, kVnni, kW6>(w, a, pb, pe, t0, y);
+    if (a.n - t0 == 1) w4a8_gemm_panels<G, 1, kAsym, kVnni, kW6>(w, a, pb, pe, t0, y);
   }
 }
 
@@ -146,6 +169,20 @@ A8Fn w4a8_gemm_for(const PackedMatrixView& w) {
       return asym ? w4a8_gemm<64, true, kVnni> : w4a8_gemm<64, false, kVnni>;
     case 128:
       return asym ? w4a8_gemm<128, true, kVnni> : w4a8_gemm<128, false, kVnni>;
+    default:
+      return nullptr;
+  }
+}
+
+template <bool kVnni>
+A8Fn w6a8_gemm_for(const PackedMatrixView& w) {
+  switch (w.fmt.group) {
+    case 32:
+      return w4a8_gemm<32, false, kVnni, true>;
+    case 64:
+      return w4a8_gemm<64, false, kVnni, true>;
+    case 128:
+      return w4a8_gemm<128, false, kVnni, true>;
     default:
       return nullptr;
   }
@@ -260,6 +297,14 @@ void w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
   if (a.n > 1)
     if (A8Fn fn = w4a8_gemm_for<kVnni>(w)) return fn(w, a, p0, p1, y);
   w4_a8_tiles<kVnni>(w, a, p0, p1, y);
+}
+
+template <bool kVnni>
+void w6_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+           float* y) {
+  if (a.n > 1)
+    if (A8Fn fn = w6a8_gemm_for<kVnni>(w)) return fn(w, a, p0, p1, y);
+  w6_a8_tiles<kVnni>(w, a, p0, p1, y);
 }
 
 }  // namespace

@@ -17,10 +17,24 @@ namespace {
 
 constexpr int kMaxTile = 4;
 
-inline int64_t cell_bytes(PackedKind kind, int32_t g) {
+// packed_cell_bytes spelled out here: this file's functions must have internal linkage.
+constexpr int64_t cell_bytes(PackedKind kind, int32_t g) {
   return kind == PackedKind::kW8       ? g * 16 + 64
          : kind == PackedKind::kW4Asym ? g * 8 + 64
+         : kind == PackedKind::kW6     ? g * 12 + 32
                                        : g * 8 + 32;
+}
+
+// W6: adds the top 2 bits of the codes to the 4 nibble planes of W4 blocks b and b+1 (b
+// even), from the matching 32-byte half hv of their high block (quant/packed.h): bit
+// pairs 0-1, 2-3, 4-5, 6-7 of each byte move to bits 4-5. 16-bit shifts are safe: the
+// mask drops what crosses a byte.
+inline void add_w6_high(__m256i (&w)[4], __m256i hv) {
+  const __m256i m = _mm256_set1_epi8(0x30);
+  w[0] = _mm256_or_si256(w[0], _mm256_and_si256(_mm256_slli_epi16(hv, 4), m));
+  w[1] = _mm256_or_si256(w[1], _mm256_and_si256(_mm256_slli_epi16(hv, 2), m));
+  w[2] = _mm256_or_si256(w[2], _mm256_and_si256(hv, m));
+  w[3] = _mm256_or_si256(w[3], _mm256_and_si256(_mm256_srli_epi16(hv, 2), m));
 }
 
 inline __m256 load_half8(const uint8_t* p) {
@@ -63,11 +77,13 @@ inline void store_rows(float* yt, int64_t row0, int64_t n, __m256 v) {
   for (int64_t r = row0; r < n; ++r) yt[r] = tmp[r - row0];
 }
 
-// ---- W4A8 -------------------------------------------------------------------------
-template <int T, bool kAsym, bool kVnni>
+// ---- W4A8 (and W6A8: kW6, the W4 nibbles plus the high plane, offset 32) -----------
+template <int T, bool kAsym, bool kVnni, bool kW6 = false>
 void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
                float* y) {
+  static_assert(!(kAsym && kW6), "W6 is symmetric");
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
+  constexpr int kOffset = kW6 ? 32 : 8;
   const int32_t G = w.fmt.group;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
   const uint8_t* panel = w.data + p * ng * cb;
@@ -85,19 +101,18 @@ void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
         for (int i = 0; i < A; ++i) dot[t][i] = _mm256_setzero_si256();
       for (int b = 0; b < G / 8; b += 2) {
         const __m256i v0 = load256(c + b * 64 + h * 32), v1 = load256(c + b * 64 + 64 + h * 32);
-        const __m256i w0 = _mm256_and_si256(v0, nib);
-        const __m256i w1 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
-        const __m256i w2 = _mm256_and_si256(v1, nib);
-        const __m256i w3 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib);
+        __m256i wv[4] = {_mm256_and_si256(v0, nib), _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib),
+                         _mm256_and_si256(v1, nib), _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)};
+        if constexpr (kW6) add_w6_high(wv, load256(c + G * 8 + b * 32 + h * 32));
         for (int t = 0; t < T; ++t) {
           const int8_t* qt = q + t * a.k + b * 8;
-          dot[t][0] = dot4<kVnni>(dot[t][0], w0, bcast32(qt));
-          dot[t][1 % A] = dot4<kVnni>(dot[t][1 % A], w1, bcast32(qt + 4));
-          dot[t][2 % A] = dot4<kVnni>(dot[t][2 % A], w2, bcast32(qt + 8));
-          dot[t][3 % A] = dot4<kVnni>(dot[t][3 % A], w3, bcast32(qt + 12));
+          dot[t][0] = dot4<kVnni>(dot[t][0], wv[0], bcast32(qt));
+          dot[t][1 % A] = dot4<kVnni>(dot[t][1 % A], wv[1], bcast32(qt + 4));
+          dot[t][2 % A] = dot4<kVnni>(dot[t][2 % A], wv[2], bcast32(qt + 8));
+          dot[t][3 % A] = dot4<kVnni>(dot[t][3 % A], wv[3], bcast32(qt + 12));
         }
       }
-      const __m256 s = load_half8(c + G * 8 + h * 16);
+      const __m256 s = load_half8(c + G * (kW6 ? 12 : 8) + h * 16);
       for (int t = 0; t < T; ++t) {
         __m256i d = dot[t][0];
         for (int i = 1; i < A; ++i) d = _mm256_add_epi32(d, dot[t][i]);
@@ -108,7 +123,7 @@ void w4a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
           const __m256 mins = load_half8(c + G * 8 + 32 + h * 16);
           acc[t] = _mm256_fmadd_ps(mins, _mm256_set1_ps(sa * static_cast<float>(qs)), acc[t]);
         } else {
-          d = _mm256_sub_epi32(d, _mm256_set1_epi32(8 * qs));
+          d = _mm256_sub_epi32(d, _mm256_set1_epi32(kOffset * qs));
         }
         acc[t] =
             _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(s, _mm256_set1_ps(sa)), acc[t]);
@@ -174,12 +189,12 @@ void w8a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
   }
 }
 
-// ---- W4A16 ------------------------------------------------------------------------
-template <int T>
+// ---- W4A16 (and W6A16: kW6) --------------------------------------------------------
+template <int T, bool kW6 = false>
 void w4a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0, float* y) {
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
-  const bool asym = w.fmt.kind == PackedKind::kW4Asym;
+  const bool asym = !kW6 && w.fmt.kind == PackedKind::kW4Asym;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
   const uint8_t* panel = w.data + p * ng * cb;
   const __m256i nib = _mm256_set1_epi32(15);
@@ -192,14 +207,21 @@ void w4a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0
     for (int64_t g = 0; g < ng; ++g) {
       const uint8_t* c = panel + g * cb;
       const float* xg = x + t0 * w.k + g * G;
-      const __m256 s = load_half8(c + G * 8 + h * 16);
-      const __m256 m =
-          asym ? load_half8(c + G * 8 + 32 + h * 16) : _mm256_mul_ps(s, _mm256_set1_ps(-8.0f));
+      const __m256 s = load_half8(c + G * (kW6 ? 12 : 8) + h * 16);
+      const __m256 m = asym ? load_half8(c + G * 8 + 32 + h * 16)
+                            : _mm256_mul_ps(s, _mm256_set1_ps(kW6 ? -32.0f : -8.0f));
       for (int b = 0; b < G / 8; ++b) {
         const __m256i v = load256(c + b * 64 + h * 32);
+        __m256i vh = _mm256_setzero_si256();
+        if constexpr (kW6) vh = load256(c + G * 8 + (b / 2) * 64 + h * 32);
         for (int i = 0; i < 8; ++i) {  // k = 8b + i: byte i%4 of the lane, nibble i/4
           const int sh = (i % 4) * 8 + (i / 4) * 4;
-          const __m256i code = _mm256_and_si256(sh == 0 ? v : _mm256_srli_epi32(v, sh), nib);
+          __m256i code = _mm256_and_si256(sh == 0 ? v : _mm256_srli_epi32(v, sh), nib);
+          if constexpr (kW6) {  // bit pair 2 * (b%2) + i/4 of the same byte -> bits 4-5
+            const int hs = (i % 4) * 8 + 2 * (2 * (b % 2) + i / 4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(vh, hs), _mm256_set1_epi32(3));
+            code = _mm256_or_si256(code, _mm256_slli_epi32(hi, 4));
+          }
           const __m256 wv = _mm256_fmadd_ps(_mm256_cvtepi32_ps(code), s, m);
           for (int t = 0; t < T; ++t)
             acc[t][i % A] =
@@ -310,6 +332,12 @@ struct Int8Tiles {
       w8a8_tile<T, kVnni>(w, a, p, t0, y);
     }
   };
+  template <int T>
+  struct W6 {
+    static void run(int64_t p, int64_t t0, const PMV& w, const QA& a, float* y) {
+      w4a8_tile<T, false, kVnni, true>(w, a, p, t0, y);
+    }
+  };
 };
 
 template <bool kVnni>
@@ -323,6 +351,11 @@ void w4_a8_tiles(const PMV& w, const QA& a, int64_t p0, int64_t p1, float* y) {
 template <bool kVnni>
 void w8_a8_tiles(const PMV& w, const QA& a, int64_t p0, int64_t p1, float* y) {
   over_tiles<Int8Tiles<kVnni>::template W8>(a.n, p0, p1, w, a, y);
+}
+
+template <bool kVnni>
+void w6_a8_tiles(const PMV& w, const QA& a, int64_t p0, int64_t p1, float* y) {
+  over_tiles<Int8Tiles<kVnni>::template W6>(a.n, p0, p1, w, a, y);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ void install_packed_avxvnni(PackedKernels* t) {
   t->name = "avx2_vnni";
   t->matmul_w4_a8 = w4_a8<true>;
   t->matmul_w8_a8 = w8_a8<true>;
+  t->matmul_w6_a8 = w6_a8<true>;
 }
 
 }  // namespace edge

@@ -7,6 +7,9 @@
 //   W4A16 codes -> f32 with vpermps (16-entry table indexed by the nibble; vpermps reads
 //         only the low 4 bits of an index, so a shift is all the unpacking needed), FMA.
 //   W8A16 codes sign-extended by shifts, converted, FMA; scale applied per group.
+//   W6A8  the W4A8 GEMM block (also for one token) with the top 2 bits of each code or-ed
+//         in from the high plane (one zmm per 16 k), offset 32; W6A16 is the reference's
+//         (or AVX2's, borrowed by the dispatch).
 // Prefill keeps each loaded code block in registers across a tile of up to 8 tokens.
 //
 // This file is compiled with AVX-512 flags: it must not instantiate inline functions or
@@ -24,10 +27,14 @@ namespace {
 
 constexpr int kMaxTile = 8;  // tokens sharing one loaded code block
 
-inline int64_t cell_bytes(PackedKind kind, int32_t g) {
+constexpr int64_t cell_bytes(PackedKind kind, int32_t g) {
   return kind == PackedKind::kW8       ? g * 16 + 64
          : kind == PackedKind::kW4Asym ? g * 8 + 64
+         : kind == PackedKind::kW6     ? g * 12 + 32
                                        : g * 8 + 32;
+}
+constexpr PackedKind a8_kind(bool asym, bool w6) {
+  return w6 ? PackedKind::kW6 : asym ? PackedKind::kW4Asym : PackedKind::kW4Sym;
 }
 
 inline __m512 load_half16(const uint8_t* p) {
@@ -118,10 +125,11 @@ A8Fn w4a8_gemv_for(const PackedMatrixView& w) {
 // activation broadcast feeds P panels (P = 2 halves the broadcasts per vpdpbusd). The
 // int32 dots live in registers for one group; the f32 accumulators are touched once per
 // group (the compiler may keep them on the stack).
-template <int G, int P, int T, bool kAsym>
+template <int G, int P, int T, bool kAsym, bool kW6>
 void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
                 float* y) {
-  constexpr int64_t cb = kAsym ? G * 8 + 64 : G * 8 + 32;
+  constexpr int64_t cb = cell_bytes(a8_kind(kAsym, kW6), G);
+  constexpr int kScales = kW6 ? G * 12 : G * 8;
   const int64_t ng = w.k / G;
   const __m512i nib = _mm512_set1_epi8(0x0F);
   __m512 acc[P][T];
@@ -139,6 +147,13 @@ void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_
         const __m512i v = _mm512_loadu_si512(w.data + ((p + i) * ng + g) * cb + b * 64);
         lo[i] = _mm512_and_si512(v, nib);
         hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+        if constexpr (kW6) {  // high block b/2: bit pairs 0-3 for even b, 4-7 for odd
+          const __m512i m = _mm512_set1_epi8(0x30);
+          __m512i h = _mm512_loadu_si512(w.data + ((p + i) * ng + g) * cb + G * 8 + (b / 2) * 64);
+          if (b % 2 == 0) h = _mm512_slli_epi16(h, 4);
+          lo[i] = _mm512_or_si512(lo[i], _mm512_and_si512(h, m));
+          hi[i] = _mm512_or_si512(hi[i], _mm512_and_si512(_mm512_srli_epi16(h, 2), m));
+        }
       }
       for (int t = 0; t < T; ++t) {
         const __m512i qa = bcast32(q + t * a.k + 8 * b), qb = bcast32(q + t * a.k + 8 * b + 4);
@@ -150,7 +165,7 @@ void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_
     }
     for (int i = 0; i < P; ++i) {
       const uint8_t* c = w.data + ((p + i) * ng + g) * cb;
-      const __m512 s = load_half16(c + G * 8);
+      const __m512 s = load_half16(c + kScales);
       for (int t = 0; t < T; ++t) {
         const int64_t ai = (t0 + t) * ng + g;
         const float sa = a.scales[ai];
@@ -159,7 +174,7 @@ void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_
           acc[i][t] = _mm512_fmadd_ps(load_half16(c + G * 8 + 32),
                                       _mm512_set1_ps(sa * static_cast<float>(a.sums[ai])), acc[i][t]);
         } else {
-          d = _mm512_sub_epi32(d, _mm512_set1_epi32(8 * a.sums[ai]));
+          d = _mm512_sub_epi32(d, _mm512_set1_epi32((kW6 ? 32 : 8) * a.sums[ai]));
         }
         acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(s, _mm512_set1_ps(sa)),
                                     acc[i][t]);
@@ -172,34 +187,44 @@ void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_
 }
 
 // Panel pairs over one token tile of T tokens.
-template <int G, int T, bool kAsym>
+template <int G, int T, bool kAsym, bool kW6>
 void w4a8_tile_panels(const PackedMatrixView& w, const QuantizedActivations& a, int64_t pb,
                       int64_t pe, int64_t t0, float* y) {
   int64_t p = pb;
-  for (; p + 2 <= pe; p += 2) w4a8_block<G, 2, T, kAsym>(w, a, p, t0, y);
-  if (p < pe) w4a8_block<G, 1, T, kAsym>(w, a, p, t0, y);
+  for (; p + 2 <= pe; p += 2) w4a8_block<G, 2, T, kAsym, kW6>(w, a, p, t0, y);
+  if (p < pe) w4a8_block<G, 1, T, kAsym, kW6>(w, a, p, t0, y);
 }
 
 // Cache blocking as in over_tiles: ~256 KB of panels stay in L2 across all token tiles.
-template <int G, bool kAsym>
+template <int G, bool kAsym, bool kW6 = false>
 void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
-  constexpr int64_t cb = kAsym ? G * 8 + 64 : G * 8 + 32;
+  constexpr int64_t cb = cell_bytes(a8_kind(kAsym, kW6), G);
   const int64_t block = (256 << 10) / ((w.k / G) * cb) + 1;
   for (int64_t pb = p0; pb < p1; pb += block) {
     const int64_t pe = pb + block < p1 ? pb + block : p1;
     int64_t t0 = 0;
-    for (; t0 + 8 <= a.n; t0 += 8) w4a8_tile_panels<G, 8, kAsym>(w, a, pb, pe, t0, y);
+    for (; t0 + 8 <= a.n; t0 += 8) w4a8_tile_panels<G, 8, kAsym, kW6>(w, a, pb, pe, t0, y);
     switch (a.n - t0) {
-      case 1: w4a8_tile_panels<G, 1, kAsym>(w, a, pb, pe, t0, y); break;
-      case 2: w4a8_tile_panels<G, 2, kAsym>(w, a, pb, pe, t0, y); break;
-      case 3: w4a8_tile_panels<G, 3, kAsym>(w, a, pb, pe, t0, y); break;
-      case 4: w4a8_tile_panels<G, 4, kAsym>(w, a, pb, pe, t0, y); break;
-      case 5: w4a8_tile_panels<G, 5, kAsym>(w, a, pb, pe, t0, y); break;
-      case 6: w4a8_tile_panels<G, 6, kAsym>(w, a, pb, pe, t0, y); break;
-      case 7: w4a8_tile_panels<G, 7, kAsym>(w, a, pb, pe, t0, y); break;
+      case 1: w4a8_tile_panels<G, 1, kAsym, kW6>(w, a, pb, pe, t0, y); break;
+      case 2: w4a8_tile_panels<G, 2, kAsym, kW6>(w, a, pb, pe, t0, y); break;
+      case 3: w4a8_tile_panels<G, 3, kAsym, kW6>(w, a, pb, pe, t0, y); break;
+      case 4: w4a8_tile_panels<G, 4, kAsym, kW6>(w, a, pb, pe, t0, y); break;
+      case 5: w4a8_tile_panels<G, 5, kAsym, kW6>(w, a, pb, pe, t0, y); break;
+      case 6: w4a8_tile_panels<G, 6, kAsym, kW6>(w, a, pb, pe, t0, y); break;
+      case 7: w4a8_tile_panels<G, 7, kAsym, kW6>(w, a, pb, pe, t0, y); break;
       default: break;
     }
+  }
+}
+
+// W6 with int8 activations: the GEMM block for any number of tokens (a GEMV at n = 1).
+void matmul_w6_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
+                  int64_t p1, float* y) {
+  switch (w.fmt.group) {
+    case 32: return w4a8_gemm<32, false, true>(w, a, p0, p1, y);
+    case 64: return w4a8_gemm<64, false, true>(w, a, p0, p1, y);
+    default: return w4a8_gemm<128, false, true>(w, a, p0, p1, y);
   }
 }
 
@@ -481,6 +506,7 @@ void install_packed_avx512vnni(PackedKernels* t) {
   t->matmul_w8_a8 = matmul_w8_a8;
   t->matmul_w4_a16 = matmul_w4_a16;
   t->matmul_w8_a16 = matmul_w8_a16;
+  t->matmul_w6_a8 = matmul_w6_a8;
 }
 
 }  // namespace edge

@@ -23,18 +23,19 @@ float lane_sum(__m256 v) {
 }
 }  // namespace
 
-Fit sym_fit_avx2(const float* x, int g, float d) {
+Fit sym_fit_avx2(const float* x, int g, float d, int half_codes) {
   const float inv_s = 1.0f / d;
   const __m256 inv = _mm256_set1_ps(inv_s), vd = _mm256_set1_ps(d);
-  const __m256 zero = _mm256_setzero_ps(), fifteen = _mm256_set1_ps(15.0f);
-  const __m256 eight = _mm256_set1_ps(8.0f), half = _mm256_set1_ps(0.5f);
-  const __m256i eight_i = _mm256_set1_epi32(8);
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 top = _mm256_set1_ps(static_cast<float>(2 * half_codes - 1));
+  const __m256 offset = _mm256_set1_ps(static_cast<float>(half_codes)), half = _mm256_set1_ps(0.5f);
+  const __m256i offset_i = _mm256_set1_epi32(half_codes);
   __m256 err = zero, sxq = zero, sqq = zero;
   for (int i = 0; i < g; i += 8) {
     const __m256 xv = _mm256_loadu_ps(x + i);
-    __m256 v = _mm256_add_ps(_mm256_mul_ps(xv, inv), eight);
-    v = _mm256_min_ps(_mm256_max_ps(v, zero), fifteen);
-    const __m256i ci = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(v, half)), eight_i);
+    __m256 v = _mm256_add_ps(_mm256_mul_ps(xv, inv), offset);
+    v = _mm256_min_ps(_mm256_max_ps(v, zero), top);
+    const __m256i ci = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(v, half)), offset_i);
     const __m256 c = _mm256_cvtepi32_ps(ci);
     const __m256 e = _mm256_sub_ps(xv, _mm256_mul_ps(c, vd));
     err = _mm256_add_ps(err, _mm256_mul_ps(e, e));
