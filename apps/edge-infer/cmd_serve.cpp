@@ -67,6 +67,7 @@ struct ServeArgs {
   // vision.encode@1 stage of a graph on the server's ledger) or "worker" (that stage in a
   // worker process).
   std::string vision_placement = "server";
+  std::string audio_placement = "server";  // likewise for the audio encoder
   std::string mmproj_audio;          // a second projector file for input_audio parts
   double max_audio_seconds = 300.0;  // longer clips are refused (400 audio_too_long)
 };
@@ -153,18 +154,34 @@ struct Loaded {
   std::unique_ptr<pipeline::PipelineRuntime> graph;
   std::unique_ptr<pipeline::PipelineRuntime> speech;  // /v1/audio/speech (null: none)
   std::unique_ptr<pipeline::PipelineRuntime> vision;  // --vision-placement stage|worker
+  std::unique_ptr<pipeline::PipelineRuntime> audio;   // --audio-placement stage|worker
 };
 
-// The vision encoder as a graph stage on the same ledger (--vision-placement stage|worker).
-Status load_vision_stage(const ServeArgs& a, Loaded& out) {
-  if (a.vision_placement == "server" || a.mmproj.empty() || !mmproj_has_vision(a.mmproj)) return Status();
-  ASSIGN_OR_RETURN(pipeline::PipelineSpec spec,
-                   pipeline::vision_pipeline(a.mmproj, a.vision_placement == "worker"
-                                                           ? pipeline::Placement::kWorker
-                                                           : pipeline::Placement::kInProcess));
+// The file whose audio encoder serves input_audio parts: --mmproj-audio, else an audio --mmproj.
+std::string audio_projector(const ServeArgs& a) {
+  if (!a.mmproj_audio.empty()) return a.mmproj_audio;
+  if (a.mmproj.empty()) return "";
+  auto f = GgufFile::open(a.mmproj);
+  return f && gguf_has_audio_encoder(*f) ? a.mmproj : "";
+}
+
+// The media encoders as graph stages on the same ledger (--vision-placement and
+// --audio-placement stage|worker).
+Status load_encoder_stages(const ServeArgs& a, Loaded& out) {
   pipeline::PipelineRunOptions o;
   o.n_threads = a.threads;
-  ASSIGN_OR_RETURN(out.vision, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
+  auto placement = [](const std::string& p) {
+    return p == "worker" ? pipeline::Placement::kWorker : pipeline::Placement::kInProcess;
+  };
+  if (a.vision_placement != "server" && !a.mmproj.empty() && mmproj_has_vision(a.mmproj)) {
+    ASSIGN_OR_RETURN(pipeline::PipelineSpec spec, pipeline::vision_pipeline(a.mmproj, placement(a.vision_placement)));
+    ASSIGN_OR_RETURN(out.vision, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
+  }
+  const std::string audio = audio_projector(a);
+  if (a.audio_placement != "server" && !audio.empty()) {
+    ASSIGN_OR_RETURN(pipeline::PipelineSpec spec, pipeline::audio_pipeline(audio, placement(a.audio_placement)));
+    ASSIGN_OR_RETURN(out.audio, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
+  }
   return Status();
 }
 
@@ -193,7 +210,7 @@ Status load_graph(const ServeArgs& a, const pipeline::PipelineSpec& spec, Loaded
   o.ctx = a.ctx > 0 ? a.ctx : 4096;
   o.n_threads = a.threads;
   ASSIGN_OR_RETURN(out.graph, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
-  RETURN_IF_ERROR(load_vision_stage(a, out));
+  RETURN_IF_ERROR(load_encoder_stages(a, out));
   return load_speech(a, out);
 }
 
@@ -231,12 +248,14 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
   if (st.ok() && loaded.speech) st = (*srv)->attach_speech(*loaded.speech);
   if (st.ok() && (!a.mmproj.empty() || !a.mmproj_audio.empty())) {
     const std::string& first = a.mmproj.empty() ? a.mmproj_audio : a.mmproj;
-    auto media = server::load_media_encoders(first, a.threads > 0 ? a.threads : 2, 0, loaded.vision.get());
+    auto media = server::load_media_encoders(first, a.threads > 0 ? a.threads : 2, 0, loaded.vision.get(),
+                                             loaded.audio.get());
     st = media.status();
     if (media) {
       (*media)->image_limits.max_pixels = a.max_image_pixels;
       (*media)->max_audio_seconds = a.max_audio_seconds;
-      if (!a.mmproj.empty() && !a.mmproj_audio.empty()) st = server::add_audio_encoder(**media, a.mmproj_audio);
+      if (!a.mmproj.empty() && !a.mmproj_audio.empty())
+        st = server::add_audio_encoder(**media, a.mmproj_audio, loaded.audio.get());
       if (st.ok()) st = (*srv)->attach_media(*media);
     }
   }
@@ -252,8 +271,11 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
     // weights actually are. Always the CPU here; llama-server reports offloaded layers.
     std::printf("edge-infer: placement cpu (%s; dense kernels %s)\n", cpu_info().model_name.c_str(),
                 dense_variant_for(cpu_info()).c_str());
-    if (loaded.vision)
-      std::printf("edge-infer: images through the vision stage (%s)\n", loaded.vision->state_json()["stages"][0].value("placement_actual", "").c_str());
+    using Encoder = std::pair<const char*, pipeline::PipelineRuntime*>;
+    for (const auto& [kind, rt] : {Encoder{"images", loaded.vision.get()}, Encoder{"audio", loaded.audio.get()}})
+      if (rt)
+        std::printf("edge-infer: %s through the %s stage (%s)\n", kind, rt->spec().name.c_str(),
+                    rt->state_json()["stages"][0].value("placement_actual", "").c_str());
     if (loaded.speech)
       std::printf("edge-infer: speech at /v1/audio/speech (talker %s, vocoder %s%s)\n", a.speech_model.c_str(),
                   a.vocoder.c_str(), a.vocoder_worker ? " in a worker" : "");
@@ -333,6 +355,10 @@ void register_serve(CLI::App& app, Context& ctx) {
   sub->add_option("--vision-placement", a->vision_placement,
                   "where the image encoder runs: server (this process), stage (a vision.encode@1 graph stage "
                   "reserved on the server's ledger) or worker (that stage in a worker process)")
+      ->check(CLI::IsMember({"server", "stage", "worker"}))
+      ->capture_default_str();
+  sub->add_option("--audio-placement", a->audio_placement,
+                  "where the audio encoder runs: server, stage (an audio.encode@1 graph stage) or worker")
       ->check(CLI::IsMember({"server", "stage", "worker"}))
       ->capture_default_str();
   sub->add_option("--mmproj-audio", a->mmproj_audio,

@@ -24,6 +24,10 @@ struct AudioEmbedding {
 // Errors name the problem (the server returns them as 400s): invalid_format for bytes that
 // are not a usable WAV, unsupported for sample formats we do not read, out_of_range for a
 // clip longer than max_seconds (checked before resampling or encoding).
+// The encoder's input: the WAV decoded to mono and resampled to 16 kHz; its length before
+// resampling in *seconds.
+Expected<std::vector<float>> wav_to_pcm16k(const uint8_t* wav, uint64_t size, double max_seconds,
+                                           double* seconds);
 Expected<AudioEmbedding> embed_wav(const WhisperEncExec& ex, const AudioEncoderModel& m,
                                    const uint8_t* wav, uint64_t size,
                                    double max_seconds = kDefaultMaxAudioSeconds);

@@ -16,9 +16,14 @@
 namespace edge::pipeline {
 
 Expected<PipelineSpec> vision_pipeline(const std::string& projector_path, Placement placement);
+// The same around audio.encode@1: input.pcm -> audio.pcm, audio.embeddings -> output.embeddings.
+Expected<PipelineSpec> audio_pipeline(const std::string& projector_path, Placement placement);
 
 // The rows of one decoded image through such a graph: f32 [rows][n_embd] (row-major), the
 // row count in *rows. The graph's error otherwise (a dead worker: unavailable).
 Expected<std::vector<float>> encode_on_graph(PipelineRuntime& rt, const RgbImage& img, int64_t* rows);
+// The rows of a 16 kHz mono clip through an audio graph, likewise.
+Expected<std::vector<float>> encode_on_graph(PipelineRuntime& rt, const std::vector<float>& pcm16k,
+                                             int64_t* rows);
 
 }  // namespace edge::pipeline

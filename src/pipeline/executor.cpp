@@ -16,6 +16,7 @@
 #include "pipeline/lm_stage.h"
 #include "pipeline/plan.h"
 #include "pipeline/speech_codes_stage.h"
+#include "pipeline/audio_stage.h"
 #include "pipeline/vision_stage.h"
 #include "pipeline/vocoder_stage.h"
 #include "pipeline/worker.h"
@@ -64,10 +65,12 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
   const bool vocoder = s.kind == StageKind::kVocoder;
   const bool speech = s.kind == StageKind::kSpeechCodes && in_process;
   const bool vision = s.kind == StageKind::kVisionEncoder;
-  if (!external && !vocoder && !speech && !vision && s.kind != StageKind::kLm)
+  const bool audio = s.kind == StageKind::kAudioEncoder;
+  if (!external && !vocoder && !speech && !vision && !audio && s.kind != StageKind::kLm)
     return Status::unsupported(fmt::format(
-        "stage '{}': {} stages placed {} cannot run yet (lm, vocoder and vision_encoder stages "
-        "in process or in a worker, speech_codes stages in process, and external.openai.text.v1 "
+        "stage '{}': {} stages placed {} cannot run yet (lm, vocoder, vision_encoder and "
+        "audio_encoder stages in process or in a worker, speech_codes stages in process, and "
+        "external.openai.text.v1 "
         "backends can)",
         s.name, stage_kind_name(s.kind), placement_name(s.placement)));
   PipelinePlanOptions po;
@@ -93,6 +96,8 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
     ASSIGN_OR_RETURN(started.runner, start_speech_codes_stage(path, s, o));
   } else if (vision && in_process) {
     ASSIGN_OR_RETURN(started.runner, start_vision_stage(path, s, o));
+  } else if (audio && in_process) {
+    ASSIGN_OR_RETURN(started.runner, start_audio_stage(path, s, o));
   } else if (s.placement == Placement::kWorker) {
     ASSIGN_OR_RETURN(started.runner, start_worker_stage(path, s, WorkerOptions{o.worker_binary, o}));
   } else {

@@ -6,6 +6,7 @@
 #include "core/process_rss.h"
 #include "kernels/api.h"
 #include "pipeline/artifact.h"
+#include "pipeline/audio_stage.h"
 #include "pipeline/vision_stage.h"
 
 namespace edge::pipeline {
@@ -49,9 +50,12 @@ Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelineP
   const Artifact* model = nullptr;
   for (const Artifact& a : s.artifacts)
     if (a.role == "model") model = &a;
-  if (model && s.kind == StageKind::kVisionEncoder && s.placement != Placement::kExternal) {
+  const bool encoder = s.kind == StageKind::kVisionEncoder || s.kind == StageKind::kAudioEncoder;
+  if (model && encoder && s.placement != Placement::kExternal) {
     const std::string path = artifact_path(p, *model);
-    ASSIGN_OR_RETURN(out->reserved_bytes, vision_stage_reservation(path));
+    ASSIGN_OR_RETURN(out->reserved_bytes, s.kind == StageKind::kVisionEncoder
+                                              ? vision_stage_reservation(path)
+                                              : audio_stage_reservation(path));
     out->reservation_source = fmt::format("projector {}: weights + one encode", model->path);
     add_worker_code(s, out);
     return Status();

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "pipeline/artifact.h"
+#include "pipeline/audio_stage.h"
 #include "pipeline/credits.h"
 #include "pipeline/lm_stage.h"
 #include "pipeline/port_tensor.h"
@@ -34,10 +35,11 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   const Contract* c = find_contract(ref);
   const bool vocoder = c && ref.name == "audio.pcm";
   const bool vision = c && ref.name == "vision.encode";
-  if (!c || (ref.name != "text.generate" && !vocoder && !vision))
+  const bool audio = c && ref.name == "audio.encode";
+  if (!c || (ref.name != "text.generate" && !vocoder && !vision && !audio))
     return Status::unsupported(fmt::format(
-        "this worker does not implement contract {} (it implements text.generate@1, audio.pcm@1 "
-        "and vision.encode@1)",
+        "this worker does not implement contract {} (it implements text.generate@1, audio.pcm@1, "
+        "vision.encode@1 and audio.encode@1)",
         ref.str()));
   const std::string model = h.value("model", "");
   const std::string pinned = h.value("sha256", "");
@@ -71,6 +73,10 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   if (vision) {
     s.kind = StageKind::kVisionEncoder;
     return start_vision_stage(model, s, o);
+  }
+  if (audio) {
+    s.kind = StageKind::kAudioEncoder;
+    return start_audio_stage(model, s, o);
   }
   return start_lm_stage(model, s, o);
 }

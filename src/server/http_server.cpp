@@ -161,11 +161,11 @@ Status HttpServer::attach(Engine& engine) {
         "--mmproj: the projector's output width (clip.vision.projection_dim) is {}, the model's embedding width {}: "
         "the projector belongs to another model",
         ctx.media->vision_hparams->n_out, engine.config().n_embd));
-  if (ctx.media && ctx.media->audio && ctx.media->audio->hparams.n_out != engine.config().n_embd)
+  if (ctx.media && ctx.media->audio_hparams && ctx.media->audio_hparams->n_out != engine.config().n_embd)
     return Status::invalid_argument(fmt::format(
         "--mmproj: the audio projector's output width (clip.audio.projection_dim) is {}, the model's embedding "
         "width {}: the projector belongs to another model",
-        ctx.media->audio->hparams.n_out, engine.config().n_embd));
+        ctx.media->audio_hparams->n_out, engine.config().n_embd));
   if (const Tokenizer* tok = engine.tokenizer()) {
     auto chat = ChatPrompt::create(*tok, ctx.options.chat_template);
     if (!chat) return chat.status();

@@ -45,30 +45,47 @@ std::pair<std::string, std::string> image_markers(VisionProjector p) {
   return {"", ""};
 }
 
+// What an encoder stage returned as the part's rows; a stage that failed (its worker died)
+// or returned nothing is the server's 503, not the client's 400.
+std::optional<ApiError> take_stage_rows(Expected<std::vector<float>> got, int64_t rows,
+                                        std::span<const uint8_t> bytes, uint64_t salt, EncodedMedia* out) {
+  if (!got || rows <= 0) {
+    ApiError e = api_error_from_status(got ? Status::internal("the encoder stage returned no rows") : got.status());
+    e.http_status = 503, e.type = "server_error";
+    return e;
+  }
+  out->rows = std::move(*got);
+  out->n_tokens = rows;
+  out->hash = media_hash(bytes, salt);
+  return std::nullopt;
+}
+
 // An image through the server's vision stage: decoded (and its limits checked) here, the
-// encoder's preprocessing and forward pass in the stage. A stage that fails (its worker
-// died) is the server's 503, not the client's 400.
+// encoder's preprocessing and forward pass in the stage.
 std::optional<ApiError> encode_on_stage(MediaEncoders& enc, std::span<const uint8_t> bytes,
                                         const std::string& param, EncodedMedia* out) {
   auto img = decode_image(bytes, enc.image_limits);
   if (!img) return image_error(img.status(), param);
   int64_t rows = 0;
   auto got = pipeline::encode_on_graph(*enc.vision_stage, *img, &rows);
-  if (!got || rows != enc.vision_hparams->n_tokens()) {
-    ApiError e = api_error_from_status(got ? Status::internal("the vision stage returned " + std::to_string(rows) +
-                                                              " rows") : got.status());
-    e.http_status = 503, e.type = "server_error";
-    return e;
-  }
-  out->rows = std::move(*got);
-  out->n_tokens = rows;
-  out->hash = media_hash(bytes, enc.salt);
-  return std::nullopt;
+  return take_stage_rows(std::move(got), rows, bytes, enc.salt, out);
+}
+
+// A clip through the server's audio stage: decoded, checked and resampled to 16 kHz here,
+// the log-mel and the encoder in the stage.
+std::optional<ApiError> encode_clip_on_stage(MediaEncoders& enc, std::span<const uint8_t> bytes,
+                                             const std::string& param, EncodedMedia* out) {
+  double seconds = 0;
+  auto pcm = wav_to_pcm16k(bytes.data(), bytes.size(), enc.max_audio_seconds, &seconds);
+  if (!pcm) return audio_error(pcm.status(), param);
+  int64_t rows = 0;
+  auto got = pipeline::encode_on_graph(*enc.audio_stage, *pcm, &rows);
+  return take_stage_rows(std::move(got), rows, bytes, enc.audio_salt, out);
 }
 
 std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, EncodedPart& out) {
   const bool audio = m.kind == MediaInput::Kind::kAudio;
-  if (!enc || !(audio ? static_cast<bool>(enc->audio) : enc->vision_hparams.has_value()))
+  if (!enc || !(audio ? enc->audio_hparams.has_value() : enc->vision_hparams.has_value()))
     return ApiError::bad_request(
         fmt::format("'{}': this server has no {} encoder (start it with --mmproj FILE)", m.param,
                     audio ? "audio" : "image"),
@@ -77,7 +94,7 @@ std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, Enc
                                        m.bytes.size());
   out.hash = media_hash(bytes, audio ? enc->audio_salt : enc->salt);
   if (audio) {
-    const AudioMarkers mk = audio_markers(enc->audio->hparams.projector);
+    const AudioMarkers mk = audio_markers(enc->audio_hparams->projector);
     out.begin = mk.begin;
     out.end = mk.end;
   } else {
@@ -93,7 +110,9 @@ std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, Enc
     return std::nullopt;
   }
   EncodedMedia e;
-  if (audio) {
+  if (audio && enc->audio_stage) {
+    if (auto err = encode_clip_on_stage(*enc, bytes, m.param, &e)) return err;
+  } else if (audio) {
     auto a = embed_wav({select_kernels(), *enc->pool}, *enc->audio, bytes.data(), bytes.size(),
                        enc->max_audio_seconds);
     if (!a) return audio_error(a.status(), m.param);
@@ -116,27 +135,37 @@ std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, Enc
 
 }  // namespace
 
-Status add_audio_encoder(MediaEncoders& e, const std::string& mmproj) {
-  auto m = load_audio_encoder(mmproj);
-  if (!m) return m.status();
-  e.audio = std::make_unique<AudioEncoderModel>(std::move(*m));
+Status add_audio_encoder(MediaEncoders& e, const std::string& mmproj,
+                         pipeline::PipelineRuntime* audio_stage) {
+  if (audio_stage) {
+    auto f = GgufFile::open(mmproj);
+    if (!f) return f.status();
+    ASSIGN_OR_RETURN(e.audio_hparams, read_whisper_enc_hparams(*f));
+    e.audio_stage = audio_stage;
+  } else {
+    auto m = load_audio_encoder(mmproj);
+    if (!m) return m.status();
+    e.audio = std::make_unique<AudioEncoderModel>(std::move(*m));
+    e.audio_hparams = e.audio->hparams;
+  }
   e.audio_salt = std::hash<std::string>{}(mmproj) ^ 0x61756469ull;  // "audi": apart from images
   return Status();
 }
 
 Expected<std::shared_ptr<MediaEncoders>> load_media_encoders(const std::string& mmproj, int threads,
                                                              int64_t lm_n_embd,
-                                                             pipeline::PipelineRuntime* vision_stage) {
+                                                             pipeline::PipelineRuntime* vision_stage,
+                                                             pipeline::PipelineRuntime* audio_stage) {
   auto e = std::make_shared<MediaEncoders>();
   auto f = GgufFile::open(mmproj);
   if (!f) return f.status();
   const bool audio = gguf_has_audio_encoder(*f);
-  if (audio) RETURN_IF_ERROR(add_audio_encoder(*e, mmproj));
-  if (audio && lm_n_embd > 0 && e->audio->hparams.n_out != lm_n_embd)
+  if (audio) RETURN_IF_ERROR(add_audio_encoder(*e, mmproj, audio_stage));
+  if (audio && lm_n_embd > 0 && e->audio_hparams->n_out != lm_n_embd)
     return Status::invalid_argument(
         fmt::format("{}: clip.audio.projection_dim = {}, but the model's embedding width "
                     "is {}: the projector belongs to another model",
-                    mmproj, e->audio->hparams.n_out, lm_n_embd));
+                    mmproj, e->audio_hparams->n_out, lm_n_embd));
   if (audio && !f->get_bool_or("clip.has_vision_encoder", false)) {
     e->pool = std::make_unique<ThreadPool>(std::max(1, threads));
     return e;

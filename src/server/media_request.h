@@ -37,6 +37,8 @@ struct MediaEncoders {
   uint64_t salt = 0;  // the projector's identity in the media hash
   ImageLimits image_limits;
   std::unique_ptr<AudioEncoderModel> audio;  // input_audio parts (docs/multimodal.md section 5)
+  pipeline::PipelineRuntime* audio_stage = nullptr;  // --audio-placement stage|worker; not owned
+  std::optional<WhisperEncHparams> audio_hparams;    // set whenever clips are accepted
   uint64_t audio_salt = 0;
   double max_audio_seconds = kDefaultMaxAudioSeconds;
   // The last kRecentMedia encoded parts by content hash: a repeated image or clip reuses its
@@ -58,9 +60,12 @@ struct MediaEncoders {
 // With `vision_stage` the vision encoder runs there and only its header is read here.
 Expected<std::shared_ptr<MediaEncoders>> load_media_encoders(
     const std::string& mmproj, int threads, int64_t lm_n_embd,
-    pipeline::PipelineRuntime* vision_stage = nullptr);
-// Adds a second file's audio encoder (serve --mmproj-audio; the demo's).
-Status add_audio_encoder(MediaEncoders& e, const std::string& mmproj);
+    pipeline::PipelineRuntime* vision_stage = nullptr,
+    pipeline::PipelineRuntime* audio_stage = nullptr);
+// Adds a second file's audio encoder (serve --mmproj-audio; the demo's); with `audio_stage`
+// it runs there and only its header is read here.
+Status add_audio_encoder(MediaEncoders& e, const std::string& mmproj,
+                         pipeline::PipelineRuntime* audio_stage = nullptr);
 
 // The rendered prompt with media: ids (markers replaced as above) and the spans. Errors
 // name the part: no encoder for the kind, bad image (format, truncated, too many pixels),

@@ -22,7 +22,7 @@ void handle_models(ServerContext& ctx, const httplib::Request&, httplib::Respons
   // What the model takes besides text (the chat page shows its attach controls from this).
   json capabilities = json::array();
   if (ctx.media && ctx.media->vision_hparams) capabilities.push_back("vision");
-  if (ctx.media && ctx.media->audio) capabilities.push_back("audio");
+  if (ctx.media && ctx.media->audio_hparams) capabilities.push_back("audio");
   json data = json::array();
   for (const std::string& name : ctx.limits.model_names)
     data.push_back({{"id", name},

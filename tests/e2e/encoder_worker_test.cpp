@@ -1,26 +1,32 @@
-// The vision.encode@1 stage in a worker process of our own binary: the image goes to the
-// worker through a shared-memory tensor (u8 [height][width][3]; a large one in a dedicated
-// buffer), the embeddings come back the same way (f32 [rows][n_embd]), and the rows are the
-// in-process stage's, bit for bit. A malformed image is the request's error, the worker
-// keeps serving, and its reservation (the projector's footprint plus the worker's code) is
-// on the ledger until the graph stops.
+// Encoder stages in a worker process of our own binary. vision.encode@1: the image goes to
+// the worker through a shared-memory tensor (u8 [height][width][3]; a large one in a
+// dedicated buffer), the embeddings come back the same way (f32 [rows][n_embd]), and the
+// rows are the in-process stage's, bit for bit. A malformed image is the request's error,
+// the worker keeps serving, and its reservation (the projector's footprint plus the
+// worker's code) is on the ledger until the graph stops. audio.encode@1 likewise with
+// 16 kHz PCM (f32 [n]) in.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 
+#include <cmath>
+
+#include "model/random_audio_projector.h"
 #include "model/random_vision_projector.h"
 #include "pipeline/artifact.h"
+#include "pipeline/audio_stage.h"
+#include "pipeline/encoder_graph.h"
 #include "pipeline/executor.h"
 #include "pipeline/vision_stage.h"
 
 namespace edge::pipeline {
 namespace {
 
-class VisionWorker : public ::testing::Test {
+class EncoderWorker : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("edge_vision_worker_" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() / ("edge_encoder_worker_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     RandomVisionProjectorOptions o;  // 64x64, patch 4, pool 4: 16 rows
     o.n_embd = 32;
@@ -59,7 +65,7 @@ class VisionWorker : public ::testing::Test {
   std::string hash_;
 };
 
-TEST_F(VisionWorker, RowsMatchTheInProcessStageThroughSharedTensors) {
+TEST_F(EncoderWorker, RowsMatchTheInProcessStageThroughSharedTensors) {
   PipelineRunOptions o;
   o.worker_binary = EDGE_BINARY;
   o.n_threads = 1;
@@ -96,6 +102,40 @@ TEST_F(VisionWorker, RowsMatchTheInProcessStageThroughSharedTensors) {
     ASSERT_TRUE(encode(**rt, small, &got, &rows).ok()) << "the worker keeps serving";
     EXPECT_EQ(got, want_small);
   }
+  EXPECT_EQ(ledger.reserved(), 0);
+}
+
+TEST_F(EncoderWorker, AudioStageRowsMatchInProcessAndItsReservationIsOnTheLedger) {
+  const std::string path = (dir_ / "audio.gguf").string();
+  RandomAudioProjectorOptions ao;
+  ao.n_layer = 1, ao.n_ctx = 1500;
+  ASSERT_TRUE(write_random_audio_projector(ao, path).ok());
+  std::vector<float> pcm(16000 * 2);  // 2 s at 16 kHz
+  for (size_t i = 0; i < pcm.size(); ++i) pcm[i] = 0.3f * std::sin(0.05f * static_cast<float>(i));
+  PipelineRunOptions o;
+  o.worker_binary = EDGE_BINARY;
+  o.n_threads = 1;
+  RamLedger ledger(int64_t{8} << 30, "test");
+  std::vector<float> want, got;
+  int64_t want_rows = 0, rows = 0;
+  for (Placement placement : {Placement::kInProcess, Placement::kWorker}) {
+    auto spec = audio_pipeline(path, placement);
+    ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+    auto rt = PipelineRuntime::start(*spec, ledger, o);
+    ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+    EXPECT_GE(ledger.reserved(), *audio_stage_reservation(path));
+    auto r = encode_on_graph(**rt, pcm, &rows);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    if (placement == Placement::kInProcess) {
+      want = *r, want_rows = rows;
+      continue;
+    }
+    EXPECT_EQ(rows, want_rows);
+    EXPECT_EQ(*r, want) << "the worker's rows are the in-process stage's";
+    EXPECT_FALSE(encode_on_graph(**rt, std::vector<float>{}, &rows).ok()) << "no samples is an error";
+    EXPECT_TRUE(encode_on_graph(**rt, pcm, &rows).ok()) << "the worker keeps serving";
+  }
+  EXPECT_GT(want_rows, 0);
   EXPECT_EQ(ledger.reserved(), 0);
 }
 
