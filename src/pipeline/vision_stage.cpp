@@ -2,72 +2,38 @@
 
 #include <fmt/format.h>
 
-#include <mutex>
-
 #include "core/thread_pool.h"
 #include "formats/image.h"
 #include "kernels/api.h"
 #include "model/arch/clip_vision.h"
+#include "pipeline/encoder_stage.h"
 
 namespace edge::pipeline {
 
 namespace {
 
-class VisionStageRunner final : public StageRunner {
+class VisionStageRunner final : public EncoderStageRunner {
  public:
-  VisionStageRunner(std::string name, std::unique_ptr<VisionEncoderModel> m, int threads,
+  VisionStageRunner(const std::string& name, std::unique_ptr<VisionEncoderModel> m, int threads,
                     int64_t resident)
-      : name_(std::move(name)),
-        model_(std::move(m)),
-        pool_(std::max(1, threads)),
-        resident_(resident) {}
+      : EncoderStageRunner(name, "image", threads, resident), model_(std::move(m)) {}
 
-  Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
-             const std::function<void(StageEvent)>& emit) override {
-    auto it = inputs.find("image");
-    if (it == inputs.end() || it->second.pixels.empty())
-      return Status::invalid_argument(fmt::format("stage '{}': no image", name_));
-    const PortValue& in = it->second;
+ private:
+  Expected<std::vector<float>> encode(const PortValue& in, ThreadPool& pool, int64_t* rows) override {
     if (in.width <= 0 || in.height <= 0 ||
         static_cast<int64_t>(in.pixels.size()) != in.width * in.height * 3)
-      return Status::invalid_argument(fmt::format("stage '{}': image of {} bytes is not {}x{}x3",
-                                                  name_, in.pixels.size(), in.width, in.height));
+      return Status::invalid_argument(fmt::format("image of {} bytes is not {}x{}x3",
+                                                  in.pixels.size(), in.width, in.height));
     const ClipVisionHparams& h = model_->hparams;
     RgbImage img;
     img.width = in.width;
     img.height = in.height;
     img.rgb = in.pixels;
     const std::vector<float> px = clip_vision_pixels(h, img);
-    StageEvent e;
-    {
-      std::lock_guard<std::mutex> l(encode_mu_);  // one encode at a time on the stage's pool
-      if (cancelled(epoch)) return Status::cancelled(fmt::format("stage '{}': cancelled", name_));
-      e.value.embeddings =
-          clip_vision_forward({select_kernels(), pool_}, h, model_->weights, px.data());
-    }
-    e.value.rows = h.n_tokens();
-    e.epoch = epoch, e.seq = 0, e.terminal = true, e.stage = name_, e.port = "embeddings";
-    emit(std::move(e));
-    return Status();
+    *rows = h.n_tokens();
+    return clip_vision_forward({select_kernels(), pool}, h, model_->weights, px.data());
   }
-
-  void cancel(uint64_t epoch) override {
-    std::lock_guard<std::mutex> l(mu_);
-    cancelled_ = epoch;
-  }
-  int64_t resident_bytes() const override { return resident_; }
-
- private:
-  bool cancelled(uint64_t epoch) {
-    std::lock_guard<std::mutex> l(mu_);
-    return cancelled_ == epoch;
-  }
-  std::string name_;
   std::unique_ptr<VisionEncoderModel> model_;
-  ThreadPool pool_;
-  int64_t resident_ = 0;
-  std::mutex encode_mu_, mu_;
-  uint64_t cancelled_ = 0;
 };
 
 }  // namespace
