@@ -122,8 +122,7 @@ void install_packed_dotprod(PackedKernels* t) {
   t->name = "neon_dotprod";
   t->matmul_w4_a8 = matmul_a8;
   t->matmul_w8_a8 = matmul_a8;
-  // W6 (a8_cell reads it) is not installed until it has run under qemu against the
-  // reference: the reference's W6 kernels stand in.
+  t->matmul_w6_a8 = matmul_a8;
 }
 
 }  // namespace edge
