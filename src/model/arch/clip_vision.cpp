@@ -330,9 +330,11 @@ namespace {
 uint64_t vision_activation_bytes(const ClipVisionHparams& h) {
   const uint64_t n = static_cast<uint64_t>(h.n_patches() + 1);
   // Residual, normed, q, k, v, attention out: 6 x [n, E]; the MLP [n, n_ff]; the im2col
-  // rows [n, 3 P P]; the attention scratch per thread is small next to these.
+  // rows [n, 3 P P]; one head's q, k, v, out [n, E / heads] and scores [n, n].
   const uint64_t rows =
-      n * static_cast<uint64_t>(6 * h.n_embd + h.n_ff + 3 * h.patch_size * h.patch_size);
+      n * static_cast<uint64_t>(6 * h.n_embd + h.n_ff + 3 * h.patch_size * h.patch_size +
+                                4 * h.head_dim()) +
+      n * n;
   return rows * sizeof(float);
 }
 
