@@ -172,29 +172,39 @@ struct Flash {
         P::store(dst + j * stride + d, P::load_tail(P::tail(hd - d), src[j] + d));
   }
 
+  // out[0, stride) = load(d, rem) chunk by chunk: whole chunks first (rem == kW, so an
+  // inlined load drops its tail branch), then the head's tail and the zero padding.
+  template <class Load>
+  static void pack_row(float* out, int64_t hd, int64_t stride, Load load) {
+    int64_t d = 0;
+    for (; d + kW <= hd; d += kW) P::store(out + d, load(d, int64_t{kW}));
+    for (; d < stride; d += kW) P::store(out + d, load(d, hd - d));
+  }
+
   // Converts kv head g's slice of n cache rows of a non-F32 type to F32 rows of dst
   // (`stride` apart, tail zero-filled). Q8 rows: codes, then one f32 scale per kv head.
   static void pack_typed_rows(float* dst, const uint8_t* const* rows, int n, const AttentionArgs& a,
                               int32_t g, int64_t stride) {
     const int64_t hd = a.head_dim;
     const int64_t off = static_cast<int64_t>(g) * hd;
-    if (a.kv_type == KvType::kQ8) {
-      for (int j = 0; j < n; ++j) {
+    for (int j = 0; j < n; ++j) {
+      float* out = dst + j * stride;
+      if (a.kv_type == KvType::kQ8) {
         const auto* src = reinterpret_cast<const int8_t*>(rows[j]) + off;
         float scale;
         std::memcpy(&scale, rows[j] + static_cast<int64_t>(a.n_head_kv) * hd + 4 * g, 4);
         const V vs = P::set1(scale);
-        for (int64_t d = 0; d < stride; d += kW)
-          P::store(dst + j * stride + d, P::mul(vs, P::load_i8(src + d, hd - d)));
+        pack_row(out, hd, stride,
+                 [&](int64_t d, int64_t rem) { return P::mul(vs, P::load_i8(src + d, rem)); });
+      } else if (a.kv_type == KvType::kF16) {
+        const auto* src = reinterpret_cast<const uint16_t*>(rows[j]) + off;
+        pack_row(out, hd, stride,
+                 [&](int64_t d, int64_t rem) { return P::load_f16(src + d, rem); });
+      } else {
+        const auto* src = reinterpret_cast<const uint16_t*>(rows[j]) + off;
+        pack_row(out, hd, stride,
+                 [&](int64_t d, int64_t rem) { return P::load_bf16(src + d, rem); });
       }
-      return;
-    }
-    const bool f16 = a.kv_type == KvType::kF16;
-    for (int j = 0; j < n; ++j) {
-      const auto* src = reinterpret_cast<const uint16_t*>(rows[j]) + off;
-      for (int64_t d = 0; d < stride; d += kW)
-        P::store(dst + j * stride + d,
-                 f16 ? P::load_f16(src + d, hd - d) : P::load_bf16(src + d, hd - d));
     }
   }
 
