@@ -8,6 +8,7 @@
 #include "kernels/api.h"
 #include "kernels/ref/audio_ref.h"
 #include "model/arch/clip_vision.h"
+#include "model/arch/encoder_common.h"
 
 namespace edge {
 
@@ -48,54 +49,6 @@ Vec patch_rows(const ClipVisionHparams& h, const float* pixels) {
   return cols;
 }
 
-// An F32 [rows, cols] matrix as a matmul weight view.
-TensorView f32_view(const Vec& m, int64_t rows, int64_t cols) {
-  TensorView w;
-  w.name = "vit.attention";
-  w.dtype = DType::F32;
-  w.shape = {rows, cols};
-  w.data = reinterpret_cast<const uint8_t*>(m.data());
-  w.nbytes = static_cast<uint64_t>(rows * cols) * sizeof(float);
-  return w;
-}
-
-// Bidirectional multi-head attention of q over k, v (all [t][E]) into o [t][E], per head as
-// two matmuls through the kernel table: s [t][t] = q_h k_h^T, row softmax of s * scale,
-// o_h [t][hd] = s v_h. (Every query sees every key: the LM's attention kernel is causal,
-// and one call per query was 90% of the encoder's time at t = 4096.)
-void attend(const ClipVisionExec& ex, const ClipVisionHparams& h, const Vec& q, const Vec& k,
-            const Vec& v, int64_t t, Vec& o) {
-  const int64_t e = h.n_embd, hd = h.head_dim();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  Vec qh(static_cast<size_t>(t * hd)), kh(qh.size()), vt(qh.size()), oh(qh.size());
-  Vec sc(static_cast<size_t>(t * t));
-  for (int64_t head = 0; head < h.n_head; ++head) {
-    for (int64_t i = 0; i < t; ++i)
-      for (int64_t c = 0; c < hd; ++c) {
-        const size_t src = static_cast<size_t>(i * e + head * hd + c);
-        qh[static_cast<size_t>(i * hd + c)] = q[src];
-        kh[static_cast<size_t>(i * hd + c)] = k[src];
-        vt[static_cast<size_t>(c * t + i)] = v[src];  // [hd][t]
-      }
-    matmul(ex.kernels, qh.data(), t, f32_view(kh, t, hd), sc.data(), ex.pool);
-    ex.pool.run([&](int tid, int nth) {
-      const auto [r0, r1] = ThreadPool::split(t, tid, nth);
-      for (int64_t r = r0; r < r1; ++r) {
-        float* row = sc.data() + r * t;
-        float mx = row[0];
-        for (int64_t j = 1; j < t; ++j) mx = std::max(mx, row[j]);
-        float sum = 0;
-        for (int64_t j = 0; j < t; ++j) sum += (row[j] = std::exp((row[j] - mx) * scale));
-        const float inv = 1.0f / sum;
-        for (int64_t j = 0; j < t; ++j) row[j] *= inv;
-      }
-    });
-    matmul(ex.kernels, sc.data(), t, f32_view(vt, hd, t), oh.data(), ex.pool);
-    for (int64_t i = 0; i < t; ++i)
-      std::copy_n(oh.begin() + i * hd, hd, o.begin() + i * e + head * hd);
-  }
-}
-
 // x [t][E] += out(attn(LN1(x))); x += down(act(up(LN2(x)))).
 void block(const ClipVisionExec& ex, const ClipVisionHparams& h, const ClipVisionWeights::Layer& l,
            Vec& x, int64_t t) {
@@ -110,7 +63,9 @@ void block(const ClipVisionExec& ex, const ClipVisionHparams& h, const ClipVisio
     ex.kernels.add(k.data() + i * e, l.k_b.data(), e);
     ex.kernels.add(v.data() + i * e, l.v_b.data(), e);
   }
-  attend(ex, h, q, k, v, t, o);
+  attention_bidirectional(ex.kernels, ex.pool, q.data(), k.data(), v.data(), t,
+                          static_cast<int32_t>(h.n_head), static_cast<int32_t>(h.head_dim()),
+                          o.data());
   affine(ex, o.data(), t, l.o_w, l.o_b, n.data());
   ex.kernels.add(x.data(), n.data(), t * e);
   ref::layer_norm(x.data(), t, e, h.eps, l.ln2_w.data(), l.ln2_b.data(), n.data());

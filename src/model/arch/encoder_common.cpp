@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "core/thread_pool.h"
 #include "kernels/api.h"
 #include "quant/packed.h"
 
@@ -45,24 +47,52 @@ void gelu_erf(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678f));
 }
 
+namespace {
+
+// An F32 [rows, cols] matrix as a matmul weight view.
+TensorView f32_view(const std::vector<float>& m, int64_t rows, int64_t cols) {
+  TensorView w;
+  w.name = "encoder.attention";
+  w.dtype = DType::F32;
+  w.shape = {rows, cols};
+  w.data = reinterpret_cast<const uint8_t*>(m.data());
+  w.nbytes = static_cast<uint64_t>(rows * cols) * sizeof(float);
+  return w;
+}
+
+}  // namespace
+
 void attention_bidirectional(const KernelTable& k, ThreadPool& pool, const float* q,
                              const float* kk, const float* v, int64_t t, int32_t n_head,
                              int32_t head_dim, float* out) {
-  const uint8_t* storage[2];
-  const int64_t width = int64_t{n_head} * head_dim;
-  std::vector<AttentionArgs> args(static_cast<size_t>(t));
-  for (int64_t i = 0; i < t; ++i) {
-    AttentionArgs& a = args[static_cast<size_t>(i)];
-    a.n_head = a.n_head_kv = n_head;
-    a.head_dim = head_dim;
-    a.contiguous_f32(kk, v, storage);  // every query shares the one cache
-    a.q = q + i * width;
-    a.out = out + i * width;
-    a.n_q = 1;
-    a.pos0 = t - 1;  // after every key: a causal kernel then sees all t
-    a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t e = int64_t{n_head} * head_dim, hd = head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  std::vector<float> qh(static_cast<size_t>(t * hd)), kh(qh.size()), vt(qh.size()), oh(qh.size()),
+      sc(static_cast<size_t>(t * t));
+  for (int64_t head = 0; head < n_head; ++head) {
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t c = 0; c < hd; ++c) {
+        const int64_t src = i * e + head * hd + c;
+        qh[static_cast<size_t>(i * hd + c)] = q[src];
+        kh[static_cast<size_t>(i * hd + c)] = kk[src];
+        vt[static_cast<size_t>(c * t + i)] = v[src];  // [hd][t]
+      }
+    matmul(k, qh.data(), t, f32_view(kh, t, hd), sc.data(), pool);  // [t][t] = q k^T
+    pool.run([&](int tid, int nth) {
+      const auto [r0, r1] = ThreadPool::split(t, tid, nth);
+      for (int64_t r = r0; r < r1; ++r) {
+        float* row = sc.data() + r * t;
+        float mx = row[0];
+        for (int64_t j = 1; j < t; ++j) mx = std::max(mx, row[j]);
+        float sum = 0;
+        for (int64_t j = 0; j < t; ++j) sum += (row[j] = std::exp((row[j] - mx) * scale));
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < t; ++j) row[j] *= inv;
+      }
+    });
+    matmul(k, sc.data(), t, f32_view(vt, hd, t), oh.data(), pool);  // [t][hd] = p v
+    for (int64_t i = 0; i < t; ++i) std::copy_n(oh.begin() + i * hd, hd, out + i * e + head * hd);
   }
-  attention_batch(k, args, pool);
 }
 
 }  // namespace edge

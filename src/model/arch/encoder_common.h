@@ -38,8 +38,10 @@ class WeightBinder {
 void gelu_erf(float* x, int64_t n);
 
 // Multi-head attention where every query sees every key: q, k, v, out [t][n_head *
-// head_dim], scores scaled by 1/sqrt(head_dim). Runs the kernels' causal attention with
-// each query placed after the last key.
+// head_dim], scores scaled by 1/sqrt(head_dim). Per head two matmuls through the kernel
+// table (scores [t][t] = q k^T, row softmax, times v): the kernels' attention is causal,
+// and one call per query (each placed after the last key) was 91% of a 4096-token ViT.
+// Scratch: [t][t] + 4 [t][head_dim] floats.
 void attention_bidirectional(const KernelTable& k, ThreadPool& pool, const float* q,
                              const float* kk, const float* v, int64_t t, int32_t n_head,
                              int32_t head_dim, float* out);
