@@ -290,6 +290,11 @@ TEST(ClipVision, BadFilesAreRefusedNamingTheKeyOrTensor) {
   ASSERT_FALSE(shape.ok());
   EXPECT_NE(shape.status().message().find("mm.input_projection.weight"), std::string::npos)
       << shape.status().to_string();
+  auto feature =
+      load_vision_encoder(rewrite(good, "feature", "", "clip.vision.feature_layer", 3), 1);
+  ASSERT_FALSE(feature.ok());  // not an array of one layer index
+  EXPECT_NE(feature.status().message().find("clip.vision.feature_layer"), std::string::npos)
+      << feature.status().to_string();
   auto key = load_vision_encoder(rewrite(good, "key", "", "clip.vision.patch_size", 5), 1);
   ASSERT_FALSE(key.ok());
   EXPECT_NE(key.status().message().find("clip.vision.patch_size"), std::string::npos)
