@@ -31,9 +31,13 @@ fi
 # runtime link (multiarch).
 if [ "${1:-}" = "--aarch64" ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  # The server, pipeline and app layers add cpp-httplib, OpenSSL and yaml-cpp's runtime
+  # library (its -dev package is not multi-arch: CMakeLists.txt links the library with the
+  # host's headers).
   ARM_PKGS=(g++-aarch64-linux-gnu qemu-user libfmt-dev:arm64 libpcre2-dev:arm64
             libutf8proc-dev:arm64 libkissfft-dev:arm64 libsamplerate0-dev:arm64 libpng-dev:arm64
-            libjpeg62-turbo-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64)
+            libjpeg62-turbo-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+            libcpp-httplib-dev:arm64 libssl-dev:arm64 libyaml-cpp0.7:arm64)
   arm_missing=()
   for p in "${ARM_PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || arm_missing+=("$p")
