@@ -28,7 +28,13 @@ std::string backend_of(const StageSpec& s) {
 // A worker is another process of this binary: its code and libraries are resident there
 // too (RssFile, ours is the estimate), and so are its own heap, thread stacks and the shared
 // tensor buffers it maps (a fixed allowance), none of which the model's plan counts.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// A sanitizer build's process carries shadow memory and a free-queue quarantine that no
+// plan counts: its workers get room for them, or the ledger would stop every worker stage.
+constexpr int64_t kWorkerProcessAllowance = int64_t{512} << 20;
+#else
 constexpr int64_t kWorkerProcessAllowance = int64_t{16} << 20;
+#endif
 void add_worker_code(const StageSpec& s, StagePlan* out) {
   if (s.placement != Placement::kWorker) return;
   const auto self = read_rss(getpid());
