@@ -144,7 +144,7 @@ TEST_F(ServerOps, ProbesAliasesAndPerClientLimits) {
   // One request in flight per client: a second gets 429 with Retry-After.
   const int fd = stalled_stream(16, "Authorization: Bearer k\r\n");
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(eventually([&] { return metric("edge_requests_paused") > 0; }, 10));
+  ASSERT_TRUE(eventually([&] { return metric("edge_requests_paused") > 0; }, 60)) << "the stream never stalled";
   const std::string limited = curl("-i " + post);
   EXPECT_NE(limited.find("HTTP/1.1 429"), std::string::npos) << limited;
   EXPECT_NE(limited.find("Retry-After: 1"), std::string::npos) << limited;
