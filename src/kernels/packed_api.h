@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_info.h"
 #include "quant/packed.h"
 
 namespace edge {
@@ -91,6 +92,24 @@ struct PackedKernels {
     return k == PackedKind::kW8 ? matmul_w8_a8 : k == PackedKind::kW6 ? matmul_w6_a8 : matmul_w4_a8;
   }
 };
+
+// The parameters of the loop nest every SIMD variant shares (kernels/packed_blocking.h),
+// chosen once per CPU from its cache sizes.
+struct PackedTiling {
+  // Weights per cache block of panels during prefill: half a core's L2, so the block and a
+  // token tile's activations stay there while every tile passes over it (256 KiB when the
+  // L2 size is unknown; clamped to [64 KiB, 2 MiB]).
+  int64_t block_bytes = 256 << 10;
+  // How far ahead of its reads a tile prefetches the weights it will read next. 1 KiB
+  // measured best on the Zen 3 (decode +15% over none; 512 B-2 KiB within noise);
+  // EDGE_PREFETCH_BYTES=<n> overrides it (0: none).
+  int64_t prefetch_bytes = 1024;
+  std::string why;  // one line for `edge-infer devices`
+};
+// `caches` as read from sysfs, `prefetch_env` the EDGE_PREFETCH_BYTES value (or null).
+PackedTiling packed_tiling_for(const CacheSizes& caches, const char* prefetch_env);
+// packed_tiling_for(cpu_info().caches, getenv("EDGE_PREFETCH_BYTES")), read once.
+const PackedTiling& packed_tiling();
 
 // The scalar table (always available, the tests' reference).
 const PackedKernels& reference_packed_kernels();

@@ -209,6 +209,34 @@ PackedMatrixView packed_matrix_view(const TensorView& w) {
   return v;
 }
 
+PackedTiling packed_tiling_for(const CacheSizes& caches, const char* prefetch_env) {
+  PackedTiling t;
+  if (caches.l2 > 0) t.block_bytes = std::clamp<int64_t>(caches.l2 / 2, 64 << 10, 2 << 20);
+  std::string pf_why = "default";
+  if (prefetch_env != nullptr) {
+    char* end = nullptr;
+    const long long v = std::strtoll(prefetch_env, &end, 10);
+    if (end != prefetch_env && *end == '\0' && v >= 0 && v <= (1 << 20)) {
+      t.prefetch_bytes = v;
+      pf_why = "EDGE_PREFETCH_BYTES";
+    } else {
+      pf_why = fmt::format("EDGE_PREFETCH_BYTES={} is not a byte count in [0, 1048576]; ignored",
+                           prefetch_env);
+    }
+  }
+  t.why = fmt::format("cache block {} KiB of weights ({}), prefetch {} bytes ahead ({})",
+                      t.block_bytes >> 10,
+                      caches.l2 > 0 ? fmt::format("half of the {} KiB L2", caches.l2 >> 10)
+                                    : std::string("L2 size unknown"),
+                      t.prefetch_bytes, pf_why);
+  return t;
+}
+
+const PackedTiling& packed_tiling() {
+  static const PackedTiling t = packed_tiling_for(cpu_info().caches, std::getenv("EDGE_PREFETCH_BYTES"));
+  return t;
+}
+
 std::vector<const PackedKernels*> available_packed_kernels() { return variants().list; }
 
 const PackedKernels& packed_kernels() { return choice().table; }
@@ -232,9 +260,10 @@ std::string packed_kernels_description() {
     }
   return fmt::format(
       "CPU: {}\nfeatures: {}\npacked kernel variants: {}\nnot runnable here: {}\nchosen per "
-      "op:\n{}  {:7} -> {:12} (the chosen table's, or the nearest narrower variant's)\n",
+      "op:\n{}  {:7} -> {:12} (the chosen table's, or the nearest narrower variant's)\n"
+      "tiling: {}\n",
       cpu.model_name, cpu.features.empty() ? "none" : cpu.features_string(), runnable,
-      missing.empty() ? "none" : missing, choice().why, "w6_a8", w6);
+      missing.empty() ? "none" : missing, choice().why, "w6_a8", w6, packed_tiling().why);
 }
 
 void packed_matmul_a16(const PackedKernels& kern, const PackedMatrixView& w, const float* x,

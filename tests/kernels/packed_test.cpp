@@ -474,6 +474,28 @@ TEST(PackedKernels, DispatchChoosesARunnableVariantAndSaysWhy) {
   EXPECT_NE(d.find("w6_a8"), std::string::npos) << d;
 }
 
+// The loop nest's cache block follows the L2 read from sysfs; the prefetch distance takes a
+// valid EDGE_PREFETCH_BYTES and names a bad one.
+TEST(PackedKernels, TilingFollowsTheCacheSizes) {
+  CacheSizes c;
+  EXPECT_EQ(packed_tiling_for(c, nullptr).block_bytes, 256 << 10);  // L2 unknown
+  EXPECT_NE(packed_tiling_for(c, nullptr).why.find("unknown"), std::string::npos);
+  c.l2 = 2 << 20;  // Sapphire Rapids / Zen 4-5 class
+  EXPECT_EQ(packed_tiling_for(c, nullptr).block_bytes, 1 << 20);
+  c.l2 = 512 << 10;  // Zen 2-3
+  EXPECT_EQ(packed_tiling_for(c, nullptr).block_bytes, 256 << 10);
+  c.l2 = 64 << 10;  // a tiny L2 is clamped to a useful block
+  EXPECT_EQ(packed_tiling_for(c, nullptr).block_bytes, 64 << 10);
+  c.l2 = 32 << 20;  // an L2 reported per cluster: the block stays at 2 MiB
+  EXPECT_EQ(packed_tiling_for(c, nullptr).block_bytes, 2 << 20);
+  EXPECT_EQ(packed_tiling_for(c, "0").prefetch_bytes, 0);
+  EXPECT_EQ(packed_tiling_for(c, "2048").prefetch_bytes, 2048);
+  const PackedTiling bad = packed_tiling_for(c, "lots");
+  EXPECT_EQ(bad.prefetch_bytes, PackedTiling{}.prefetch_bytes);
+  EXPECT_NE(bad.why.find("EDGE_PREFETCH_BYTES=lots"), std::string::npos) << bad.why;
+  EXPECT_NE(packed_kernels_description().find("tiling: cache block"), std::string::npos);
+}
+
 // W6 runs in SIMD, not the scalar reference: on x86 every SIMD variant (its own kernels or
 // the nearest narrower variant's, A8 and A16); on aarch64 the dot-product variants (A8;
 // plain NEON and the A16 path keep the reference).

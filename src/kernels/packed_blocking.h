@@ -1,0 +1,67 @@
+// The packed matmul's loop nest, written once for every ISA (x86_avx2/, x86_avx512/,
+// arm_neon/, arm_dotprod/, arm_i8mm/): an ISA file supplies only its register tile.
+//
+// y[n, W.n] = x[n, K] . W^T over the panels [p0, p1) a thread was given (16 rows each, as
+// (panel, group) cells of quant/packed.h). Panels are taken in cache blocks of about
+// PackedTiling::block_bytes of weights (half a core's L2, from the CPU's cache sizes):
+// within a block the token tiles run outer and the panels inner, so the block stays in L2
+// while each tile's activations (up to Tile::kTokens rows of K) pass over it once per
+// block, rather than once per panel. Decode (n <= kTokens) is a single pass over the
+// weights in storage order, which is what the hardware prefetcher follows best; the tile
+// also prefetches PackedTiling::prefetch_bytes ahead of its reads where that was measured
+// to help (DRAM latency is not hidden by two cores' prefetchers alone).
+//
+//   struct Tile {
+//     static constexpr int kTokens;              // widest register tile, in tokens
+//     template <int T>                           // tokens [t0, t0 + T), panels [pb, pe)
+//     void run(int64_t pb, int64_t pe, int64_t t0) const;
+//   };
+//
+// The tile carries its own operands (weights, activations, output). A token count below
+// kTokens at the end goes to a tile of exactly that width (run<T> for T in 1..kTokens-1).
+//
+// ISA files are compiled with their own flags, so nothing here is shared with portable
+// code: every function is a template over the ISA file's Tile, which lives in that file's
+// anonymous namespace, giving each instantiation internal linkage (and no std:: template
+// is used: its instantiations would be shared).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/packed_api.h"
+
+namespace edge::packed {
+
+// The last `rest` (< kTokens) tokens through a tile of exactly that width.
+template <class Tile, int T>
+inline void rest_tile(const Tile& tile, int64_t rest, int64_t pb, int64_t pe, int64_t t0) {
+  if constexpr (T > 0) {
+    if (rest == T) return tile.template run<T>(pb, pe, t0);
+    rest_tile<Tile, T - 1>(tile, rest, pb, pe, t0);
+  }
+}
+
+// Panels [p0, p1) of w x tokens [0, n).
+template <class Tile>
+void over_panels(const Tile& tile, const PackedMatrixView& w, int64_t n, int64_t p0, int64_t p1) {
+  constexpr int kT = Tile::kTokens;
+  // packed_cell_bytes() written out: a constexpr function called at run time could be
+  // emitted out of line, and one ISA's copy of it kept for all.
+  const PackedKind kind = w.fmt.kind;
+  const int64_t g = w.fmt.group;
+  const int64_t cell = kind == PackedKind::kW8       ? g * 16 + 64
+                       : kind == PackedKind::kW4Asym ? g * 8 + 64
+                       : kind == PackedKind::kW6     ? g * 12 + 32
+                                                     : g * 8 + 32;
+  const int64_t panel_bytes = (w.k / g) * cell;
+  const int64_t fit = packed_tiling().block_bytes / panel_bytes;
+  const int64_t block = n <= kT ? p1 - p0 : fit > 1 ? fit : 1;
+  for (int64_t pb = p0; pb < p1; pb += block) {
+    const int64_t pe = pb + block < p1 ? pb + block : p1;
+    int64_t t0 = 0;
+    for (; t0 + kT <= n; t0 += kT) tile.template run<kT>(pb, pe, t0);
+    rest_tile<Tile, kT - 1>(tile, n - t0, pb, pe, t0);
+  }
+}
+
+}  // namespace edge::packed
