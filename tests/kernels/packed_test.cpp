@@ -497,17 +497,20 @@ TEST(PackedKernels, TilingFollowsTheCacheSizes) {
 }
 
 // W6 runs in SIMD, not the scalar reference: on x86 every SIMD variant (its own kernels or
-// the nearest narrower variant's, A8 and A16); on aarch64 the dot-product variants (A8;
-// plain NEON and the A16 path keep the reference).
+// the nearest narrower variant's), on aarch64 every variant (plain NEON has its own A8 by
+// widening multiplies and the A16 every aarch64 variant shares), A8 and A16 alike.
 TEST(PackedKernels, SimdVariantsHaveW6Kernels) {
   const PackedKernels& ref = reference_packed_kernels();
   for (const PackedKernels* v : available_packed_kernels()) {
     if (v == &ref) continue;
-#if defined(__x86_64__)
     EXPECT_NE(v->matmul_w6_a8, ref.matmul_w6_a8) << v->name;
     EXPECT_NE(v->matmul_w6_a16, ref.matmul_w6_a16) << v->name;
-#else
-    if (std::string(v->name) != "neon") EXPECT_NE(v->matmul_w6_a8, ref.matmul_w6_a8) << v->name;
+#if defined(__aarch64__)
+    // ... and so does every other op: no aarch64 variant falls back to the reference.
+    EXPECT_NE(v->matmul_w4_a8, ref.matmul_w4_a8) << v->name;
+    EXPECT_NE(v->matmul_w8_a8, ref.matmul_w8_a8) << v->name;
+    EXPECT_NE(v->matmul_w4_a16, ref.matmul_w4_a16) << v->name;
+    EXPECT_NE(v->matmul_w8_a16, ref.matmul_w8_a16) << v->name;
 #endif
   }
 }

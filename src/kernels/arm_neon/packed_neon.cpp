@@ -1,16 +1,16 @@
 // aarch64 Advanced SIMD packed kernels (packed_api.h over the layout of quant/packed.h):
-// activation quantisation (bit-exact with the reference) and the W4A16 / W8A16 matmuls.
-// The int8 dot-product paths are in arm_dotprod/ and arm_i8mm/.
-//
-// W4 layout recap: a 64-byte block holds k0..k0+7 of the panel's 16 rows; its 16-byte
-// quarter q holds rows 4q..4q+3, lane (4 bytes) = one row, low nibbles k0..k0+3, high
-// nibbles k0+4..k0+7. So one quarter widened to f32 gives four row vectors over 4 k that
-// multiply the same x[k0..k0+3] vector.
+// activation quantisation (bit-exact with the reference), the A16 matmul of every kind
+// (W4 sym/asym, W8, W6) and an A8 matmul by widening multiplies for CPUs without the dot
+// product (arm_dotprod/ and arm_i8mm/ replace it where they run). The loop nest is
+// kernels/packed_blocking.h; this file holds the A16 register tile and the A8 tile's
+// widening-multiply primitive (the tile and the cell unpacking: arm_neon/packed_neon_tile.h).
 #include <arm_neon.h>
 
 #include "core/check.h"
 #include "kernels/arm_neon/neon_math.h"
+#include "kernels/arm_neon/packed_neon_tile.h"
 #include "kernels/packed_api.h"
+#include "kernels/packed_blocking.h"
 
 namespace edge {
 namespace {
@@ -48,79 +48,118 @@ void quantize_act(const float* x, const QuantizedActivations& a, int64_t t0, int
   }
 }
 
-// Row sums of 16 vectors r[0..15] as 4 vectors: out[q] lane j = sum of r[4q + j].
-inline void reduce16(const float32x4_t* r, float32x4_t* out) {
-  for (int q = 0; q < 4; ++q)
-    out[q] = vpaddq_f32(vpaddq_f32(r[4 * q], r[4 * q + 1]), vpaddq_f32(r[4 * q + 2], r[4 * q + 3]));
+// Quarter codes transposed from lanes of rows (byte 4j + i = row j, k i) to lanes of k
+// (byte 4i + j): widened, vector i is then rows 4q..4q+3 at k i, which multiplies one lane
+// of x, so a token needs 4 accumulators per panel rather than 16 (and no row reduction).
+inline int8x16_t by_k(uint8x16_t c, int8x16_t offset, uint8x16_t perm) {
+  return vsubq_s8(vreinterpretq_s8_u8(vqtbl1q_u8(c, perm)), offset);
 }
 
-// acc4[j] += row j of c (16 int8 = 4 rows x 4 k) widened to f32, times x (those 4 k).
-inline void fma_rows(int8x16_t c, float32x4_t xv, float32x4_t* acc4) {
-  const int16x8_t w01 = vmovl_s8(vget_low_s8(c)), w23 = vmovl_s8(vget_high_s8(c));
-  acc4[0] = vfmaq_f32(acc4[0], vcvtq_f32_s32(vmovl_s16(vget_low_s16(w01))), xv);
-  acc4[1] = vfmaq_f32(acc4[1], vcvtq_f32_s32(vmovl_s16(vget_high_s16(w01))), xv);
-  acc4[2] = vfmaq_f32(acc4[2], vcvtq_f32_s32(vmovl_s16(vget_low_s16(w23))), xv);
-  acc4[3] = vfmaq_f32(acc4[3], vcvtq_f32_s32(vmovl_s16(vget_high_s16(w23))), xv);
+// dot += the 4 k of plane c (transposed, offset removed) times xv = x at those k.
+inline void fma_by_k(int8x16_t c, float32x4_t xv, float32x4_t& dot) {
+  const int16x8_t lo = vmovl_s8(vget_low_s8(c)), hi = vmovl_s8(vget_high_s8(c));
+  dot = vfmaq_laneq_f32(dot, vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), xv, 0);
+  dot = vfmaq_laneq_f32(dot, vcvtq_f32_s32(vmovl_s16(vget_high_s16(lo))), xv, 1);
+  dot = vfmaq_laneq_f32(dot, vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), xv, 2);
+  dot = vfmaq_laneq_f32(dot, vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi))), xv, 3);
 }
 
-// Integer-weight dots of one (panel, group) cell with one token's x[g*G .. g*G+G), as f32:
-// dot[q] lane j = row 4q + j. W4 codes are offset by -8 when symmetric (exact in int8);
-// *xsum gets the sum of x (the asymmetric min's term).
-void a16_cell_dots(const uint8_t* cell, PackedKind kind, int32_t group, const float* x,
-                   float32x4_t* dot, float* xsum) {
-  float32x4_t acc[16];
-  for (float32x4_t& v : acc) v = vdupq_n_f32(0.0f);
-  float32x4_t xs = vdupq_n_f32(0.0f);
-  if (kind == PackedKind::kW8) {
-    for (int b = 0; b < group / 4; ++b) {
-      const float32x4_t xv = vld1q_f32(x + 4 * b);
-      for (int q = 0; q < 4; ++q)
-        fma_rows(vld1q_s8(reinterpret_cast<const int8_t*>(cell + 64 * b + 16 * q)), xv, acc + 4 * q);
-    }
-  } else {
-    const int8x16_t off = vdupq_n_s8(kind == PackedKind::kW4Asym ? 0 : 8);
-    for (int b = 0; b < group / 8; ++b) {
-      const float32x4_t x_lo = vld1q_f32(x + 8 * b), x_hi = vld1q_f32(x + 8 * b + 4);
-      xs = vaddq_f32(xs, vaddq_f32(x_lo, x_hi));
-      for (int q = 0; q < 4; ++q) {
-        const uint8x16_t raw = vld1q_u8(cell + 64 * b + 16 * q);
-        fma_rows(vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))), off), x_lo, acc + 4 * q);
-        fma_rows(vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), off), x_hi, acc + 4 * q);
+// f32 activations, every kind: per group, dot[t][q] = the integer-valued weights (code -
+// offset) times x in f32, then y += dot * scale (+ min * sum(x) for W4 asym), the same
+// per-group arithmetic as the reference's dequantised sum up to f32 rounding. Each weight
+// quarter is unpacked once and used for every token of the tile.
+struct A16Tile {
+  static constexpr int kTokens = 4;
+  const PackedMatrixView& w;
+  const float* x;  // [n, w.k]
+  float* y;        // [n, w.n]
+  int64_t ahead;   // prefetch distance on the weight stream (decode only; 0: none)
+
+  template <PackedKind K, int T>
+  void panels(int64_t pb, int64_t pe, int64_t t0) const {
+    constexpr int kP = arm_packed::planes(K);
+    const int32_t G = w.fmt.group;
+    const int64_t ng = w.k / G, cb = packed_cell_bytes(K, G);
+    const int64_t soff = arm_packed::scale_offset(K, G);
+    const int8x16_t off = vdupq_n_s8(static_cast<int8_t>(arm_packed::offset(K)));
+    static constexpr uint8_t kPerm[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+    const uint8x16_t perm = vld1q_u8(kPerm);
+    for (int64_t p = pb; p < pe; ++p) {
+      float32x4_t y16[T][4];
+      for (auto& yt : y16)
+        for (float32x4_t& v : yt) v = vdupq_n_f32(0.0f);
+      for (int64_t g = 0; g < ng; ++g) {
+        const uint8_t* cell = w.data + (p * ng + g) * cb;
+        if (ahead > 0) arm_packed::prefetch_cell(cell, cb, ahead);
+        const float* xg[T];
+        for (int t = 0; t < T; ++t) xg[t] = x + (t0 + t) * w.k + g * G;
+        float32x4_t dot[T][4];
+        for (auto& dt : dot)
+          for (float32x4_t& v : dt) v = vdupq_n_f32(0.0f);
+        for (int b = 0; b < G / (4 * kP); ++b)
+          for (int q = 0; q < 4; ++q) {
+            uint8x16_t c[kP];
+            arm_packed::quarter<K>(cell, G, b, q, c);
+            for (int h = 0; h < kP; ++h) {
+              const int8x16_t ck = by_k(c[h], off, perm);
+              for (int t = 0; t < T; ++t)
+                fma_by_k(ck, vld1q_f32(xg[t] + 4 * (kP * b + h)), dot[t][q]);
+            }
+          }
+        for (int t = 0; t < T; ++t) {
+          float xsum = 0.0f;
+          if constexpr (K == PackedKind::kW4Asym) {
+            float32x4_t xs = vdupq_n_f32(0.0f);
+            for (int i = 0; i < G; i += 4) xs = vaddq_f32(xs, vld1q_f32(xg[t] + i));
+            xsum = vaddvq_f32(xs);
+          }
+          for (int q = 0; q < 4; ++q) {
+            y16[t][q] = vfmaq_f32(y16[t][q], dot[t][q], arm_packed::halves4(cell, soff, q));
+            if constexpr (K == PackedKind::kW4Asym)
+              y16[t][q] = vfmaq_n_f32(y16[t][q], arm_packed::halves4(cell, soff + 32, q), xsum);
+          }
+        }
       }
+      for (int t = 0; t < T; ++t) store_panel(w, p, t0 + t, y16[t], y);
     }
   }
-  reduce16(acc, dot);
-  *xsum = vaddvq_f32(xs);
-}
 
-// y16 += the cell's contribution: dot * scale, plus min * sum(x) when asymmetric.
-void a16_cell(const uint8_t* cell, PackedKind kind, int32_t group, const float* x, float32x4_t* y16) {
-  float32x4_t dot[4];
-  float xsum = 0.0f;
-  a16_cell_dots(cell, kind, group, x, dot, &xsum);
-  const int64_t scale_off = kind == PackedKind::kW8 ? group * 16 : group * 8;
-  const float16_t* scales = reinterpret_cast<const float16_t*>(cell + scale_off);
-  for (int q = 0; q < 4; ++q) {
-    y16[q] = vfmaq_f32(y16[q], dot[q], vcvt_f32_f16(vld1_f16(scales + 4 * q)));
-    if (kind == PackedKind::kW4Asym)
-      y16[q] = vfmaq_n_f32(y16[q], vcvt_f32_f16(vld1_f16(scales + 16 + 4 * q)), xsum);
+  template <int T>
+  void run(int64_t pb, int64_t pe, int64_t t0) const {
+    arm_packed::panels_by_kind<T>(*this, pb, pe, t0);
   }
-}
+};
 
-// W4 (sym/asym) and W8 alike: the cell's kind picks the unpacking.
 void matmul_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
                 float* y) {
   CHECK(w.k % w.fmt.group == 0);
-  const int64_t ng = w.k / w.fmt.group, cb = packed_cell_bytes(w.fmt.kind, w.fmt.group);
-  for (int64_t p = p0; p < p1; ++p)
-    for (int64_t t = 0; t < n; ++t) {
-      float32x4_t y16[4];
-      for (float32x4_t& v : y16) v = vdupq_n_f32(0.0f);
-      for (int64_t g = 0; g < ng; ++g)
-        a16_cell(w.data + (p * ng + g) * cb, w.fmt.kind, w.fmt.group, x + t * w.k + g * w.fmt.group,
-                 y16);
-      store_panel(w, p, t, y16, y);
-    }
+  const int64_t ahead = n <= A16Tile::kTokens ? packed_tiling().prefetch_bytes : 0;
+  packed::over_panels(A16Tile{w, x, y, ahead}, w, n, p0, p1);
+}
+
+// int8 activations without the dot product, the row-lane A8 tile's primitive
+// (packed_neon_tile.h) by widening multiplies: vmull_s8 gives int16 products (at most
+// 127 * 127), vpadal sums them pairwise into int32, so the per-group dot is exact as in the
+// reference. Two accumulators per 4 rows (rows 4q, 4q+1 and 4q+2, 4q+3; two k-pair lanes
+// each), so 2 tokens a tile.
+struct WideningDot {
+  static constexpr int kTokens = 2;
+  struct Acc {
+    int32x4_t lo, hi;
+  };
+  static Acc zero() { return Acc{vdupq_n_s32(0), vdupq_n_s32(0)}; }
+  static void add(Acc& acc, int8x16_t codes, int8x16_t act) {
+    acc.lo = vpadalq_s16(acc.lo, vmull_s8(vget_low_s8(codes), vget_low_s8(act)));
+    acc.hi = vpadalq_s16(acc.hi, vmull_high_s8(codes, act));
+  }
+  static int32x4_t sum(const Acc& acc) { return vpaddq_s32(acc.lo, acc.hi); }
+};
+
+void matmul_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+               float* y) {
+  CHECK(a.k == w.k && a.group == w.fmt.group && w.k % w.fmt.group == 0);
+  const int64_t ahead = a.n <= WideningDot::kTokens ? packed_tiling().prefetch_bytes : 0;
+  packed::over_panels(arm_packed::RowA8Tile<WideningDot>{w, a, y, ahead}, w, a.n, p0, p1);
 }
 
 }  // namespace
@@ -130,6 +169,10 @@ void install_packed_neon(PackedKernels* t) {
   t->quantize_act = quantize_act;
   t->matmul_w4_a16 = matmul_a16;
   t->matmul_w8_a16 = matmul_a16;
+  t->matmul_w6_a16 = matmul_a16;
+  t->matmul_w4_a8 = matmul_a8;
+  t->matmul_w8_a8 = matmul_a8;
+  t->matmul_w6_a8 = matmul_a8;
 }
 
 }  // namespace edge

@@ -1,0 +1,174 @@
+// What the aarch64 packed register tiles (arm_neon/, arm_dotprod/, arm_i8mm/) share: the
+// unpacking of a (panel, group) cell into NEON registers, the per-group A8 combine, and the
+// row-lane A8 tile written once over a per-ISA int8 dot primitive (plain NEON's widening
+// multiplies, SDOT). Everything is in an anonymous namespace: each ISA file, compiled with
+// its own -march, keeps its own copy (an inline function with external linkage could be
+// merged across the files, one ISA's code for all).
+//
+// Layout recap (quant/packed.h): a 64-byte code block's 16-byte quarter q holds rows
+// 4q..4q+3, a 32-bit lane per row over 4 consecutive k. W4: low nibbles k0..k0+3, high
+// nibbles k0+4..k0+7 (block b: k0 = 8b). W6: the same nibbles plus bits 4-5 from high block
+// b/2 (bit pairs 0-1 / 2-3 for an even b, 4-5 / 6-7 for an odd b). W8: one int8 plane,
+// block b covering k 4b..4b+3.
+#pragma once
+
+#include <arm_neon.h>
+
+#include <cstdint>
+
+#include "kernels/arm_neon/neon_math.h"
+#include "kernels/packed_api.h"
+
+namespace edge {
+namespace {
+namespace arm_packed {
+
+// Byte offset of the 16 fp16 scales in a cell of `kind` (mins follow at +32 for W4 asym).
+constexpr int64_t scale_offset(PackedKind kind, int32_t group) {
+  return kind == PackedKind::kW8   ? int64_t{group} * 16
+         : kind == PackedKind::kW6 ? int64_t{group} * 12
+                                   : int64_t{group} * 8;
+}
+
+// Planes (4 k each) per 64-byte code block: two nibble planes for W4/W6, one for W8.
+constexpr int planes(PackedKind kind) {
+  return kind == PackedKind::kW8 ? 1 : 2;
+}
+
+// The unsigned codes (as stored, no offset) of quarter q of code block b, one 16-byte
+// vector per plane in the layout's lane order (W4 0..15, W6 0..63, W8 int8 bits).
+template <PackedKind K>
+inline void quarter(const uint8_t* cell, int32_t group, int b, int q, uint8x16_t* c) {
+  const uint8x16_t raw = vld1q_u8(cell + 64 * b + 16 * q);
+  if constexpr (K == PackedKind::kW8) {
+    c[0] = raw;
+  } else {
+    const uint8x16_t mask = vdupq_n_u8(15);
+    c[0] = vandq_u8(raw, mask);
+    c[1] = vshrq_n_u8(raw, 4);
+    if constexpr (K == PackedKind::kW6) {
+      uint8x16_t hb = vld1q_u8(cell + 8 * group + 64 * (b / 2) + 16 * q);
+      if (b % 2 == 1) hb = vshrq_n_u8(hb, 4);
+      const uint8x16_t two = vdupq_n_u8(0x30);
+      c[0] = vorrq_u8(c[0], vandq_u8(vshlq_n_u8(hb, 4), two));
+      c[1] = vorrq_u8(c[1], vandq_u8(vshlq_n_u8(hb, 2), two));
+    }
+  }
+}
+
+// The offset the reference subtracts from a stored code (w = (code - offset) * scale).
+constexpr int offset(PackedKind kind) {
+  return kind == PackedKind::kW4Sym ? 8 : kind == PackedKind::kW6 ? 32 : 0;
+}
+
+// Rows 4q..4q+3 of the cell's fp16 scales (or, at +16 halves, W4 asym mins) as f32.
+inline float32x4_t halves4(const uint8_t* cell, int64_t off, int q) {
+  return vcvt_f32_f16(vld1_f16(reinterpret_cast<const float16_t*>(cell + off) + 4 * q));
+}
+
+// The 4 int8 codes at q broadcast to every 32-bit lane (the activation operand of a row
+// lane over 4 k).
+inline int8x16_t broadcast4(const int8_t* q) {
+  int32_t v;
+  __builtin_memcpy(&v, q, 4);
+  return vreinterpretq_s8_s32(vdupq_n_s32(v));
+}
+
+// Prefetches the cell's bytes `ahead` further on in the weight stream (one line per 64
+// bytes): the decode GEMV reads weights once, so DRAM latency is what it waits on.
+inline void prefetch_cell(const uint8_t* cell, int64_t cell_bytes, int64_t ahead) {
+  for (int64_t off = 0; off < cell_bytes; off += 64) __builtin_prefetch(cell + ahead + off);
+}
+
+// tile.panels<K, T>(pb, pe, t0) for the matrix's kind: a tile's run<T> (packed_blocking.h)
+// reads the kind once per call, and the inner loops are compiled per kind.
+template <int T, class Tile>
+inline void panels_by_kind(const Tile& tile, int64_t pb, int64_t pe, int64_t t0) {
+  switch (tile.w.fmt.kind) {
+    case PackedKind::kW4Sym:
+      return tile.template panels<PackedKind::kW4Sym, T>(pb, pe, t0);
+    case PackedKind::kW4Asym:
+      return tile.template panels<PackedKind::kW4Asym, T>(pb, pe, t0);
+    case PackedKind::kW8:
+      return tile.template panels<PackedKind::kW8, T>(pb, pe, t0);
+    case PackedKind::kW6:
+      return tile.template panels<PackedKind::kW6, T>(pb, pe, t0);
+  }
+}
+
+// y4 (rows 4q..4q+3) += one group's f32 contribution from its exact int32 dots d, as the
+// reference's group_a8: sym (d - 8 qsum) s sa, asym d s sa + min sa qsum, W6 (d - 32 qsum)
+// s sa, W8 d s sa (codes are dotted as stored; the offset comes off through the sums).
+template <PackedKind K>
+inline void combine_a8(const uint8_t* cell, int64_t soff, int q, int32x4_t d, float sa,
+                       int32_t qsum, float32x4_t& y4) {
+  if constexpr (offset(K) != 0) d = vsubq_s32(d, vdupq_n_s32(offset(K) * qsum));
+  y4 = vfmaq_f32(y4, vcvtq_f32_s32(d), vmulq_n_f32(halves4(cell, soff, q), sa));
+  if constexpr (K == PackedKind::kW4Asym)
+    y4 = vfmaq_n_f32(y4, halves4(cell, soff + 32, q), sa * static_cast<float>(qsum));
+}
+
+// The A8 register tile over row lanes: up to Dot::kTokens tokens x one 16-row panel. Per
+// code block each quarter's planes (4 rows x 4 k, a 32-bit lane per row) are unpacked once
+// and dotted with every token's 4 activation codes broadcast to the lanes; per group the
+// int32 dots (exact) go through combine_a8. Dot is the ISA's primitive:
+//   struct Dot {
+//     static constexpr int kTokens;  // tokens per tile (its accumulators must fit)
+//     struct Acc;                    // one token's int32 partial dots of 4 rows
+//     static Acc zero();
+//     static void add(Acc&, int8x16_t codes, int8x16_t act);  // 4 rows x 4 k
+//     static int32x4_t sum(const Acc&);                        // lane j = row 4q + j
+//   };
+template <class Dot>
+struct RowA8Tile {
+  static constexpr int kTokens = Dot::kTokens;
+  const PackedMatrixView& w;
+  const QuantizedActivations& a;
+  float* y;       // [a.n, w.n]
+  int64_t ahead;  // prefetch distance on the weight stream (decode only; 0: none)
+
+  template <PackedKind K, int T>
+  void panels(int64_t pb, int64_t pe, int64_t t0) const {
+    constexpr int kP = planes(K);
+    const int32_t G = w.fmt.group;
+    const int64_t ng = w.k / G, cb = packed_cell_bytes(K, G), soff = scale_offset(K, G);
+    for (int64_t p = pb; p < pe; ++p) {
+      float32x4_t y16[T][4];
+      for (auto& yt : y16)
+        for (float32x4_t& v : yt) v = vdupq_n_f32(0.0f);
+      for (int64_t g = 0; g < ng; ++g) {
+        const uint8_t* cell = w.data + (p * ng + g) * cb;
+        if (ahead > 0) prefetch_cell(cell, cb, ahead);
+        typename Dot::Acc acc[T][4];
+        for (auto& at : acc)
+          for (auto& v : at) v = Dot::zero();
+        for (int b = 0; b < G / (4 * kP); ++b) {
+          int8x16_t act[T][kP];
+          for (int t = 0; t < T; ++t)
+            for (int h = 0; h < kP; ++h)
+              act[t][h] = broadcast4(a.q + (t0 + t) * a.k + g * G + 4 * (kP * b + h));
+          for (int q = 0; q < 4; ++q) {
+            uint8x16_t c[kP];
+            quarter<K>(cell, G, b, q, c);
+            for (int h = 0; h < kP; ++h)
+              for (int t = 0; t < T; ++t) Dot::add(acc[t][q], vreinterpretq_s8_u8(c[h]), act[t][h]);
+          }
+        }
+        for (int t = 0; t < T; ++t)
+          for (int q = 0; q < 4; ++q)
+            combine_a8<K>(cell, soff, q, Dot::sum(acc[t][q]), a.scales[(t0 + t) * ng + g],
+                          a.sums[(t0 + t) * ng + g], y16[t][q]);
+      }
+      for (int t = 0; t < T; ++t) neon::store_panel(w, p, t0 + t, y16[t], y);
+    }
+  }
+
+  template <int T>
+  void run(int64_t pb, int64_t pe, int64_t t0) const {
+    panels_by_kind<T>(*this, pb, pe, t0);
+  }
+};
+
+}  // namespace arm_packed
+}  // namespace
+}  // namespace edge
