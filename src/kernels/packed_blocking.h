@@ -17,7 +17,8 @@
 //     void run(int64_t pb, int64_t pe, int64_t t0) const;
 //   };
 //
-// The tile carries its own operands (weights, activations, output). A token count below
+// The tile carries its own operands (weights, activations, output); PanelTiles below is the
+// common one, a kernel that computes one panel at a time. A token count below
 // kTokens at the end goes to a tile of exactly that width (run<T> for T in 1..kTokens-1).
 //
 // ISA files are compiled with their own flags, so nothing here is shared with portable
@@ -62,6 +63,29 @@ void over_panels(const Tile& tile, const PackedMatrixView& w, int64_t n, int64_t
     for (; t0 + kT <= n; t0 += kT) tile.template run<kT>(pb, pe, t0);
     rest_tile<Tile, kT - 1>(tile, n - t0, pb, pe, t0);
   }
+}
+
+// The usual tile: one panel at a time through K::tile<T>(w, x, p, t0, y, pf) (rows of panel
+// p x tokens [t0, t0 + T); pf: the prefetch distance), x the activations (const float* for
+// the A16 kernels, QuantizedActivations for A8).
+template <class K, class X>
+struct PanelTiles {
+  static constexpr int kTokens = K::kTokens;
+  const PackedMatrixView& w;
+  const X& x;
+  float* y;
+  int64_t pf;
+  template <int T>
+  void run(int64_t pb, int64_t pe, int64_t t0) const {
+    for (int64_t p = pb; p < pe; ++p) K::template tile<T>(w, x, p, t0, y, pf);
+  }
+};
+
+// y[n, w.n] (panels [p0, p1)) through kernel K's panel tiles.
+template <class K, class X>
+void over_panel_tiles(const PackedMatrixView& w, const X& x, int64_t n, int64_t p0, int64_t p1,
+                      float* y) {
+  over_panels(PanelTiles<K, X>{w, x, y, packed_tiling().prefetch_bytes}, w, n, p0, p1);
 }
 
 }  // namespace edge::packed

@@ -1,8 +1,9 @@
 // AVX2 packed kernels (packed_api.h) over the layout of quant/packed.h. A 64-byte code
 // block is read as two 32-byte halves: rows 0-7 and rows 8-15 of the panel (8 int32 lanes,
-// each lane one row x 4 consecutive k). Decode and the A16 paths process each half-panel on
-// its own (packed_avx2_tiles.h: a tile of up to 4 tokens); the int8 prefill GEMM keeps a
-// whole panel x 4 tokens in registers (packed_avx2_gemm.h).
+// each lane one row x 4 consecutive k). The int8 matmuls keep a whole panel x up to 4
+// tokens in registers (packed_avx2_gemm.h; decode is its 1-token tile); the A16 paths take
+// each half-panel on its own (packed_avx2_tiles.h). The loop nest around the tiles is
+// kernels/packed_blocking.h.
 //   W4A8  u8 codes x s8 activations: vpdpbusd (AVX-VNNI) or maddubs + madd (plain AVX2;
 //         no saturation: |pair| <= 2 * 15 * 127; the GEMM sums pairs in s16 over 32 k).
 //   W8A8  AVX-VNNI: vpdpbusd(u8 = q + 128, s8 codes) - 128 * stored row sums. Plain AVX2:
@@ -21,37 +22,18 @@
 namespace edge {
 namespace {
 
-template <int T>
-struct W4A16 {
-  static void run(int64_t p, int64_t t0, const PMV& w, const float* x, float* y) {
-    w4a16_tile<T>(w, x, p, t0, y);
-  }
-};
-template <int T>
-struct W6A16 {
-  static void run(int64_t p, int64_t t0, const PMV& w, const float* x, float* y) {
-    w4a16_tile<T, true>(w, x, p, t0, y);
-  }
-};
-template <int T>
-struct W8A16 {
-  static void run(int64_t p, int64_t t0, const PMV& w, const float* x, float* y) {
-    w8a16_tile<T>(w, x, p, t0, y);
-  }
-};
-
-void w4_a16(const PMV& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
-  over_tiles<W4A16>(n, p0, p1, w, x, y);
+void w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
+  packed::over_panel_tiles<W4A16Tile<false>>(w, x, n, p0, p1, y);
 }
-void w8_a16(const PMV& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
-  over_tiles<W8A16>(n, p0, p1, w, x, y);
+void w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
+  packed::over_panel_tiles<W8A16Tile>(w, x, n, p0, p1, y);
 }
-void w6_a16(const PMV& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
-  over_tiles<W6A16>(n, p0, p1, w, x, y);
+void w6_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
+  packed::over_panel_tiles<W4A16Tile<true>>(w, x, n, p0, p1, y);
 }
 
 // Bit-identical to the reference: amax, inv = 127 / amax, round-to-nearest-even of x*inv.
-void quantize_act(const float* x, const QA& a, int64_t t0, int64_t t1) {
+void quantize_act(const float* x, const QuantizedActivations& a, int64_t t0, int64_t t1) {
   const int32_t G = a.group;
   const int64_t nb = a.k / G;
   const __m256 sign = _mm256_set1_ps(-0.0f);

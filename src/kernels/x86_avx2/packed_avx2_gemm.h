@@ -1,6 +1,12 @@
-// AVX2 int8 prefill GEMM (n > 1 tokens) over the packed layout of quant/packed.h, shared by
-// packed_avx2.cpp (plain AVX2: maddubs) and packed_avxvnni.cpp (AVX-VNNI: vpdpbusd). The
-// decode GEMV (n = 1) stays in packed_avx2_tiles.h.
+// AVX2 int8 matmuls over the packed layout of quant/packed.h, shared by packed_avx2.cpp
+// (plain AVX2: maddubs) and packed_avxvnni.cpp (AVX-VNNI: vpdpbusd): the prefill GEMM and,
+// with a tile of one token, the decode GEMV. The loop nest around the tiles is
+// kernels/packed_blocking.h.
+//
+// Decode reads each 64-byte block once, whole (both half-panels), in storage order, and
+// prefetches PackedTiling::prefetch_bytes ahead: measured on the Zen 3 against the earlier
+// half-panel GEMV (rows 0-7 over all of K, then rows 8-15): +12% tokens/s from the single
+// pass, +15% more from the prefetch (1.54B W4A8 g128, 2 threads).
 //
 // Register tile: T <= 4 tokens x one whole 16-row panel. A 64-byte code block (8 k) is two
 // ymm halves, rows 0-7 and rows 8-15 (8 int32 lanes = 8 rows x 4 consecutive k); each half
@@ -25,6 +31,7 @@
 // round is one 64-byte block (2 maddubs per lane) before the widening madd.
 #pragma once
 
+#include "kernels/packed_blocking.h"
 #include "kernels/x86_avx2/packed_avx2_tiles.h"
 
 namespace edge {
@@ -33,7 +40,6 @@ namespace {
 // Tokens per register tile: 4 x 2 accumulators + 2 unpacked halves + broadcast + product +
 // nibble mask = 13 of the 16 ymm registers (6 tokens measured within 1%, with spills).
 constexpr int kGemmTokens = 4;
-static_assert(kGemmTokens == 4, "the tail dispatch below handles 1..3 leftover tokens");
 
 // One 4-k step: the two weight halves (u8 codes, 8 rows x 4 k each) against the activation
 // quads q[t * ld .. +3] of T tokens. s: s16 pairs (maddubs) or int32 (VNNI), [T][2 halves].
@@ -78,9 +84,18 @@ inline void w4_group_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], con
 }
 
 // y[t0 .. t0+T, rows of panel p] for W4 (sym or asym) or W6 with int8 activations.
-template <int G, int T, bool kAsym, bool kVnni, bool kW6 = false>
-void w4a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
-                    float* y) {
+template <int G, bool kAsym, bool kVnni, bool kW6>
+struct W4A8Gemm {
+  static constexpr int kTokens = kGemmTokens;
+  template <int T>
+  static void tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+                   float* y, int64_t pf);
+};
+
+template <int G, bool kAsym, bool kVnni, bool kW6>
+template <int T>
+void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const QuantizedActivations& a,
+                                          int64_t p, int64_t t0, float* y, int64_t pf) {
   constexpr int64_t cb = cell_bytes(
       kW6 ? PackedKind::kW6 : kAsym ? PackedKind::kW4Asym : PackedKind::kW4Sym, G);
   // 64-byte blocks (8 k) summed in s16 before widening (see the header comment).
@@ -92,6 +107,7 @@ void w4a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, in
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (int64_t g = 0; g < ng; ++g, c += cb, q += G) {
+    prefetch_ahead(c, pf, cb);
     __m256i d[T][2];
     for (int t = 0; t < T; ++t) d[t][0] = d[t][1] = _mm256_setzero_si256();
     for (int r = 0; r < G / 8; r += kRound) {
@@ -130,30 +146,10 @@ void w4a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, in
     for (int h = 0; h < 2; ++h) store_rows(y + (t0 + t) * w.n, p * 16 + h * 8, w.n, acc[t][h]);
 }
 
-// Panels [pb, pe) for one tile of T tokens.
-template <int G, int T, bool kAsym, bool kVnni, bool kW6>
-void w4a8_gemm_panels(const PackedMatrixView& w, const QuantizedActivations& a, int64_t pb,
-                      int64_t pe, int64_t t0, float* y) {
-  for (int64_t p = pb; p < pe; ++p) w4a8_gemm_tile<G, T, kAsym, kVnni, kW6>(w, a, p, t0, y);
-}
-
-// Cache blocking as in over_tiles: panels in blocks of ~256 KB stay in L2 while every token
-// tile of the call passes over them (a tile's activations, 4 x K bytes, stay in L1).
 template <int G, bool kAsym, bool kVnni, bool kW6 = false>
 void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
-  constexpr int64_t cb = cell_bytes(
-      kW6 ? PackedKind::kW6 : kAsym ? PackedKind::kW4Asym : PackedKind::kW4Sym, G);
-  const int64_t block = (256 << 10) / ((w.k / G) * cb) + 1;
-  for (int64_t pb = p0; pb < p1; pb += block) {
-    const int64_t pe = pb + block < p1 ? pb + block : p1;
-    int64_t t0 = 0;
-    for (; t0 + kGemmTokens <= a.n; t0 += kGemmTokens)
-      w4a8_gemm_panels<G, kGemmTokens, kAsym, kVnni, kW6>(w, a, pb, pe, t0, y);
-    if (a.n - t0 == 3) w4a8_gemm_panels<G, 3, kAsym, kVnni, kW6>(w, a, pb, pe, t0, y);
-    if (a.n - t0 == 2) w4a8_gemm_panels<G, 2, kAsym, kVnni, kW6>(w, a, pb, pe, t0, y);
-    if (a.n - t0 == 1) w4a8_gemm_panels<G, 1, kAsym, kVnni, kW6>(w, a, pb, pe, t0, y);
-  }
+  packed::over_panel_tiles<W4A8Gemm<G, kAsym, kVnni, kW6>>(w, a, a.n, p0, p1, y);
 }
 
 using A8Fn = void (*)(const PackedMatrixView&, const QuantizedActivations&, int64_t, int64_t,
@@ -167,10 +163,8 @@ A8Fn w4a8_gemm_for(const PackedMatrixView& w) {
       return asym ? w4a8_gemm<32, true, kVnni> : w4a8_gemm<32, false, kVnni>;
     case 64:
       return asym ? w4a8_gemm<64, true, kVnni> : w4a8_gemm<64, false, kVnni>;
-    case 128:
+    default:  // 128: the layout allows groups of 32, 64 and 128 only
       return asym ? w4a8_gemm<128, true, kVnni> : w4a8_gemm<128, false, kVnni>;
-    default:
-      return nullptr;
   }
 }
 
@@ -181,10 +175,8 @@ A8Fn w6a8_gemm_for(const PackedMatrixView& w) {
       return w4a8_gemm<32, false, kVnni, true>;
     case 64:
       return w4a8_gemm<64, false, kVnni, true>;
-    case 128:
+    default:  // 128: the layout allows groups of 32, 64 and 128 only
       return w4a8_gemm<128, false, kVnni, true>;
-    default:
-      return nullptr;
   }
 }
 
@@ -213,9 +205,18 @@ inline void w8_step(__m256i (&d)[T][2], __m256i v0, __m256i v1, const int8_t* q,
   }
 }
 
-template <int G, int T, bool kVnni>
-void w8a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
-                    float* y) {
+template <int G, bool kVnni>
+struct W8A8Gemm {
+  static constexpr int kTokens = kGemmTokens;
+  template <int T>
+  static void tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+                   float* y, int64_t pf);
+};
+
+template <int G, bool kVnni>
+template <int T>
+void W8A8Gemm<G, kVnni>::tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p,
+                              int64_t t0, float* y, int64_t pf) {
   constexpr int64_t cb = G * 16 + 64;
   const int64_t ng = w.k / G;
   const uint8_t* c = w.data + p * ng * cb;
@@ -223,6 +224,7 @@ void w8a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, in
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (int64_t g = 0; g < ng; ++g, c += cb, q += G) {
+    prefetch_ahead(c, pf, cb);
     __m256i d[T][2];
     for (int t = 0; t < T; ++t) d[t][0] = d[t][1] = _mm256_setzero_si256();
 #pragma GCC unroll 2
@@ -247,25 +249,10 @@ void w8a8_gemm_tile(const PackedMatrixView& w, const QuantizedActivations& a, in
     for (int h = 0; h < 2; ++h) store_rows(y + (t0 + t) * w.n, p * 16 + h * 8, w.n, acc[t][h]);
 }
 
-template <int G, int T, bool kVnni>
-void w8a8_gemm_panels(const PackedMatrixView& w, const QuantizedActivations& a, int64_t pb,
-                      int64_t pe, int64_t t0, float* y) {
-  for (int64_t p = pb; p < pe; ++p) w8a8_gemm_tile<G, T, kVnni>(w, a, p, t0, y);
-}
-
 template <int G, bool kVnni>
 void w8a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
-  const int64_t block = (256 << 10) / ((w.k / G) * (G * 16 + 64)) + 1;
-  for (int64_t pb = p0; pb < p1; pb += block) {
-    const int64_t pe = pb + block < p1 ? pb + block : p1;
-    int64_t t0 = 0;
-    for (; t0 + kGemmTokens <= a.n; t0 += kGemmTokens)
-      w8a8_gemm_panels<G, kGemmTokens, kVnni>(w, a, pb, pe, t0, y);
-    if (a.n - t0 == 3) w8a8_gemm_panels<G, 3, kVnni>(w, a, pb, pe, t0, y);
-    if (a.n - t0 == 2) w8a8_gemm_panels<G, 2, kVnni>(w, a, pb, pe, t0, y);
-    if (a.n - t0 == 1) w8a8_gemm_panels<G, 1, kVnni>(w, a, pb, pe, t0, y);
-  }
+  packed::over_panel_tiles<W8A8Gemm<G, kVnni>>(w, a, a.n, p0, p1, y);
 }
 
 template <bool kVnni>
@@ -275,36 +262,29 @@ A8Fn w8a8_gemm_for(const PackedMatrixView& w) {
       return w8a8_gemm<32, kVnni>;
     case 64:
       return w8a8_gemm<64, kVnni>;
-    case 128:
+    default:  // 128: the layout allows groups of 32, 64 and 128 only
       return w8a8_gemm<128, kVnni>;
-    default:
-      return nullptr;
   }
 }
 
-// ---- entries: the register-blocked GEMM for prefill, the GEMV tiles for decode -------
+// ---- entries: one register-blocked tile for prefill (4 tokens) and decode (1) ---------
+// The layout allows groups of 32, 64 and 128 only (quant/packed.h), all instantiated.
 template <bool kVnni>
 void w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
            float* y) {
-  if (a.n > 1)
-    if (A8Fn fn = w8a8_gemm_for<kVnni>(w)) return fn(w, a, p0, p1, y);
-  w8_a8_tiles<kVnni>(w, a, p0, p1, y);
+  w8a8_gemm_for<kVnni>(w)(w, a, p0, p1, y);
 }
 
 template <bool kVnni>
 void w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
            float* y) {
-  if (a.n > 1)
-    if (A8Fn fn = w4a8_gemm_for<kVnni>(w)) return fn(w, a, p0, p1, y);
-  w4_a8_tiles<kVnni>(w, a, p0, p1, y);
+  w4a8_gemm_for<kVnni>(w)(w, a, p0, p1, y);
 }
 
 template <bool kVnni>
 void w6_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
            float* y) {
-  if (a.n > 1)
-    if (A8Fn fn = w6a8_gemm_for<kVnni>(w)) return fn(w, a, p0, p1, y);
-  w6_a8_tiles<kVnni>(w, a, p0, p1, y);
+  w6a8_gemm_for<kVnni>(w)(w, a, p0, p1, y);
 }
 
 }  // namespace
