@@ -10,7 +10,8 @@
 //   W6A8  the W4A8 GEMM block (also for one token) with the top 2 bits of each code or-ed
 //         in from the high plane (one zmm per 16 k), offset 32; W6A16 is the reference's
 //         (or AVX2's, borrowed by the dispatch).
-// Prefill keeps each loaded code block in registers across a tile of up to 8 tokens.
+// Prefill keeps each loaded code block in registers across a tile of up to 8 tokens; the
+// loop nest around the tiles (cache blocks of panels, token tiles) is kernels/packed_blocking.h.
 //
 // This file is compiled with AVX-512 flags: it must not instantiate inline functions or
 // templates shared with portable code (the linker could keep this copy for everyone), so
@@ -21,6 +22,7 @@
 #include <cstring>
 
 #include "kernels/packed_api.h"
+#include "kernels/packed_blocking.h"
 
 namespace edge {
 namespace {
@@ -186,36 +188,25 @@ void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_
       _mm512_mask_storeu_ps(y + (t0 + t) * w.n + (p + i) * 16, row_mask(w, p + i), acc[i][t]);
 }
 
-// Panel pairs over one token tile of T tokens.
-template <int G, int T, bool kAsym, bool kW6>
-void w4a8_tile_panels(const PackedMatrixView& w, const QuantizedActivations& a, int64_t pb,
-                      int64_t pe, int64_t t0, float* y) {
-  int64_t p = pb;
-  for (; p + 2 <= pe; p += 2) w4a8_block<G, 2, T, kAsym, kW6>(w, a, p, t0, y);
-  if (p < pe) w4a8_block<G, 1, T, kAsym, kW6>(w, a, p, t0, y);
-}
+// The register tile for packed_blocking.h: panel pairs [pb, pe) x T tokens.
+template <int G, bool kAsym, bool kW6>
+struct W4A8Blocks {
+  static constexpr int kTokens = kMaxTile;
+  const PackedMatrixView& w;
+  const QuantizedActivations& a;
+  float* y;
+  template <int T>
+  void run(int64_t pb, int64_t pe, int64_t t0) const {
+    int64_t p = pb;
+    for (; p + 2 <= pe; p += 2) w4a8_block<G, 2, T, kAsym, kW6>(w, a, p, t0, y);
+    if (p < pe) w4a8_block<G, 1, T, kAsym, kW6>(w, a, p, t0, y);
+  }
+};
 
-// Cache blocking as in over_tiles: ~256 KB of panels stay in L2 across all token tiles.
 template <int G, bool kAsym, bool kW6 = false>
 void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
-  constexpr int64_t cb = cell_bytes(a8_kind(kAsym, kW6), G);
-  const int64_t block = (256 << 10) / ((w.k / G) * cb) + 1;
-  for (int64_t pb = p0; pb < p1; pb += block) {
-    const int64_t pe = pb + block < p1 ? pb + block : p1;
-    int64_t t0 = 0;
-    for (; t0 + 8 <= a.n; t0 += 8) w4a8_tile_panels<G, 8, kAsym, kW6>(w, a, pb, pe, t0, y);
-    switch (a.n - t0) {
-      case 1: w4a8_tile_panels<G, 1, kAsym, kW6>(w, a, pb, pe, t0, y); break;
-      case 2: w4a8_tile_panels<G, 2, kAsym, kW6>(w, a, pb, pe, t0, y); break;
-      case 3: w4a8_tile_panels<G, 3, kAsym, kW6>(w, a, pb, pe, t0, y); break;
-      case 4: w4a8_tile_panels<G, 4, kAsym, kW6>(w, a, pb, pe, t0, y); break;
-      case 5: w4a8_tile_panels<G, 5, kAsym, kW6>(w, a, pb, pe, t0, y); break;
-      case 6: w4a8_tile_panels<G, 6, kAsym, kW6>(w, a, pb, pe, t0, y); break;
-      case 7: w4a8_tile_panels<G, 7, kAsym, kW6>(w, a, pb, pe, t0, y); break;
-      default: break;
-    }
-  }
+  packed::over_panels(W4A8Blocks<G, kAsym, kW6>{w, a, y}, w, a.n, p0, p1);
 }
 
 // W6 with int8 activations: the GEMM block for any number of tokens (a GEMV at n = 1).
@@ -239,9 +230,17 @@ A8Fn w4a8_gemm_for(const PackedMatrixView& w) {
 }
 
 // ---- W8A8 -------------------------------------------------------------------------
+// (Tiles without prefetch: no AVX-512 machine was at hand to measure one.)
+struct W8A8Tile {
+  static constexpr int kTokens = kMaxTile;
+  template <int T>
+  static void tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+                   float* y, int64_t /*pf*/);
+};
+
 template <int T>
-void w8a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
-               float* y) {
+void W8A8Tile::tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+                    float* y, int64_t) {
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
@@ -285,8 +284,18 @@ void w8a8_tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
 // ---- W4A16 ------------------------------------------------------------------------
 // Sym: the table holds code - 8 and the row scale is applied once per group (acc_g).
 // Asym: w = code * scale + min is formed in registers and accumulated directly.
-template <int T, bool kAsym>
-void w4a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0, float* y) {
+template <bool kAsym>
+struct W4A16Tile {
+  static constexpr int kTokens = kMaxTile;
+  template <int T>
+  static void tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0, float* y,
+                   int64_t /*pf*/);
+};
+
+template <bool kAsym>
+template <int T>
+void W4A16Tile<kAsym>::tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0,
+                            float* y, int64_t) {
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
@@ -341,8 +350,16 @@ void w4a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0
 }
 
 // ---- W8A16 ------------------------------------------------------------------------
+struct W8A16Tile {
+  static constexpr int kTokens = kMaxTile;
+  template <int T>
+  static void tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0, float* y,
+                   int64_t /*pf*/);
+};
+
 template <int T>
-void w8a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0, float* y) {
+void W8A16Tile::tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0, float* y,
+                     int64_t) {
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
@@ -375,76 +392,7 @@ void w8a16_tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.n + p * 16, m, acc[t]);
 }
 
-// ---- drivers: panels outer (the panel stays in L1/L2), token tiles inner ----------
-// Panels in blocks of ~256 KB of weights: within a block, token tiles outer and panels
-// inner, so the block stays in L2 while each tile's activations (up to kMaxTile rows of K)
-// are read once per block rather than once per panel (f32 activations of 64 tokens x
-// K = 6144 are 1.5 MB: per-panel re-reads would come from L3).
-template <template <int> class Op, typename... Args>
-void over_tiles(int64_t n, int64_t p0, int64_t p1, const PackedMatrixView& w, Args&... args) {
-  const int64_t panel_bytes = (w.k / w.fmt.group) * cell_bytes(w.fmt.kind, w.fmt.group);
-  const int64_t block = n <= kMaxTile ? p1 - p0 : (256 << 10) / panel_bytes + 1;
-  for (int64_t pb = p0; pb < p1; pb += block) {
-    const int64_t pe = pb + block < p1 ? pb + block : p1;
-    for (int64_t t0 = 0; t0 < n; t0 += kMaxTile) {
-      for (int64_t p = pb; p < pe; ++p) {
-        switch (n - t0 < kMaxTile ? n - t0 : kMaxTile) {
-          case 1:
-            Op<1>::run(p, t0, w, args...);
-            break;
-          case 2:
-            Op<2>::run(p, t0, w, args...);
-            break;
-          case 3:
-            Op<3>::run(p, t0, w, args...);
-            break;
-          case 4:
-            Op<4>::run(p, t0, w, args...);
-            break;
-          case 5:
-            Op<5>::run(p, t0, w, args...);
-            break;
-          case 6:
-            Op<6>::run(p, t0, w, args...);
-            break;
-          case 7:
-            Op<7>::run(p, t0, w, args...);
-            break;
-          default:
-            Op<kMaxTile>::run(p, t0, w, args...);
-            break;
-        }
-      }
-    }
-  }
-}
-
-template <int T>
-struct W8A8 {
-  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const QuantizedActivations& a,
-                  float* y) {
-    w8a8_tile<T>(w, a, p, t0, y);
-  }
-};
-template <int T>
-struct W4A16Sym {
-  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) {
-    w4a16_tile<T, false>(w, x, p, t0, y);
-  }
-};
-template <int T>
-struct W4A16Asym {
-  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) {
-    w4a16_tile<T, true>(w, x, p, t0, y);
-  }
-};
-template <int T>
-struct W8A16 {
-  static void run(int64_t p, int64_t t0, const PackedMatrixView& w, const float* x, float* y) {
-    w8a16_tile<T>(w, x, p, t0, y);
-  }
-};
-
+// ---- entries: the loop nest is kernels/packed_blocking.h ---------------------------
 void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                   float* y) {
   if (A8Fn fn = a.n == 1 ? w4a8_gemv_for(w) : w4a8_gemm_for(w)) return fn(w, a, p0, p1, y);
@@ -453,20 +401,20 @@ void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int6
 
 void matmul_w8_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                   float* y) {
-  over_tiles<W8A8>(a.n, p0, p1, w, a, y);
+  packed::over_panel_tiles<W8A8Tile>(w, a, a.n, p0, p1, y);
 }
 
 void matmul_w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
                    float* y) {
   if (w.fmt.kind == PackedKind::kW4Asym)
-    over_tiles<W4A16Asym>(n, p0, p1, w, x, y);
+    packed::over_panel_tiles<W4A16Tile<true>>(w, x, n, p0, p1, y);
   else
-    over_tiles<W4A16Sym>(n, p0, p1, w, x, y);
+    packed::over_panel_tiles<W4A16Tile<false>>(w, x, n, p0, p1, y);
 }
 
 void matmul_w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
                    float* y) {
-  over_tiles<W8A16>(n, p0, p1, w, x, y);
+  packed::over_panel_tiles<W8A16Tile>(w, x, n, p0, p1, y);
 }
 
 // Bit-identical to the reference: amax, inv = 127 / amax, round-to-nearest-even of x*inv.
