@@ -10,6 +10,7 @@
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
 #include "formats/llama2c.h"
+#include "quant/packed.h"
 #include "model_info.h"
 
 namespace edge::cli {
@@ -40,14 +41,16 @@ void print_tensors(const TensorSet& tensors) {
   uint64_t total = 0;
   std::printf("tensors (%zu):\n", tensors.size());
   for (const TensorView& t : tensors.all()) {
-    std::printf("  %-40s %-6s %s\n", t.name.c_str(), dtype_name(t.dtype), t.shape_string().c_str());
+    PackedFormat pf;
+    const std::string type = packed_format_of(t.dtype, &pf) ? pf.name() : dtype_name(t.dtype);
+    std::printf("  %-40s %-6s %s\n", t.name.c_str(), type.c_str(), t.shape_string().c_str());
     total += t.nbytes;
   }
   std::printf("tensor bytes: %llu (%.1f MiB)\n", static_cast<unsigned long long>(total), total / 1048576.0);
 }
 
 int inspect_gguf(const std::string& path) {
-  auto g = GgufFile::open(path);
+  auto g = GgufFile::open(path, packed_gguf_types());  // our pre-packed files too
   if (!g) return report_error(g.status());
   std::printf("format: GGUF v%u (alignment %llu)\n", g->version(), static_cast<unsigned long long>(g->alignment()));
   std::printf("metadata (%zu):\n", g->metadata().size());

@@ -110,6 +110,17 @@ TEST(Cli, InspectNamesArchitectureAndTensors) {
   EXPECT_NE(r.out.find("blk.1.attn_q.weight"), std::string::npos);
 }
 
+// Our own pre-packed GGUF (type ids 1000+) inspects like any other.
+TEST(Cli, InspectReadsAPrePackedFile) {
+  const std::string packed = tmp_dir() + "/inspect_w4a8.gguf";
+  ASSERT_EQ(run("quantize --type w4a8 " + small_llama() + " " + packed).code, 0);
+  RunResult r = run("inspect " + packed);
+  std::remove(packed.c_str());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("blk.1.attn_q.weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("w4s_g128"), std::string::npos) << r.out;
+}
+
 // --- bad input: a clear error naming the problem, non-zero exit, no crash -----------
 
 void expect_clean_failure(const RunResult& r, const std::string& must_mention) {
