@@ -28,6 +28,7 @@ namespace {
 void store_pair(const PackedMatrixView& w, int64_t p, int64_t t0, int64_t t1, const float32x4_t* y,
                 float* out) {
   float rows[2][16];
+#pragma GCC unroll 16
   for (int q = 0; q < 4; ++q) {
     vst1q_f32(rows[0] + 4 * q, vuzp1q_f32(y[2 * q], y[2 * q + 1]));
     vst1q_f32(rows[1] + 4 * q, vuzp2q_f32(y[2 * q], y[2 * q + 1]));
@@ -56,25 +57,32 @@ struct MmlaTile {
     const int64_t ng = w.k / G, cb = packed_cell_bytes(K, G);
     const int64_t soff = arm_packed::scale_offset(K, G);
     int64_t tok[kPairs][2];  // the pair's tokens (the second = the first when T is odd)
+#pragma GCC unroll 16
     for (int u = 0; u < kPairs; ++u) {
       tok[u][0] = t0 + 2 * u;
       tok[u][1] = 2 * u + 1 < T ? t0 + 2 * u + 1 : t0 + 2 * u;
     }
     for (int64_t p = pb; p < pe; ++p) {
       float32x4_t yt[kPairs][8];
+#pragma GCC unroll 16
       for (auto& yu : yt)
+#pragma GCC unroll 16
         for (float32x4_t& v : yu) v = vdupq_n_f32(0.0f);
       for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* cell = w.data + (p * ng + g) * cb;
         if (ahead > 0) arm_packed::prefetch_cell(cell, cb, ahead);
         int32x4_t acc[kPairs][8];
+#pragma GCC unroll 16
         for (auto& au : acc)
+#pragma GCC unroll 16
           for (int32x4_t& v : au) v = vdupq_n_s32(0);
         for (int c = 0; c < G / 8; ++c) {  // k = 8c .. 8c+7
           int8x16_t act[kPairs];
+#pragma GCC unroll 16
           for (int u = 0; u < kPairs; ++u)
             act[u] = vcombine_s8(vld1_s8(a.q + tok[u][0] * a.k + g * G + 8 * c),
                                  vld1_s8(a.q + tok[u][1] * a.k + g * G + 8 * c));
+#pragma GCC unroll 16
           for (int q = 0; q < 4; ++q) {
             uint8x16_t pl[2];
             if constexpr (K == PackedKind::kW8) {
@@ -86,14 +94,17 @@ struct MmlaTile {
             const int32x4_t lo = vreinterpretq_s32_u8(pl[0]), hi = vreinterpretq_s32_u8(pl[1]);
             const int8x16_t r01 = vreinterpretq_s8_s32(vzip1q_s32(lo, hi));
             const int8x16_t r23 = vreinterpretq_s8_s32(vzip2q_s32(lo, hi));
+#pragma GCC unroll 16
             for (int u = 0; u < kPairs; ++u) {
               acc[u][2 * q] = vmmlaq_s32(acc[u][2 * q], r01, act[u]);
               acc[u][2 * q + 1] = vmmlaq_s32(acc[u][2 * q + 1], r23, act[u]);
             }
           }
         }
+#pragma GCC unroll 16
         for (int u = 0; u < kPairs; ++u) combine<K>(cell, soff, g, ng, tok[u], acc[u], yt[u]);
       }
+#pragma GCC unroll 16
       for (int u = 0; u < kPairs; ++u) store_pair(w, p, tok[u][0], tok[u][1], yt[u], y);
     }
   }
@@ -110,9 +121,11 @@ struct MmlaTile {
                              a.sums[tok[0] * ng + g], a.sums[tok[1] * ng + g]};
     const float32x4_t sa = vld1q_f32(sa_l);
     const int32x4_t qsum = vld1q_s32(qs_l);
+#pragma GCC unroll 16
     for (int q = 0; q < 4; ++q) {
       const float32x4_t s4 = arm_packed::halves4(cell, soff, q);
       const float32x4_t s[2] = {vzip1q_f32(s4, s4), vzip2q_f32(s4, s4)};  // [r r r+1 r+1]
+#pragma GCC unroll 16
       for (int h = 0; h < 2; ++h) {
         int32x4_t d = acc[2 * q + h];
         if constexpr (arm_packed::offset(K) != 0)

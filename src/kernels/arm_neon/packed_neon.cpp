@@ -34,6 +34,7 @@ void quantize_act(const float* x, const QuantizedActivations& a, int64_t t0, int
       int32x4_t sum = vdupq_n_s32(0);
       for (int i = 0; i < a.group; i += 8) {
         int32x4_t q[2];
+#pragma GCC unroll 16
         for (int h = 0; h < 2; ++h) {
           const float32x4_t v = vrndnq_f32(vmulq_n_f32(vld1q_f32(xb + i + 4 * h), inv));
           q[h] = vcvtq_s32_f32(vminq_f32(hi, vmaxq_f32(lo, v)));
@@ -86,26 +87,35 @@ struct A16Tile {
     const uint8x16_t perm = vld1q_u8(kPerm);
     for (int64_t p = pb; p < pe; ++p) {
       float32x4_t y16[T][4];
+#pragma GCC unroll 16
       for (auto& yt : y16)
+#pragma GCC unroll 16
         for (float32x4_t& v : yt) v = vdupq_n_f32(0.0f);
       for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* cell = w.data + (p * ng + g) * cb;
         if (ahead > 0) arm_packed::prefetch_cell(cell, cb, ahead);
         const float* xg[T];
+#pragma GCC unroll 16
         for (int t = 0; t < T; ++t) xg[t] = x + (t0 + t) * w.k + g * G;
         float32x4_t dot[T][4];
+#pragma GCC unroll 16
         for (auto& dt : dot)
+#pragma GCC unroll 16
           for (float32x4_t& v : dt) v = vdupq_n_f32(0.0f);
         for (int b = 0; b < G / (4 * kP); ++b)
+#pragma GCC unroll 16
           for (int q = 0; q < 4; ++q) {
             uint8x16_t c[kP];
             arm_packed::quarter<K>(cell, G, b, q, c);
+#pragma GCC unroll 16
             for (int h = 0; h < kP; ++h) {
               const int8x16_t ck = by_k(c[h], off, perm);
+#pragma GCC unroll 16
               for (int t = 0; t < T; ++t)
                 fma_by_k(ck, vld1q_f32(xg[t] + 4 * (kP * b + h)), dot[t][q]);
             }
           }
+#pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {
           float xsum = 0.0f;
           if constexpr (K == PackedKind::kW4Asym) {
@@ -113,6 +123,7 @@ struct A16Tile {
             for (int i = 0; i < G; i += 4) xs = vaddq_f32(xs, vld1q_f32(xg[t] + i));
             xsum = vaddvq_f32(xs);
           }
+#pragma GCC unroll 16
           for (int q = 0; q < 4; ++q) {
             y16[t][q] = vfmaq_f32(y16[t][q], dot[t][q], arm_packed::halves4(cell, soff, q));
             if constexpr (K == PackedKind::kW4Asym)
@@ -120,6 +131,7 @@ struct A16Tile {
           }
         }
       }
+#pragma GCC unroll 16
       for (int t = 0; t < T; ++t) store_panel(w, p, t0 + t, y16[t], y);
     }
   }

@@ -134,31 +134,43 @@ struct RowA8Tile {
     const int64_t ng = w.k / G, cb = packed_cell_bytes(K, G), soff = scale_offset(K, G);
     for (int64_t p = pb; p < pe; ++p) {
       float32x4_t y16[T][4];
+#pragma GCC unroll 16
       for (auto& yt : y16)
+#pragma GCC unroll 16
         for (float32x4_t& v : yt) v = vdupq_n_f32(0.0f);
       for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* cell = w.data + (p * ng + g) * cb;
         if (ahead > 0) prefetch_cell(cell, cb, ahead);
         typename Dot::Acc acc[T][4];
+#pragma GCC unroll 16
         for (auto& at : acc)
+#pragma GCC unroll 16
           for (auto& v : at) v = Dot::zero();
         for (int b = 0; b < G / (4 * kP); ++b) {
           int8x16_t act[T][kP];
+#pragma GCC unroll 16
           for (int t = 0; t < T; ++t)
+#pragma GCC unroll 16
             for (int h = 0; h < kP; ++h)
               act[t][h] = broadcast4(a.q + (t0 + t) * a.k + g * G + 4 * (kP * b + h));
+#pragma GCC unroll 16
           for (int q = 0; q < 4; ++q) {
             uint8x16_t c[kP];
             quarter<K>(cell, G, b, q, c);
+#pragma GCC unroll 16
             for (int h = 0; h < kP; ++h)
+#pragma GCC unroll 16
               for (int t = 0; t < T; ++t) Dot::add(acc[t][q], vreinterpretq_s8_u8(c[h]), act[t][h]);
           }
         }
+#pragma GCC unroll 16
         for (int t = 0; t < T; ++t)
+#pragma GCC unroll 16
           for (int q = 0; q < 4; ++q)
             combine_a8<K>(cell, soff, q, Dot::sum(acc[t][q]), a.scales[(t0 + t) * ng + g],
                           a.sums[(t0 + t) * ng + g], y16[t][q]);
       }
+#pragma GCC unroll 16
       for (int t = 0; t < T; ++t) neon::store_panel(w, p, t0 + t, y16[t], y);
     }
   }
