@@ -74,12 +74,14 @@ class ServerClient {
   // named) otherwise. Seen running and then gone without a pause: it ended first (more
   // choices or tokens are needed to fill the socket buffers), no need to wait longer.
   int stalled_stream(Running& c) {
+    // On a fast machine a short stream can run and finish between two polls, so "ended"
+    // is also told by the generated-token counter having moved with nothing in flight. The
+    // counter is read before the request is sent: read after, it may already include the
+    // whole stream (then nothing would ever move and the probe would wait out its timeout).
+    const double generated_before = metric("edge_generated_tokens_total");
     const int fd = open_stream(8192);
     if (!c.expect(fd >= 0, "cannot connect")) return -1;
     const auto t0 = Clock::now();
-    // On a fast machine a short stream can run and finish between two polls, so "ended"
-    // is also told by the generated-token counter having moved with nothing in flight.
-    const double generated_before = metric("edge_generated_tokens_total");
     bool seen_running = false, ended = false;
     eventually([&] {
       if (metric("edge_requests_paused") > 0) return true;

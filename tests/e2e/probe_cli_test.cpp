@@ -62,7 +62,8 @@ TEST(ProbeCli, ServerProbeOverHttp) {
   ASSERT_NE(find_check(j, "server.saturation"), nullptr);
   EXPECT_EQ((*find_check(j, "server.saturation"))["result"], "fail");
   EXPECT_NE((*find_check(j, "server.saturation"))["detail"].get<std::string>().find("ended before"),
-            std::string::npos);
+            std::string::npos)
+      << r.out;
 
   r = run_command(std::string(EDGE_BINARY) + " probe --server " + server.url());
   EXPECT_EQ(r.code, 0) << r.out;
