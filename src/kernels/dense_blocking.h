@@ -6,7 +6,6 @@
 //
 //   struct Tile {
 //     static constexpr int kTokens;         // widest token count of a register tile
-//     static constexpr int64_t kL2Bytes;    // activation bytes a token block may hold
 //     template <int R, int T>               // y[t, r] for R weight rows x T tokens
 //     static void run(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out);
 //   };
@@ -16,6 +15,8 @@
 
 #include <algorithm>
 #include <cstdint>
+
+#include "kernels/packed_api.h"
 
 namespace edge::dense {
 
@@ -44,7 +45,9 @@ template <class Tile>
 void matmul_rows(const float* x, int64_t n, int64_t in, const uint8_t* w, uint64_t w_row_bytes,
                  int64_t out, int64_t r0, int64_t r1, float* y, float* /*scratch*/) {
   constexpr int kT = Tile::kTokens;
-  const int64_t tb = std::max<int64_t>(kT, Tile::kL2Bytes / (in * 4) / kT * kT);
+  // A token block's activations [tb, in] f32 fill the same budget as a packed matmul's
+  // cache block: half a core's L2, read from the CPU (kernels/packed_api.h PackedTiling).
+  const int64_t tb = std::max<int64_t>(kT, packed_tiling().block_bytes / (in * 4) / kT * kT);
   for (int64_t b0 = 0; b0 < n; b0 += tb) {
     const int64_t b1 = std::min(n, b0 + tb);
     int64_t r = r0;

@@ -156,6 +156,9 @@ std::vector<Case> cases() {
       out.push_back({kind, g, 40, 3 * g});    // 2.5 panels, 3 groups
       out.push_back({kind, g, 33, 2 * 128});  // one row in the last panel
       out.push_back({kind, g, 64, g == 128 ? 512 : 160 * (g / 32)});
+      // Many groups (K = 1280: 40, 20 or 10), a token tile crossing several rounds and
+      // cache-block panels, and a last panel with 7 of its 16 rows.
+      out.push_back({kind, g, 23, 1280});
     }
   return out;
 }

@@ -54,7 +54,7 @@ struct MmlaTile {
   void panels(int64_t pb, int64_t pe, int64_t t0) const {
     constexpr int kPairs = (T + 1) / 2;
     const int32_t G = w.fmt.group;
-    const int64_t ng = w.k / G, cb = packed_cell_bytes(K, G);
+    const int64_t ng = w.k / G, cb = arm_packed::cell_bytes(K, G);
     const int64_t soff = arm_packed::scale_offset(K, G);
     int64_t tok[kPairs][2];  // the pair's tokens (the second = the first when T is odd)
 #pragma GCC unroll 16

@@ -80,7 +80,7 @@ struct A16Tile {
   void panels(int64_t pb, int64_t pe, int64_t t0) const {
     constexpr int kP = arm_packed::planes(K);
     const int32_t G = w.fmt.group;
-    const int64_t ng = w.k / G, cb = packed_cell_bytes(K, G);
+    const int64_t ng = w.k / G, cb = arm_packed::cell_bytes(K, G);
     const int64_t soff = arm_packed::scale_offset(K, G);
     const int8x16_t off = vdupq_n_s8(static_cast<int8_t>(arm_packed::offset(K)));
     static constexpr uint8_t kPerm[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};

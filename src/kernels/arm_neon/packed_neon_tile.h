@@ -23,6 +23,16 @@ namespace edge {
 namespace {
 namespace arm_packed {
 
+// Bytes of a (panel, group) cell: packed_api.h's packed_cell_bytes spelled out here, so a
+// call at run time (a run-time group) uses this file's internal copy, never one emitted
+// out of line by another ISA's file (as x86_avx2/packed_avx2_tiles.h does).
+constexpr int64_t cell_bytes(PackedKind kind, int32_t group) {
+  return kind == PackedKind::kW8       ? int64_t{group} * 16 + 64
+         : kind == PackedKind::kW4Asym ? int64_t{group} * 8 + 64
+         : kind == PackedKind::kW6     ? int64_t{group} * 12 + 32
+                                       : int64_t{group} * 8 + 32;
+}
+
 // Byte offset of the 16 fp16 scales in a cell of `kind` (mins follow at +32 for W4 asym).
 constexpr int64_t scale_offset(PackedKind kind, int32_t group) {
   return kind == PackedKind::kW8   ? int64_t{group} * 16
@@ -131,7 +141,7 @@ struct RowA8Tile {
   void panels(int64_t pb, int64_t pe, int64_t t0) const {
     constexpr int kP = planes(K);
     const int32_t G = w.fmt.group;
-    const int64_t ng = w.k / G, cb = packed_cell_bytes(K, G), soff = scale_offset(K, G);
+    const int64_t ng = w.k / G, cb = cell_bytes(K, G), soff = scale_offset(K, G);
     for (int64_t p = pb; p < pe; ++p) {
       float32x4_t y16[T][4];
 #pragma GCC unroll 16

@@ -107,11 +107,10 @@ void mm_tile(const float* x, int64_t in, const uint8_t* const* w, float* y, int6
 }
 
 // The register tile the shared loop nest (kernels/dense_blocking.h) runs; 6 tokens x 4 rows:
-// 24 zmm accumulators, the x rows of a token block (~384 KiB) stay in L2.
+// 24 zmm accumulators, the x rows of a token block (half the L2) stay there.
 template <int K>
 struct Tile {
   static constexpr int kTokens = 6;
-  static constexpr int64_t kL2Bytes = 393216;
   template <int R, int T>
   static void run(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out) {
     mm_tile<K, R, T>(x, in, w, y, out);
