@@ -87,8 +87,14 @@ class ForwardPass {
   // bidirectional spans need their queries to see keys ahead of them.
   void plan_attention(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
   void attention_block(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
-  void store_kv(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
+  // Writes the K/V rows of the step's tokens [t0, t1) into their cache slots.
+  void store_kv(int layer, std::span<const SeqStep> seqs, KvStorage& kv, int64_t t0, int64_t t1);
   void ffn_block(int layer);
+  void residual_add(const float* post_norm);
+  // Runs fn(t0, t1) over the step's token rows [0, n_): split over the pool when the step
+  // has enough tokens to repay a fork/join (prefill), on this thread otherwise (decode).
+  template <class Fn>
+  void for_token_rows(Fn&& fn);
   void compute_logits(std::span<const SeqStep> seqs);
 
   const Model* model_;
@@ -96,6 +102,7 @@ class ForwardPass {
   int64_t max_tokens_ = 0;
   int64_t n_ = 0;               // tokens in the current step
   std::vector<int64_t> pos_;    // [max_tokens] position of each token of the step
+  std::vector<int32_t> seq_of_;  // [max_tokens] index into the step's seqs of each token
   ScratchVector x_;             // [n, n_embd] residual stream
   ScratchVector xn_;            // [n, n_embd] normed input / block output
   ScratchVector q_;             // [n, q_dim]
