@@ -15,7 +15,8 @@ void register_devices(CLI::App& app, Context& ctx) {
     const CpuInfo& cpu = cpu_info();
     std::printf("threads: %d by default (%zu allowed CPUs on %d cores)\n", ThreadPool::default_threads(),
                 cpu.allowed_cpus.size(), cpu.physical_cores);
-    std::printf("caches: %s\n", cpu.caches.to_string().c_str());
+    std::printf("caches: %s%s\n", cpu.caches.to_string().c_str(),
+                cpu.caches_from_cpuid ? " (from cpuid: sysfs has no cache entries)" : "");
     std::printf("%s\n", packed_kernels_description().c_str());
     ctx.exit_code = 0;
   });

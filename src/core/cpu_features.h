@@ -14,6 +14,13 @@ namespace edge {
 // "asimd", "asimddp", "i8mm", "sve", "fphp", "asimdhp", "bf16").
 void detect_isa_features(std::vector<std::string>* features);
 
+struct CacheSizes;
+
+// The data caches as the CPU itself describes them (x86: cpuid's deterministic cache
+// parameters, leaf 4 on Intel, 0x8000001D on AMD), for machines whose sysfs has no cache
+// entries (some VMs); *sizes is left as it is where the CPU says nothing (aarch64 here).
+void cpu_cache_sizes(CacheSizes* sizes);
+
 // The EDGE_MAX_ISA classes this architecture knows, e.g. "scalar, avx2, avxvnni, ...".
 const char* isa_class_names();
 

@@ -33,6 +33,8 @@ void detect_isa_features(std::vector<std::string>* features) {
     if (f.word & f.bit) features->emplace_back(f.name);
 }
 
+void cpu_cache_sizes(CacheSizes*) {}  // sysfs is the source on aarch64
+
 const char* isa_class_names() { return "scalar, neon, dotprod, i8mm"; }
 
 void cpu_relax() { asm volatile("yield" ::: "memory"); }

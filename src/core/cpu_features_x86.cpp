@@ -1,8 +1,8 @@
 // x86 feature detection: the compiler's cpuid builtins (they also check, through xgetbv,
 // that the OS saves the AVX / AVX-512 register state). The only file outside the x86
 // kernel folders that asks the CPU anything.
+#include <cpuid.h>
 #include <immintrin.h>
-
 
 #include "core/cpu_features.h"
 #include "core/cpu_info.h"
@@ -29,6 +29,41 @@ void detect_isa_features(std::vector<std::string>* features) {
   EDGE_FEATURE("amx-int8")
   EDGE_FEATURE("amx-bf16")
 #undef EDGE_FEATURE
+}
+
+void cpu_cache_sizes(CacheSizes* sizes) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __cpuid(0, a, b, c, d);
+  const bool amd = b == 0x68747541;  // "Auth"enticAMD
+  const unsigned max_ext = __get_cpuid_max(0x80000000, nullptr);
+  const unsigned leaf = amd ? 0x8000001D : 4;
+  // Subleaf i of the deterministic leaf describes one cache: type in EAX[4:0] (0 ends the
+  // list, 2 = instruction), level in EAX[7:5]; size = ways x partitions x line x sets,
+  // each stored minus one.
+  if ((amd ? max_ext : a) >= leaf) {
+    for (unsigned i = 0; i < 16; ++i) {
+      __cpuid_count(leaf, i, a, b, c, d);
+      const unsigned type = a & 0x1F, level = (a >> 5) & 0x7;
+      if (type == 0) break;
+      if (type == 2) continue;
+      const int64_t size = int64_t{((b >> 22) & 0x3FF) + 1} * (((b >> 12) & 0x3FF) + 1) *
+                           ((b & 0xFFF) + 1) * (int64_t{c} + 1);
+      if (level == 1) sizes->l1d = size;
+      if (level == 2) sizes->l2 = size;
+      if (level == 3) sizes->l3 = size;
+    }
+  }
+  // Some hypervisors (Firecracker) zero that leaf but pass the legacy ones through: the L2
+  // in KiB in 0x80000006 ECX[31:16] (AMD and Intel), the L1d in KiB in 0x80000005
+  // ECX[31:24] (AMD). Their L3 field is left out: VMs report the host's, often garbled.
+  if (sizes->l2 == 0 && max_ext >= 0x80000006) {
+    __cpuid(0x80000006, a, b, c, d);
+    sizes->l2 = int64_t{c >> 16} << 10;
+    if (amd && max_ext >= 0x80000005) {
+      __cpuid(0x80000005, a, b, c, d);
+      if (sizes->l1d == 0) sizes->l1d = int64_t{c >> 24} << 10;
+    }
+  }
 }
 
 const char* isa_class_names() { return "scalar, avx2, avxvnni, avx512, avx512vnni"; }

@@ -47,6 +47,10 @@ CpuInfo detect() {
   c.physical_cores = count_physical_cores("/sys/devices/system/cpu", c.allowed_cpus);
   c.caches =
       read_cache_sizes("/sys/devices/system/cpu", c.allowed_cpus.empty() ? 0 : c.allowed_cpus[0]);
+  if (c.caches.l1d == 0 && c.caches.l2 == 0 && c.caches.l3 == 0) {
+    cpu_cache_sizes(&c.caches);  // no sysfs cache entries (some VMs): ask the CPU
+    c.caches_from_cpuid = c.caches.l2 != 0;
+  }
   return c;
 }
 

@@ -24,8 +24,10 @@ struct CpuInfo {
   // The default thread count: a second hardware thread on a core shares its vector units
   // and its bandwidth, so it adds little to matmuls and costs a barrier participant.
   int physical_cores = 0;
-  // Caches of the first allowed CPU (sysfs cache/index*): what the tiling may assume.
+  // Caches of the first allowed CPU (sysfs cache/index*, else the CPU's own description,
+  // core/cpu_features.h): what the tiling may assume.
   CacheSizes caches;
+  bool caches_from_cpuid = false;     // sysfs had none; the sizes are cpuid's
   std::string capped_by;              // "EDGE_MAX_ISA=avx2" when features were hidden
   bool has(const std::string& feature) const;
   std::string features_string() const;  // "avx2 fma f16c ..."
