@@ -116,6 +116,11 @@ struct KernelTable {
   void (*mul)(float* a, const float* b, int64_t n) = nullptr;  // a *= b
   void (*add)(float* a, const float* b, int64_t n) = nullptr;  // a += b
   AttentionTasksFn attention = nullptr;
+  // kv_store_row() (above): one position's K or V row into the cache, as type t. The SIMD
+  // variants convert F16 with F16C and BF16 with integer rounding: the same bits as the
+  // reference for every non-NaN input (a NaN stays a NaN, its payload may differ).
+  void (*kv_store_row)(KvType t, const float* src, int32_t n_head_kv, int32_t head_dim,
+                       uint8_t* dst) = nullptr;
   // Packed weights (quant/packed.h) go through kernels/packed_api.h. With int8 activations
   // (W4A8 / W8A8) activations are quantised per row in blocks of the weight's group at run
   // time and the dot products are integer; otherwise activations stay F32 (W4A16).

@@ -36,6 +36,7 @@ const KernelTable& reference_kernels() {
     t.mul = ref::mul;
     t.add = ref::add;
     t.attention = ref::attention;
+    t.kv_store_row = kv_store_row;
     return t;
   }();
   return table;

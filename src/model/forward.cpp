@@ -183,14 +183,17 @@ void ForwardPass::store_kv(int layer, std::span<const SeqStep> seqs, KvStorage& 
   const KvLayout& l = kv.layout();
   const int g = l.layer_group[static_cast<size_t>(layer)];
   const int64_t bt = l.settings.block_tokens, kvd = c.kv_dim();
+  const auto store_row = model_->kernels().kv_store_row;
   for (int64_t t = t0; t < t1; ++t) {
     const SeqStep& s = seqs[static_cast<size_t>(seq_of_[static_cast<size_t>(t)])];
     const int64_t p = pos_[static_cast<size_t>(t)];
     const int32_t b = s.blocks[g][static_cast<size_t>(p / bt)];
     CHECK_MSG(b >= 0, "forward: a token's KV block was released");
     const int64_t off = (p % bt) * l.row_bytes;
-    kv_store_row(l.settings.type, k_.data() + t * kvd, c.n_head_kv, c.head_dim, kv.k_block(layer, b) + off);
-    kv_store_row(l.settings.type, v_.data() + t * kvd, c.n_head_kv, c.head_dim, kv.v_block(layer, b) + off);
+    store_row(l.settings.type, k_.data() + t * kvd, c.n_head_kv, c.head_dim,
+              kv.k_block(layer, b) + off);
+    store_row(l.settings.type, v_.data() + t * kvd, c.n_head_kv, c.head_dim,
+              kv.v_block(layer, b) + off);
   }
 }
 

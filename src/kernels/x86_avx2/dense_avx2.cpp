@@ -277,6 +277,43 @@ void gelu(float* x, int64_t n) {
   }
 }
 
+// F16 through F16C (round to nearest even, as the reference), BF16 by the reference's
+// integer rounding 8 lanes at a time (NaN lanes set to a quiet NaN); F32 and Q8 go to the
+// reference.
+void store_kv_row(KvType t, const float* src, int32_t n_head_kv, int32_t head_dim, uint8_t* dst) {
+  const int64_t n = static_cast<int64_t>(n_head_kv) * head_dim;
+  if (t != KvType::kF16 && t != KvType::kBF16)
+    return edge::kv_store_row(t, src, n_head_kv, head_dim, dst);
+  auto* d = reinterpret_cast<uint16_t*>(dst);
+  int64_t i = 0;
+  if (t == KvType::kF16) {
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  } else {
+    const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    for (; i + 8 <= n; i += 8) {
+      const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(src + i));
+      const __m256i r = _mm256_add_epi32(
+          u, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
+      const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+      const __m256i h = _mm256_blendv_epi8(
+          _mm256_srli_epi32(r, 16),
+          _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
+      // 8 x u32 (values < 2^16) -> 8 x u16: pack within lanes, then order the two halves.
+      const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_castsi256_si128(packed));
+    }
+  }
+  if (i < n)  // the tail (head_dim is a multiple of 8 in every model seen so far)
+    for (; i < n; ++i) {
+      uint16_t h;
+      edge::kv_store_row(t, src + i, 1, 1, reinterpret_cast<uint8_t*>(&h));
+      d[i] = h;
+    }
+}
+
 }  // namespace
 
 void install_dense_avx2(KernelTable* t) {
@@ -288,6 +325,7 @@ void install_dense_avx2(KernelTable* t) {
   t->softmax = softmax;
   t->silu = silu;
   t->gelu = gelu;
+  t->kv_store_row = store_kv_row;
 }
 
 }  // namespace edge

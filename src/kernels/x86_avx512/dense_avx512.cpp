@@ -249,6 +249,35 @@ void gelu(float* x, int64_t n) {
   }
 }
 
+// F16 through vcvtps2ph (round to nearest even, as the reference), BF16 by the reference's
+// integer rounding 16 lanes at a time (NaN lanes set to a quiet NaN; not vcvtneps2bf16,
+// which flushes subnormal inputs); masked tails. F32 and Q8 go to the reference.
+void store_kv_row(KvType t, const float* src, int32_t n_head_kv, int32_t head_dim, uint8_t* dst) {
+  const int64_t n = static_cast<int64_t>(n_head_kv) * head_dim;
+  if (t != KvType::kF16 && t != KvType::kBF16)
+    return edge::kv_store_row(t, src, n_head_kv, head_dim, dst);
+  auto* d = reinterpret_cast<uint16_t*>(dst);
+  const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 x = _mm512_maskz_loadu_ps(m, src + i);
+    __m256i h;
+    if (t == KvType::kF16) {
+      h = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT);
+    } else {
+      const __m512i u = _mm512_castps_si512(x);
+      const __m512i r = _mm512_add_epi32(
+          u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+      const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, abs_mask), inf);
+      const __m512i w = _mm512_mask_or_epi32(_mm512_srli_epi32(r, 16), nan,
+                                             _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+      h = _mm512_cvtepi32_epi16(w);
+    }
+    _mm256_mask_storeu_epi16(d + i, m, h);
+  }
+}
+
 }  // namespace
 
 void install_dense_avx512(KernelTable* t) {
@@ -260,6 +289,7 @@ void install_dense_avx512(KernelTable* t) {
   t->softmax = softmax;
   t->silu = silu;
   t->gelu = gelu;
+  t->kv_store_row = store_kv_row;
 }
 
 }  // namespace edge
