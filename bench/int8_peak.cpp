@@ -7,7 +7,9 @@
 // core's clock while it runs vector code. Peak: 8 independent vpmaddubsw chains (more than
 // latency x ports on any AVX2 core) give that instruction's throughput per cycle; each
 // vpmaddubsw ymm is 32 u8 x s8 multiply-adds. vpmaddwd is measured alongside (the plain
-// AVX2 tile widens its s16 sums with it).
+// AVX2 tile widens its s16 sums with it). Where the CPU has AVX-512 VNNI, vpdpbusd zmm (64 u8 x
+// s8 multiply-adds into int32) and ymm are measured the same way, in 16 chains (latency x
+// ports is up to 8 on current cores).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -40,6 +42,31 @@ __attribute__((noinline)) __m256i chains(__m256i w, Op op) {
   return EDGE_XOR8;
 }
 
+#define EDGE_R16(X) EDGE_R8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+
+// vpdpbusd in 16 chains (acc = acc + w.w), 512-bit (zmm) and 256-bit (AVX512VL ymm).
+#define EDGE_DPBUSD_CHAINS(NAME, V, SET1, DPBUSD, LOW)                                   \
+  __attribute__((noinline, target("avx512f,avx512bw,avx512vl,avx512vnni"))) int NAME() { \
+    const V w = SET1(3);                                                                 \
+    EDGE_R16(EDGE_DECL16)                                                                \
+    for (long i = 0; i < kIters / 16; ++i) {                                             \
+      EDGE_R16(EDGE_STEP16)                                                              \
+    }                                                                                    \
+    return _mm_cvtsi128_si32(LOW(a0)) ^ _mm_cvtsi128_si32(LOW(a15));                     \
+  }
+#define EDGE_DECL16(j) auto a##j = w;
+#define EDGE_STEP16(j)       \
+  a##j = DPBUSD(a##j, w, w); \
+  asm volatile("" : "+v"(a##j));
+#define DPBUSD _mm512_dpbusd_epi32
+EDGE_DPBUSD_CHAINS(dpbusd_zmm_chains, __m512i, _mm512_set1_epi8, _mm512_dpbusd_epi32,
+                   _mm512_castsi512_si128)
+#undef DPBUSD
+#define DPBUSD _mm256_dpbusd_epi32
+EDGE_DPBUSD_CHAINS(dpbusd_ymm_chains, __m256i, _mm256_set1_epi8, _mm256_dpbusd_epi32,
+                   _mm256_castsi256_si128)
+#undef DPBUSD
+
 }  // namespace
 
 int main() {
@@ -61,5 +88,14 @@ int main() {
       "{\"clock_ghz\": %.3f, \"vpmaddubsw_ymm_per_cycle\": %.2f, \"vpmaddwd_ymm_per_cycle\": "
       "%.2f, \"int8_peak_gmacs_per_core\": %.1f}\n",
       hz / 1e9, mad_per_cycle, kIters / wd_s / hz, mad_per_cycle * 32 * hz / 1e9);
+  if (__builtin_cpu_supports("avx512vnni")) {
+    const double z_s = bench::best_seconds([&] { sink_i = dpbusd_zmm_chains(); });
+    const double y_s = bench::best_seconds([&] { sink_i = dpbusd_ymm_chains(); });
+    const double z_per_cycle = kIters / z_s / hz;
+    std::printf(
+        "{\"vpdpbusd_zmm_per_cycle\": %.2f, \"vpdpbusd_ymm_per_cycle\": %.2f, "
+        "\"int8_peak_gmacs_per_core_avx512vnni\": %.1f}\n",
+        z_per_cycle, kIters / y_s / hz, z_per_cycle * 64 * hz / 1e9);
+  }
   return 0;
 }
