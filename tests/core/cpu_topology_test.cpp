@@ -92,18 +92,16 @@ TEST_F(CpuTopology, MissingOrMalformedCachesAreUnknown) {
 
 // The CPU's own cache description (the fallback for VMs without sysfs cache entries): on
 // x86 every cache it names has a plausible size and the levels grow; on aarch64 it says
-// nothing. Where sysfs has the caches too, both must agree on the L2.
+// nothing. (Not compared with sysfs: on a hybrid CPU the two may describe different cores.)
 TEST(CpuTopologyHost, CacheSizesFromTheCpuArePlausible) {
   CacheSizes c;
   cpu_cache_sizes(&c);
 #if defined(__x86_64__)
-  ASSERT_GT(c.l2, 0) << "cpuid describes no L2";
+  if (c.l2 == 0) GTEST_SKIP() << "this CPU (or its hypervisor) describes no L2 through cpuid";
   EXPECT_GE(c.l2, 64 << 10);
   EXPECT_LE(c.l2, 64 << 20);
   if (c.l1d > 0) EXPECT_LT(c.l1d, c.l2);  // Intel's legacy leaves have no L1d
   if (c.l3 > 0) EXPECT_GE(c.l3, c.l2);
-  const CacheSizes sys = read_cache_sizes("/sys/devices/system/cpu", cpu_info().allowed_cpus[0]);
-  if (sys.l2 > 0 && c.l2 > 0) EXPECT_EQ(sys.l2, c.l2);
 #else
   EXPECT_EQ(c.l1d, 0);
   EXPECT_EQ(c.l2, 0);
