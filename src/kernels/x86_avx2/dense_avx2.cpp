@@ -306,12 +306,8 @@ void store_kv_row(KvType t, const float* src, int32_t n_head_kv, int32_t head_di
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_castsi256_si128(packed));
     }
   }
-  if (i < n)  // the tail (head_dim is a multiple of 8 in every model seen so far)
-    for (; i < n; ++i) {
-      uint16_t h;
-      edge::kv_store_row(t, src + i, 1, 1, reinterpret_cast<uint8_t*>(&h));
-      d[i] = h;
-    }
+  for (; i < n; ++i)  // the tail, through the reference (head_dim is a multiple of 8 so far)
+    edge::kv_store_row(t, src + i, 1, 1, reinterpret_cast<uint8_t*>(d + i));
 }
 
 }  // namespace
