@@ -3,13 +3,22 @@
 // 16-row chunks for dense ones) form one list, split among the pool's threads by weight
 // bytes, so q/k/v or gate/up run in one region with one fork/join. With int8 activations
 // x is quantised once per distinct group size, before a barrier.
+//
+// Each thread owns one contiguous segment of the units (equal weight bytes) and works
+// through it front to back, so its reads form one stream the hardware prefetcher follows;
+// a thread that finishes early takes chunks from the back of another's segment, so a thread
+// slowed by preemption or a slower memory path does not hold the region up. (The earlier
+// split, 70% static and the rest in chunks handed out in turn, interleaved the two threads'
+// tails: measured on a Zen 5 VM, decode ran x1.07 faster (W4A8 g128) with owned segments.)
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <memory>
 #include <vector>
 
 #include "core/check.h"
 #include "core/thread_pool.h"
+#include "core/work_segment.h"
 #include "kernels/api.h"
 #include "kernels/packed_api.h"
 
@@ -18,10 +27,9 @@ namespace {
 
 constexpr int64_t kUnitRows = 16;  // = kPanelRows: a dense unit matches a packed panel
 constexpr int kMaxGroup = 8;       // weights per matmul_group call (q/k/v, gate/up)
-// Work split (see matmul_group): share of the bytes assigned statically, chunk sizes of
-// the dynamic rest. A decode chunk streams in a few us; a prefill chunk is about one
-// cache block of the GEMM (its token tiles re-read activations once per chunk).
-constexpr int64_t kStaticPercent = 70;
+// Work split (see matmul_group): the bytes a thread takes at a time from a segment. A
+// decode chunk streams in a few us; a prefill chunk is about one cache block of the GEMM
+// (its token tiles re-read activations once per chunk).
 constexpr int64_t kDecodeChunkBytes = 48 << 10;
 constexpr int64_t kPrefillChunkBytes = 256 << 10;
 constexpr int64_t kPrivateActTokens = 4;
@@ -148,6 +156,17 @@ int resolve(const KernelTable& k, std::span<const TensorView* const> ws,
   return n_groups;
 }
 
+// Segments for the calling thread's regions (one region at a time per pool).
+WorkSegment* segments(int n) {
+  thread_local std::unique_ptr<WorkSegment[]> segs;
+  thread_local int capacity = 0;
+  if (capacity < n) {
+    segs = std::make_unique<WorkSegment[]>(static_cast<size_t>(n));
+    capacity = n;
+  }
+  return segs.get();
+}
+
 // Activations for this thread: with few tokens every thread quantises all rows into its
 // own buffers (cheaper than a barrier); otherwise rows are split and the caller barriers.
 struct ActSet {
@@ -179,14 +198,15 @@ void matmul_group(const KernelTable& k, const float* x, int64_t n,
   ActSet shared;
   if (!private_acts)
     for (int g = 0; g < n_groups; ++g) shared.q[g] = act_bufs[g].view(n, in, groups[g]);
-  // Work split: the first kStaticShare of the cost in contiguous per-thread ranges, the
-  // rest in small chunks taken from a shared counter, so a thread slowed by preemption or
-  // a slower memory path does not leave the others waiting at the end of the region.
-  const int64_t static_cost = plan.total_cost * kStaticPercent / 100;
-  const int64_t dyn_first = plan.unit_at(static_cost), n_units = plan.first[plan.n_jobs];
+  // Work split: one segment of equal cost per thread, stolen from at its back (see above).
+  CHECK_MSG(plan.first[plan.n_jobs] < (int64_t{1} << 32), "matmul: too many work units");
+  const int nth_pool = pool.size();
+  WorkSegment* segs = segments(nth_pool);
+  for (int t = 0; t < nth_pool; ++t)
+    segs[t].reset(plan.unit_at(plan.total_cost * t / nth_pool),
+                  plan.unit_at(plan.total_cost * (t + 1) / nth_pool));
   const int64_t chunk_bytes = n <= kPrivateActTokens ? kDecodeChunkBytes : kPrefillChunkBytes;
   const int64_t chunk = std::max<int64_t>(1, chunk_bytes / plan.jobs[0].unit_cost);
-  alignas(64) std::atomic<int64_t> next{dyn_first};
   pool.run([&](int tid, int nth) {
     ActSet local;
     const ActSet* acts = &shared;
@@ -201,12 +221,13 @@ void matmul_group(const KernelTable& k, const float* x, int64_t n,
       for (int g = 0; g < n_groups && t0 < t1; ++g) pk.quantize_act(x, shared.q[g], t0, t1);
       pool.barrier();
     }
-    run_global(k, pk, plan, acts->q.data(), x, n, plan.unit_at(static_cost * tid / nth),
-               plan.unit_at(static_cost * (tid + 1) / nth));
-    for (;;) {
-      const int64_t g0 = next.fetch_add(chunk, std::memory_order_relaxed);
-      if (g0 >= n_units) break;
-      run_global(k, pk, plan, acts->q.data(), x, n, g0, std::min(n_units, g0 + chunk));
+    int64_t u0 = 0, u1 = 0;
+    while (segs[tid].take(chunk, false, &u0, &u1))
+      run_global(k, pk, plan, acts->q.data(), x, n, u0, u1);
+    for (int v = 1; v < nth; ++v) {
+      WorkSegment& victim = segs[(tid + v) % nth];
+      while (victim.take(chunk, true, &u0, &u1))
+        run_global(k, pk, plan, acts->q.data(), x, n, u0, u1);
     }
   });
 }

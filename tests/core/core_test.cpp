@@ -1,14 +1,17 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include "core/half.h"
 #include "core/mapped_file.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "core/work_segment.h"
 
 namespace edge {
 namespace {
@@ -87,6 +90,53 @@ TEST(ThreadPool, SplitCoversRangeExactlyOnce) {
     }
     EXPECT_EQ(covered, n);
   }
+}
+
+TEST(WorkSegment, OwnerAndThiefClaimsTileTheRange) {
+  WorkSegment seg;
+  seg.reset(3, 20);
+  std::vector<int> hits(20, 0);
+  int64_t u0 = 0, u1 = 0;
+  for (int i = 0;; ++i) {
+    const bool thief = i % 2 == 1;
+    if (!seg.take(thief ? 5 : 4, thief, &u0, &u1)) break;
+    ASSERT_LT(u0, u1);
+    EXPECT_LE(u1 - u0, thief ? 5 : 4);
+    for (int64_t u = u0; u < u1; ++u) hits[static_cast<size_t>(u)]++;
+  }
+  for (int u = 0; u < 20; ++u)
+    EXPECT_EQ(hits[static_cast<size_t>(u)], u >= 3 ? 1 : 0) << "unit " << u;
+  EXPECT_FALSE(seg.take(1, false, &u0, &u1));
+}
+
+// Four threads own four segments; thread 0 starts late, so the others steal its tail. Every
+// unit must be claimed exactly once.
+TEST(WorkSegment, ConcurrentStealingClaimsEveryUnitOnce) {
+  constexpr int kThreads = 4, kUnits = 4000;
+  ThreadPool pool(kThreads);
+  std::vector<WorkSegment> segs(kThreads);
+  std::vector<std::atomic<int>> hits(kUnits);
+  std::atomic<int> stolen_from_0{0};
+  for (int iter = 0; iter < 20; ++iter) {
+    for (auto& h : hits) h.store(0);
+    for (int t = 0; t < kThreads; ++t)
+      segs[t].reset(kUnits * t / kThreads, kUnits * (t + 1) / kThreads);
+    pool.run([&](int tid, int nth) {
+      if (tid == 0) std::this_thread::sleep_for(std::chrono::microseconds(500));
+      int64_t u0 = 0, u1 = 0;
+      while (segs[tid].take(3, false, &u0, &u1))
+        for (int64_t u = u0; u < u1; ++u) hits[static_cast<size_t>(u)]++;
+      for (int v = 1; v < nth; ++v)
+        while (segs[(tid + v) % nth].take(2, true, &u0, &u1))
+          for (int64_t u = u0; u < u1; ++u) {
+            hits[static_cast<size_t>(u)]++;
+            if (u < kUnits / kThreads) stolen_from_0++;
+          }
+    });
+    for (int u = 0; u < kUnits; ++u)
+      ASSERT_EQ(hits[static_cast<size_t>(u)].load(), 1) << "unit " << u;
+  }
+  EXPECT_GT(stolen_from_0.load(), 0);  // the late thread's segment was shared out
 }
 
 TEST(MappedFile, MapsAndRejectsMissing) {
