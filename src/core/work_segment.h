@@ -17,15 +17,18 @@ class WorkSegment {
     range_.store(pack(front, back), std::memory_order_relaxed);
   }
 
-  // Claims up to `chunk` units from the front (the owner) or the back (a thief) into
-  // [*u0, *u1); false once the segment is empty. Claims never overlap.
+  // Claims units into [*u0, *u1); false once the segment is empty. Claims never overlap.
+  // A thief takes up to `chunk` from the back. The owner takes a quarter of what is left
+  // (at least `chunk`) from the front: each claim is a locked instruction, which drains
+  // the owner's stream of loads, so it claims rarely while much is left and in chunks
+  // near the end, where a thief may be sharing the work.
   bool take(int64_t chunk, bool from_back, int64_t* u0, int64_t* u1) {
     uint64_t r = range_.load(std::memory_order_relaxed);
     for (;;) {
       const int64_t f = static_cast<int64_t>(r & 0xFFFFFFFFu), b = static_cast<int64_t>(r >> 32);
       if (f >= b) return false;
       const int64_t lo = from_back ? std::max(f, b - chunk) : f;
-      const int64_t hi = from_back ? b : std::min(b, f + chunk);
+      const int64_t hi = from_back ? b : std::min(b, f + std::max(chunk, (b - f) / 4));
       const uint64_t next = from_back ? pack(f, lo) : pack(hi, b);
       if (range_.compare_exchange_weak(r, next, std::memory_order_relaxed)) {
         *u0 = lo;

@@ -9,7 +9,8 @@
 // a thread that finishes early takes chunks from the back of another's segment, so a thread
 // slowed by preemption or a slower memory path does not hold the region up. (The earlier
 // split, 70% static and the rest in chunks handed out in turn, interleaved the two threads'
-// tails: measured on a Zen 5 VM, decode ran x1.07 faster (W4A8 g128) with owned segments.)
+// tails. Measured on a Zen 5 VM with the one-panel AVX-512 GEMV of the same change: decode
+// x1.11 on W4A8 g128 and x1.25 on repacked Q4_0, 8 interleaved passes.)
 #include <algorithm>
 #include <array>
 #include <atomic>
