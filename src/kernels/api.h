@@ -25,6 +25,8 @@ const char* rope_style_name(RopeStyle s);
 
 // RoPE for one token. Only the first rotary_dim dims of each head rotate (partial rotary);
 // pair i turns by angle pos * pos_scale * theta^(-2i/rotary_dim) / freq_factors[i].
+// rope_angles() computes the cos and sin of a position's angles once; KernelTable::rope
+// rotates any number of heads (q, k, every layer of the same parameters) with them.
 struct RopeParams {
   RopeStyle style = RopeStyle::kNeox;
   int32_t head_dim = 0;
@@ -33,6 +35,10 @@ struct RopeParams {
   float pos_scale = 1.0f;               // 1 / linear rope-scaling factor
   const float* freq_factors = nullptr;  // [rotary_dim/2] or null (Llama-3.1 rope_freqs)
 };
+// cos_sin[rotary_dim]: the cos of pairs 0..rotary_dim/2, then their sin, at position pos.
+// The angle is computed in float exactly as llama2.c does (1/powf, pos*freq), so the
+// llama2.c reference outputs are reproduced bit-for-bit in the RoPE step.
+void rope_angles(int64_t pos, const RopeParams& p, float* cos_sin);
 
 // Element type of the KV cache. A row holds one position's keys (or values) for all kv
 // heads: [n_head_kv * head_dim]. kQ8 rows are int8 codes followed by one f32 scale per kv
@@ -108,8 +114,8 @@ struct KernelTable {
   // y may alias x.
   void (*rmsnorm)(const float* x, const float* w, float* y, int64_t rows, int64_t dim,
                   float eps) = nullptr;
-  // In place on x [n_heads, head_dim], one token at position pos.
-  void (*rope)(float* x, int64_t n_heads, int64_t pos, const RopeParams& p) = nullptr;
+  // In place on x [n_heads, head_dim], one token, by the angles of rope_angles().
+  void (*rope)(float* x, int64_t n_heads, const float* cos_sin, const RopeParams& p) = nullptr;
   void (*softmax)(float* x, int64_t n) = nullptr;  // in place, max-subtracted
   void (*silu)(float* x, int64_t n) = nullptr;     // x * sigmoid(x), in place
   void (*gelu)(float* x, int64_t n) = nullptr;     // tanh approximation, in place

@@ -61,6 +61,55 @@ ForwardPass::ForwardPass(const Model& model, int64_t max_tokens, ThreadPool* poo
   fit(att_, max_tokens * c.q_dim());
   fit(gate_, max_tokens * c.n_ff);
   fit(up_, max_tokens * c.n_ff);
+  ropes_ = distinct_ropes(c, &rope_of_layer_);
+  for (const RopeParams& rp : ropes_) rope_stride_ = std::max<int64_t>(rope_stride_, rp.rotary_dim);
+  fit(rope_cs_, static_cast<int64_t>(ropes_.size()) * max_tokens * rope_stride_);
+}
+
+std::vector<RopeParams> ForwardPass::distinct_ropes(const ModelConfig& c,
+                                                    std::vector<int>* of_layer) {
+  std::vector<RopeParams> ropes;
+  of_layer->clear();
+  for (const LayerConfig& lc : c.layers) {
+    const RopeParams rp{
+        c.rope_style,
+        c.head_dim,
+        lc.rotary_dim,
+        lc.rope_theta,
+        1.0f / lc.rope_scale,
+        lc.sliding || c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data()};
+    int idx = -1;
+    for (size_t i = 0; i < ropes.size() && rp.rotary_dim > 0; ++i) {
+      const RopeParams& o = ropes[i];
+      if (o.rotary_dim == rp.rotary_dim && o.theta == rp.theta && o.pos_scale == rp.pos_scale &&
+          o.freq_factors == rp.freq_factors)
+        idx = static_cast<int>(i);
+    }
+    if (idx < 0 && rp.rotary_dim > 0) {
+      idx = static_cast<int>(ropes.size());
+      ropes.push_back(rp);
+    }
+    of_layer->push_back(idx);
+  }
+  return ropes;
+}
+
+int64_t ForwardPass::rope_table_bytes(const ModelConfig& c, int64_t max_tokens) {
+  std::vector<int> of_layer;
+  const std::vector<RopeParams> ropes = distinct_ropes(c, &of_layer);
+  int64_t stride = 0;
+  for (const RopeParams& rp : ropes) stride = std::max<int64_t>(stride, rp.rotary_dim);
+  return static_cast<int64_t>(ropes.size()) * max_tokens * stride *
+         static_cast<int64_t>(sizeof(float));
+}
+
+void ForwardPass::rope_tables() {
+  for_token_rows([&](int64_t t0, int64_t t1) {
+    for (size_t r = 0; r < ropes_.size(); ++r)
+      for (int64_t t = t0; t < t1; ++t)
+        rope_angles(pos_[static_cast<size_t>(t)], ropes_[r],
+                    rope_cs_.data() + (static_cast<int64_t>(r) * max_tokens_ + t) * rope_stride_);
+  });
 }
 
 Expected<ForwardPass> ForwardPass::create(const Model& model, int64_t max_tokens,
@@ -131,6 +180,7 @@ Expected<std::span<const float>> ForwardPass::run(std::span<const int32_t> token
       seq_of_[static_cast<size_t>(t)] = static_cast<int32_t>(si);
     }
   embed(tokens, seqs);
+  rope_tables();
   for (int l = 0; l < c.n_layer; ++l) {
     attention_block(l, seqs, kv);
     ffn_block(l);
@@ -200,7 +250,6 @@ void ForwardPass::store_kv(int layer, std::span<const SeqStep> seqs, KvStorage& 
 // x += [post_norm](Wo . attention(rope(norm(q)), rope(norm(k)), v)), with q/k/v from norm(x).
 void ForwardPass::attention_block(int l, std::span<const SeqStep> seqs, KvStorage& kv) {
   const ModelConfig& c = model_->config();
-  const LayerConfig& lc = c.layers[l];
   const LayerWeights& w = model_->weights().layers[l];
   const KernelTable& k = model_->kernels();
   ThreadPool& pool = *pool_;
@@ -211,8 +260,8 @@ void ForwardPass::attention_block(int l, std::span<const SeqStep> seqs, KvStorag
   const TensorView* ws[3] = {&w.wq, &w.wk, &w.wv};
   float* ys[3] = {q_.data(), k_.data(), v_.data()};
   matmul_group(k, xn_.data(), n, ws, ys, pool);
-  const RopeParams rp{c.rope_style, c.head_dim, lc.rotary_dim, lc.rope_theta, 1.0f / lc.rope_scale,
-                      lc.sliding || c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data()};
+  const int rope = rope_of_layer_[static_cast<size_t>(l)];
+  const RopeParams rp = rope >= 0 ? ropes_[static_cast<size_t>(rope)] : RopeParams{};
   // Per token row: bias, q/k norms per head ([rows * n_head, head_dim]), RoPE, cache write.
   for_token_rows([&](int64_t t0, int64_t t1) {
     if (c.qkv_bias)
@@ -227,10 +276,11 @@ void ForwardPass::attention_block(int l, std::span<const SeqStep> seqs, KvStorag
       k.rmsnorm(k_.data() + t0 * kvd, w.k_norm.data(), k_.data() + t0 * kvd, (t1 - t0) * c.n_head_kv,
                 c.head_dim, c.norm_eps);
     }
-    if (lc.rotary_dim > 0)
+    if (rope >= 0)
       for (int64_t t = t0; t < t1; ++t) {
-        k.rope(q_.data() + t * qd, c.n_head, pos_[static_cast<size_t>(t)], rp);
-        k.rope(k_.data() + t * kvd, c.n_head_kv, pos_[static_cast<size_t>(t)], rp);
+        const float* cs = rope_cs_.data() + (rope * max_tokens_ + t) * rope_stride_;
+        k.rope(q_.data() + t * qd, c.n_head, cs, rp);
+        k.rope(k_.data() + t * kvd, c.n_head_kv, cs, rp);
       }
     store_kv(l, seqs, kv, t0, t1);
   });

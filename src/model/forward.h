@@ -24,6 +24,7 @@
 namespace edge {
 
 using ScratchVector = std::vector<float, TaggedAllocator<float, MemCategory::kScratch>>;
+using RopeVector = std::vector<float, TaggedAllocator<float, MemCategory::kRope>>;
 
 // Rows that replace token embeddings: media (an image, an audio clip) encoded into the
 // LM's embedding space and spliced into the prompt at positions [pos, pos + n). The token
@@ -77,6 +78,9 @@ class ForwardPass {
   int64_t max_tokens() const { return max_tokens_; }
   // Bytes of scratch held (ledger category "scratch").
   uint64_t scratch_bytes() const;
+  // Bytes of the RoPE cos/sin tables a pass of max_tokens holds (ledger category "rope"):
+  // one table per distinct RoPE among the layers (see ropes_), sized to the step.
+  static int64_t rope_table_bytes(const ModelConfig& c, int64_t max_tokens);
 
  private:
   ForwardPass(const Model& model, int64_t max_tokens, ThreadPool* pool);
@@ -96,6 +100,11 @@ class ForwardPass {
   template <class Fn>
   void for_token_rows(Fn&& fn);
   void compute_logits(std::span<const SeqStep> seqs);
+  // Distinct RoPE parameters among c's layers; of_layer[l] indexes them (-1: no rotary
+  // dims). Each layer type has its own theta, rotary dims, scale, frequency factors.
+  static std::vector<RopeParams> distinct_ropes(const ModelConfig& c, std::vector<int>* of_layer);
+  // Fills rope_cs_ for the step's tokens: the angles of each distinct layer RoPE.
+  void rope_tables();
 
   const Model* model_;
   ThreadPool* pool_;
@@ -114,6 +123,13 @@ class ForwardPass {
   ScratchVector logits_;        // [rows, n_vocab]
   std::vector<const uint8_t*> block_ptrs_;  // K then V block pointers of every sequence
   std::vector<AttentionArgs> attn_;         // [n_seqs]
+  // Distinct RoPE parameters among the layers, each layer's index into them (-1: no
+  // rotary dims), and their cos/sin per token: [n_rope][max_tokens][rope_stride_], so q
+  // and k of every layer of a type share one computation of the angles per step.
+  std::vector<RopeParams> ropes_;
+  std::vector<int> rope_of_layer_;
+  int64_t rope_stride_ = 0;
+  RopeVector rope_cs_;
 };
 
 struct InferenceOptions {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "model/forward.h"
 #include "model/kv_layout.h"
 
 namespace edge {
@@ -190,7 +191,8 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
     set(MemCategory::kKv, plan_kv_bytes(c, o.kv_type, o.ctx, o.max_seqs, p.max_batched_tokens));
   }
   set(MemCategory::kScratch, plan_scratch_bytes(c, p.max_batched_tokens, o.max_seqs) + o.encoder_scratch);
-  set(MemCategory::kRope, 0);  // RoPE is computed on the fly (no tables)
+  // The per-step cos/sin tables of the forward pass (model/forward.h).
+  set(MemCategory::kRope, ForwardPass::rope_table_bytes(c, p.max_batched_tokens));
   set(MemCategory::kTokenizer, m.tokenizer_bytes);
   set(MemCategory::kRuntime, plan_runtime_bytes(o.n_threads));
   if (p.kv_from_budget && budget < p.kv_needed_per_seq) {

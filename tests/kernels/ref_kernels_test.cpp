@@ -119,6 +119,13 @@ std::vector<double> rope_double(const std::vector<float>& x, int heads, int hd, 
   return y;
 }
 
+// The reference RoPE of one token at position pos.
+void rope_at(float* x, int64_t heads, int64_t pos, const RopeParams& p) {
+  std::vector<float> cs(static_cast<size_t>(p.rotary_dim));
+  rope_angles(pos, p, cs.data());
+  reference_kernels().rope(x, heads, cs.data(), p);
+}
+
 TEST(Kernels, RopeBothStylesAndPartialRotary) {
   const int heads = 3, hd = 16;
   for (RopeStyle style : {RopeStyle::kInterleaved, RopeStyle::kNeox})
@@ -127,7 +134,7 @@ TEST(Kernels, RopeBothStylesAndPartialRotary) {
       std::vector<double> want = rope_double(x, heads, hd, rd, 37, 10000.0,
                                              style == RopeStyle::kInterleaved);
       RopeParams p{style, hd, rd, 10000.0f};
-      reference_kernels().rope(x.data(), heads, 37, p);
+      rope_at(x.data(), heads, 37, p);
       EXPECT_LT(max_rel_err(x, want), 1e-4) << rope_style_name(style) << " rd " << rd;
       if (rd < hd) {  // dims past rotary_dim are untouched
         for (int h = 0; h < heads; ++h)
@@ -141,14 +148,14 @@ TEST(Kernels, RopeScaleAndFreqFactors) {
   std::vector<float> x = randn(hd, 9), y = x;
   // pos_scale 0.5 at position 20 == plain RoPE at position 10.
   RopeParams p{RopeStyle::kNeox, hd, hd, 500.0f, 0.5f};
-  reference_kernels().rope(x.data(), 1, 20, p);
+  rope_at(x.data(), 1, 20, p);
   RopeParams q{RopeStyle::kNeox, hd, hd, 500.0f};
-  reference_kernels().rope(y.data(), 1, 10, q);
+  rope_at(y.data(), 1, 10, q);
   for (int i = 0; i < hd; ++i) EXPECT_NEAR(x[i], y[i], 1e-5);
   // A freq factor of 2 on every pair halves the angle as well.
   std::vector<float> f(hd / 2, 2.0f), z = randn(hd, 9);
   RopeParams r{RopeStyle::kNeox, hd, hd, 500.0f, 1.0f, f.data()};
-  reference_kernels().rope(z.data(), 1, 20, r);
+  rope_at(z.data(), 1, 20, r);
   for (int i = 0; i < hd; ++i) EXPECT_NEAR(z[i], y[i], 1e-5);
 }
 

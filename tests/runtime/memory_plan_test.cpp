@@ -117,7 +117,8 @@ TEST(MemoryPlan, WholePlanAndRefusal) {
   EXPECT_TRUE(p->admitted);
   EXPECT_EQ(p->of(MemCategory::kKv), 3 * 2 * 7 * 2048);
   EXPECT_EQ(p->of(MemCategory::kScratch), 8 * 832 * 4 + 3 * 512 * 4);
-  EXPECT_EQ(p->of(MemCategory::kRope), 0);
+  // One RoPE type (all layers global), rotary dims = head_dim 16, 8 tokens per step.
+  EXPECT_EQ(p->of(MemCategory::kRope), 1 * 8 * 16 * 4);
   EXPECT_EQ(p->of(MemCategory::kWeightsMapped), static_cast<int64_t>(fp->weights_mapped));
   EXPECT_EQ(p->of(MemCategory::kRuntime), plan_runtime_bytes(2));
   EXPECT_EQ(p->total(), p->anon_total() + p->of(MemCategory::kWeightsMapped));

@@ -97,22 +97,13 @@ void add(float* a, const float* b, int64_t n) {
   for (; i < n; ++i) a[i] += b[i];
 }
 
-// RoPE: the angles exactly as the reference computes them (scalar, once per pair, not
-// per head), then every head rotated four pairs at a time. NeoX pairs (i, i + half) are
-// two contiguous runs; interleaved pairs (2i, 2i+1) are de-interleaved by vld2q.
-void rope(float* x, int64_t n_heads, int64_t pos, const RopeParams& p) {
+// RoPE: every head rotated four pairs at a time by the angles of rope_angles(). NeoX
+// pairs (i, i + half) are two contiguous runs; interleaved pairs (2i, 2i+1) are
+// de-interleaved by vld2q.
+void rope(float* x, int64_t n_heads, const float* cos_sin, const RopeParams& p) {
   const int32_t half = p.rotary_dim / 2;
-  thread_local std::vector<float> cs;
-  cs.resize(2 * static_cast<size_t>(half));
-  float* c = cs.data();
-  float* s = c + half;
-  const float fpos = static_cast<float>(pos) * p.pos_scale;
-  for (int32_t i = 0; i < half; ++i) {
-    float freq = 1.0f / std::pow(p.theta, static_cast<float>(2 * i) / static_cast<float>(p.rotary_dim));
-    if (p.freq_factors) freq /= p.freq_factors[i];
-    const float angle = fpos * freq;
-    c[i] = std::cos(angle), s[i] = std::sin(angle);
-  }
+  const float* c = cos_sin;
+  const float* s = cos_sin + half;
   const bool inter = p.style == RopeStyle::kInterleaved;
   for (int64_t h = 0; h < n_heads; ++h) {
     float* v = x + h * p.head_dim;

@@ -17,27 +17,49 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t dim
   }
 }
 
-void rope(float* x, int64_t n_heads, int64_t pos, const RopeParams& p) {
+void rope(float* x, int64_t n_heads, const float* cos_sin, const RopeParams& p) {
   const int32_t half = p.rotary_dim / 2;
-  // The angle is computed in float exactly as llama2.c does (1/powf, pos*freq), so the
-  // llama2.c reference outputs are reproduced bit-for-bit in the RoPE step.
+  const float* c = cos_sin;
+  const float* s = cos_sin + half;
+  // Head outer, pairs inner, one loop per pair style: contiguous runs the compiler
+  // vectorises. Interleaved: (2i, 2i+1). NeoX: (i, i + half).
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * p.head_dim;
+    if (p.style == RopeStyle::kInterleaved) {
+      for (int32_t i = 0; i < half; ++i) {
+        const float v0 = v[2 * i], v1 = v[2 * i + 1];
+        v[2 * i] = v0 * c[i] - v1 * s[i];
+        v[2 * i + 1] = v0 * s[i] + v1 * c[i];
+      }
+    } else {
+      for (int32_t i = 0; i < half; ++i) {
+        const float v0 = v[i], v1 = v[i + half];
+        v[i] = v0 * c[i] - v1 * s[i];
+        v[i + half] = v0 * s[i] + v1 * c[i];
+      }
+    }
+  }
+}
+
+}  // namespace edge::ref
+
+namespace edge {
+
+void rope_angles(int64_t pos, const RopeParams& p, float* cos_sin) {
+  const int32_t half = p.rotary_dim / 2;
   const float fpos = static_cast<float>(pos) * p.pos_scale;
   for (int32_t i = 0; i < half; ++i) {
     float freq = 1.0f / std::pow(p.theta, static_cast<float>(2 * i) / static_cast<float>(p.rotary_dim));
     if (p.freq_factors) freq /= p.freq_factors[i];
     const float angle = fpos * freq;
-    const float c = std::cos(angle), s = std::sin(angle);
-    // Interleaved: (2i, 2i+1). NeoX: (i, i + half).
-    const int32_t a = p.style == RopeStyle::kInterleaved ? 2 * i : i;
-    const int32_t b = p.style == RopeStyle::kInterleaved ? 2 * i + 1 : i + half;
-    for (int64_t h = 0; h < n_heads; ++h) {
-      float* v = x + h * p.head_dim;
-      const float v0 = v[a], v1 = v[b];
-      v[a] = v0 * c - v1 * s;
-      v[b] = v0 * s + v1 * c;
-    }
+    cos_sin[i] = std::cos(angle);
+    cos_sin[half + i] = std::sin(angle);
   }
 }
+
+}  // namespace edge
+
+namespace edge::ref {
 
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;

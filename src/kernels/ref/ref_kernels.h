@@ -13,7 +13,7 @@ void matmul_bf16(const float* x, int64_t n, int64_t in, const uint8_t* w, uint64
                  int64_t out, int64_t r0, int64_t r1, float* y, float* scratch);
 void convert_row(DType t, const uint8_t* src, int64_t n, float* dst);
 void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t dim, float eps);
-void rope(float* x, int64_t n_heads, int64_t pos, const RopeParams& p);
+void rope(float* x, int64_t n_heads, const float* cos_sin, const RopeParams& p);
 void softmax(float* x, int64_t n);
 void silu(float* x, int64_t n);
 void gelu(float* x, int64_t n);
