@@ -42,7 +42,7 @@ class WorkSegment {
   static uint64_t pack(int64_t front, int64_t back) {
     return static_cast<uint64_t>(front) | static_cast<uint64_t>(back) << 32;
   }
-  // Own cache line: the owner updates it per chunk and must not slow a neighbour's owner.
+  // Own cache line: the owner updates it per claim and must not slow a neighbour's owner.
   alignas(64) std::atomic<uint64_t> range_{0};
 };
 

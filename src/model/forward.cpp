@@ -62,7 +62,7 @@ ForwardPass::ForwardPass(const Model& model, int64_t max_tokens, ThreadPool* poo
   fit(gate_, max_tokens * c.n_ff);
   fit(up_, max_tokens * c.n_ff);
   ropes_ = distinct_ropes(c, &rope_of_layer_);
-  for (const RopeParams& rp : ropes_) rope_stride_ = std::max<int64_t>(rope_stride_, rp.rotary_dim);
+  rope_stride_ = max_rotary_dim(ropes_);
   fit(rope_cs_, static_cast<int64_t>(ropes_.size()) * max_tokens * rope_stride_);
 }
 
@@ -79,7 +79,7 @@ std::vector<RopeParams> ForwardPass::distinct_ropes(const ModelConfig& c,
         1.0f / lc.rope_scale,
         lc.sliding || c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data()};
     int idx = -1;
-    for (size_t i = 0; i < ropes.size() && rp.rotary_dim > 0; ++i) {
+    for (size_t i = 0; i < ropes.size() && rp.rotary_dim > 0 && idx < 0; ++i) {
       const RopeParams& o = ropes[i];
       if (o.rotary_dim == rp.rotary_dim && o.theta == rp.theta && o.pos_scale == rp.pos_scale &&
           o.freq_factors == rp.freq_factors)
@@ -97,10 +97,14 @@ std::vector<RopeParams> ForwardPass::distinct_ropes(const ModelConfig& c,
 int64_t ForwardPass::rope_table_bytes(const ModelConfig& c, int64_t max_tokens) {
   std::vector<int> of_layer;
   const std::vector<RopeParams> ropes = distinct_ropes(c, &of_layer);
-  int64_t stride = 0;
-  for (const RopeParams& rp : ropes) stride = std::max<int64_t>(stride, rp.rotary_dim);
-  return static_cast<int64_t>(ropes.size()) * max_tokens * stride *
+  return static_cast<int64_t>(ropes.size()) * max_tokens * max_rotary_dim(ropes) *
          static_cast<int64_t>(sizeof(float));
+}
+
+int64_t ForwardPass::max_rotary_dim(const std::vector<RopeParams>& ropes) {
+  int64_t d = 0;
+  for (const RopeParams& rp : ropes) d = std::max<int64_t>(d, rp.rotary_dim);
+  return d;
 }
 
 void ForwardPass::rope_tables() {

@@ -103,6 +103,8 @@ class ForwardPass {
   // Distinct RoPE parameters among c's layers; of_layer[l] indexes them (-1: no rotary
   // dims). Each layer type has its own theta, rotary dims, scale, frequency factors.
   static std::vector<RopeParams> distinct_ropes(const ModelConfig& c, std::vector<int>* of_layer);
+  // The row stride of a cos/sin table: the widest rotary dims among ropes.
+  static int64_t max_rotary_dim(const std::vector<RopeParams>& ropes);
   // Fills rope_cs_ for the step's tokens: the angles of each distinct layer RoPE.
   void rope_tables();
 

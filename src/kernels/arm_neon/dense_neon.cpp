@@ -5,7 +5,6 @@
 #include <arm_neon.h>
 
 #include <cmath>
-#include <vector>
 
 #include "kernels/arm_neon/neon_math.h"
 #include "kernels/dense_isa.h"
