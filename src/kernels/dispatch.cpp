@@ -1,5 +1,11 @@
 // Fills the kernel table once: the scalar reference, with the widest SIMD variant the CPU
 // runs (AVX2 or AVX-512 on x86, NEON on aarch64: kernels/isa.h) installed over a copy.
+#include <algorithm>
+#include <atomic>
+#include <span>
+#include <tuple>
+#include <vector>
+
 #include "core/check.h"
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
@@ -8,11 +14,6 @@
 #include "kernels/isa.h"
 #include "kernels/packed_api.h"
 #include "kernels/ref/ref_kernels.h"
-
-#include <algorithm>
-#include <span>
-#include <tuple>
-#include <vector>
 
 namespace edge {
 
@@ -116,6 +117,11 @@ std::pair<size_t, int64_t> attention_split(std::span<const AttentionArgs> as, in
   return {as.size(), 0};
 }
 
+// Dynamic attention pieces per thread, used once a step has this many (query, head) tasks
+// per piece (prefill; decode steps have a few dozen tasks).
+constexpr int kAttentionPiecesPerThread = 6;
+constexpr int kAttentionPieceTasks = 64;
+
 }  // namespace
 
 void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool) {
@@ -123,24 +129,37 @@ void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool) {
 }
 
 void attention_batch(const KernelTable& k, std::span<const AttentionArgs> as, ThreadPool& pool) {
-  int64_t total = 0;
+  int64_t total = 0, tasks = 0;
   int64_t max_keys = 0;
   int32_t max_hd = 0;
   for (const AttentionArgs& a : as) {
     for (int64_t i = 0; i < a.n_q; ++i) total += attention_query_cost(a, i) * a.n_head;
+    tasks += a.n_q * a.n_head;
     max_keys = std::max(max_keys, a.pos0 + a.n_q);
     max_hd = std::max(max_hd, a.head_dim);
   }
   if (total == 0) return;
-  pool.run([&](int tid, int nth) {
-    const auto [s0, i0] = attention_split(as, total * tid / nth);
-    const auto [s1, i1] = tid + 1 == nth ? std::pair<size_t, int64_t>{as.size(), 0}
-                                         : attention_split(as, total * (tid + 1) / nth);
+  // Prefill: equal-cost pieces claimed in turn, so a thread whose keys miss L2 more often
+  // (the later queries read the longest K/V) or that was preempted does not leave the other
+  // waiting: with one piece per thread the last thread ran 1.3x the first's attention time
+  // (pp512, perf). Decode keeps one piece per thread: a piece boundary inside a GQA group
+  // would read that group's K/V twice.
+  const int nth = pool.size();
+  const int64_t pieces = tasks >= int64_t{kAttentionPieceTasks} * nth * kAttentionPiecesPerThread
+                             ? int64_t{nth} * kAttentionPiecesPerThread
+                             : nth;
+  std::atomic<int64_t> next{0};
+  pool.run([&](int, int) {
     float* scratch = thread_scratch(static_cast<size_t>(max_keys + 2 * max_hd));
-    for (size_t s = s0; s <= s1 && s < as.size(); ++s) {
-      const int64_t t0 = s == s0 ? i0 : 0;
-      const int64_t t1 = s == s1 ? i1 : as[s].n_q * as[s].n_head;
-      if (t0 < t1) k.attention(as[s], t0, t1, scratch);
+    for (int64_t piece = next.fetch_add(1); piece < pieces; piece = next.fetch_add(1)) {
+      const auto [s0, i0] = attention_split(as, total * piece / pieces);
+      const auto [s1, i1] = piece + 1 == pieces ? std::pair<size_t, int64_t>{as.size(), 0}
+                                                : attention_split(as, total * (piece + 1) / pieces);
+      for (size_t s = s0; s <= s1 && s < as.size(); ++s) {
+        const int64_t t0 = s == s0 ? i0 : 0;
+        const int64_t t1 = s == s1 ? i1 : as[s].n_q * as[s].n_head;
+        if (t0 < t1) k.attention(as[s], t0, t1, scratch);
+      }
     }
   });
 }
