@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "kernels/packed_api.h"
 #include "model/forward.h"
 #include "model/kv_layout.h"
 
@@ -140,8 +141,9 @@ int64_t plan_runtime_bytes(int n_threads) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // `edge-infer memory` measures about 1 MiB of RssAnon before any model (libstdc++,
   // relocations, CLI state); the rest is margin for heap slack plus the touched part of
-  // each worker's stack and its malloc arena.
-  return (4LL << 20) + n_threads * (256LL << 10);
+  // each worker's stack and its malloc arena, and per thread one cache block of the plain
+  // AVX2 prefill's unpacked code planes (kernels/x86_avx2/packed_avx2_gemm.h).
+  return (4LL << 20) + n_threads * ((256LL << 10) + packed_tiling().block_bytes);
 }
 
 int64_t MemoryPlan::total() const {

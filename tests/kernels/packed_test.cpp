@@ -163,7 +163,9 @@ std::vector<Case> cases() {
   return out;
 }
 
-const int64_t kTokens[] = {1, 2, 3, 5, 8, 17};
+// 17 and 34 reach the x86 prefill path over pre-unpacked codes (from 16 tokens) with rest
+// tiles of 1 and 2 tokens.
+const int64_t kTokens[] = {1, 2, 3, 5, 8, 17, 34};
 
 std::string kind_name(PackedKind k) {
   return k == PackedKind::kW4Sym    ? "w4s"

@@ -31,6 +31,9 @@
 // round is one 64-byte block (2 maddubs per lane) before the widening madd.
 #pragma once
 
+#include <cstdlib>
+
+#include "core/check.h"
 #include "kernels/packed_blocking.h"
 #include "kernels/x86_avx2/packed_avx2_tiles.h"
 
@@ -87,15 +90,19 @@ inline void w4_group_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], con
 template <int G, bool kAsym, bool kVnni, bool kW6>
 struct W4A8Gemm {
   static constexpr int kTokens = kGemmTokens;
-  template <int T>
+  // kPre: the panel's codes come unpacked from u (see w4a8_gemm_pre), the cells supply
+  // only the scales.
+  template <int T, bool kPre = false>
   static void tile(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
-                   float* y, int64_t pf);
+                   float* y, int64_t pf, const uint8_t* u = nullptr);
 };
 
 template <int G, bool kAsym, bool kVnni, bool kW6>
-template <int T>
+template <int T, bool kPre>
 void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const QuantizedActivations& a,
-                                          int64_t p, int64_t t0, float* y, int64_t pf) {
+                                          int64_t p, int64_t t0, float* y, int64_t pf,
+                                          const uint8_t* u) {
+  static_assert(!(kPre && kW6), "W6 codes are not pre-unpacked");
   constexpr int64_t cb = cell_bytes(
       kW6 ? PackedKind::kW6 : kAsym ? PackedKind::kW4Asym : PackedKind::kW4Sym, G);
   // 64-byte blocks (8 k) summed in s16 before widening (see the header comment).
@@ -106,8 +113,8 @@ void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const Quant
   const __m256i nib = _mm256_set1_epi8(0x0F);
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-  for (int64_t g = 0; g < ng; ++g, c += cb, q += G) {
-    prefetch_ahead(c, pf, cb);
+  for (int64_t g = 0; g < ng; ++g, c += cb, q += G, u += kPre ? G * 16 : 0) {
+    if constexpr (!kPre) prefetch_ahead(c, pf, cb);
     __m256i d[T][2];
     for (int t = 0; t < T; ++t) d[t][0] = d[t][1] = _mm256_setzero_si256();
     for (int r = 0; r < G / 8; r += kRound) {
@@ -115,10 +122,16 @@ void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const Quant
       for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int b = r; b < r + kRound; ++b) {
-        const __m256i v0 = load256(c + b * 64), v1 = load256(c + b * 64 + 32);
-        __m256i lo0 = _mm256_and_si256(v0, nib), lo1 = _mm256_and_si256(v1, nib);
-        __m256i hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
-        __m256i hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib);
+        __m256i lo0, lo1, hi0, hi1;
+        if constexpr (kPre) {
+          lo0 = load256(u + b * 128), lo1 = load256(u + b * 128 + 32);
+          hi0 = load256(u + b * 128 + 64), hi1 = load256(u + b * 128 + 96);
+        } else {
+          const __m256i v0 = load256(c + b * 64), v1 = load256(c + b * 64 + 32);
+          lo0 = _mm256_and_si256(v0, nib), lo1 = _mm256_and_si256(v1, nib);
+          hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
+          hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib);
+        }
         if constexpr (kW6) {
           // High block b/2; an even block's pairs are bits 0-3, an odd block's bits 4-7.
           const uint8_t* hp = c + G * 8 + (b / 2) * 64;
@@ -146,9 +159,93 @@ void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const Quant
     for (int h = 0; h < 2; ++h) store_rows(y + (t0 + t) * w.n, p * 16 + h * 8, w.n, acc[t][h]);
 }
 
+// ---- W4A8 prefill over codes unpacked once per cache block ----------------------------
+// The tile spends 6 of its ~44 vector ALU ops per 64-byte block splitting nibbles, and on
+// plain AVX2 the ALU ports are what bound it (../../bench/results/2026-12-02-tile-ports):
+// prefill unpacks each cache block of panels once into u8 code planes (lo0 lo1 hi0 hi1, 32
+// bytes each, per 64-byte block: K * 16 bytes per panel) that every token tile then reads
+// with plain loads. The block is sized so the planes take PackedTiling::block_bytes (half
+// the L2); the scales stay in the cells. Per-thread scratch, kept between calls.
+// Plain AVX2 only: pp512 of the 1.54B model (Zen 5 VM, EDGE_MAX_ISA=avx2, interleaved)
+// W4A8 g128 x1.05, Q4_0 x1.04; with AVX-VNNI's vpdpbusd the ALU ports are not the bound and
+// the planes' doubled L2 footprint measured 0.97x, so that tile keeps its in-register unpack.
+constexpr int64_t kPreUnpackFromTokens = 16;  // fewer tokens: too few tiles to repay it
+
+class UnpackScratch {
+ public:
+  ~UnpackScratch() { std::free(p_); }
+  uint8_t* get(size_t bytes) {
+    if (bytes > n_) {
+      std::free(p_);
+      n_ = (bytes + 63) / 64 * 64;
+      p_ = static_cast<uint8_t*>(std::aligned_alloc(64, n_));
+      CHECK_MSG(p_ != nullptr, "packed gemm: no memory for the unpacked code block");
+    }
+    return p_;
+  }
+
+ private:
+  uint8_t* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// Panel cells (ng of cb bytes, codes first) -> planes [ng * G / 8][4][32] of u8 codes.
+template <int G>
+inline void unpack_panel(const uint8_t* c, int64_t ng, int64_t cb, uint8_t* out) {
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  for (int64_t g = 0; g < ng; ++g, c += cb)
+    for (int b = 0; b < G / 8; ++b, out += 128)
+      for (int h = 0; h < 2; ++h) {
+        const __m256i v = load256(c + b * 64 + h * 32);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + h * 32), _mm256_and_si256(v, nib));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + 64 + h * 32),
+                           _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
+      }
+}
+
+template <class K, int T>
+inline void pre_rest(const PackedMatrixView& w, const QuantizedActivations& a, int64_t pb,
+                     int64_t pe, int64_t t0, float* y, const uint8_t* buf, int64_t panel_codes) {
+  if constexpr (T > 0) {
+    if (a.n - t0 == T) {
+      for (int64_t p = pb; p < pe; ++p)
+        K::template tile<T, true>(w, a, p, t0, y, 0, buf + (p - pb) * panel_codes);
+      return;
+    }
+    pre_rest<K, T - 1>(w, a, pb, pe, t0, y, buf, panel_codes);
+  }
+}
+
+template <int G, bool kAsym, bool kVnni>
+void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                   float* y) {
+  using K = W4A8Gemm<G, kAsym, kVnni, false>;
+  constexpr int kT = K::kTokens;
+  thread_local UnpackScratch scratch;
+  const int64_t ng = w.k / G;
+  const int64_t cb = cell_bytes(kAsym ? PackedKind::kW4Asym : PackedKind::kW4Sym, G);
+  const int64_t panel_codes = w.k * 16;
+  const int64_t fit = packed_tiling().block_bytes / panel_codes;
+  const int64_t block = fit > 1 ? fit : 1;
+  uint8_t* buf = scratch.get(static_cast<size_t>(block * panel_codes));
+  for (int64_t pb = p0; pb < p1; pb += block) {
+    const int64_t pe = pb + block < p1 ? pb + block : p1;
+    for (int64_t p = pb; p < pe; ++p)
+      unpack_panel<G>(w.data + p * ng * cb, ng, cb, buf + (p - pb) * panel_codes);
+    int64_t t0 = 0;
+    for (; t0 + kT <= a.n; t0 += kT)
+      for (int64_t p = pb; p < pe; ++p)
+        K::template tile<kT, true>(w, a, p, t0, y, 0, buf + (p - pb) * panel_codes);
+    pre_rest<K, kT - 1>(w, a, pb, pe, t0, y, buf, panel_codes);
+  }
+}
+
 template <int G, bool kAsym, bool kVnni, bool kW6 = false>
 void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
+  if constexpr (!kW6 && !kVnni) {
+    if (a.n >= kPreUnpackFromTokens) return w4a8_gemm_pre<G, kAsym, kVnni>(w, a, p0, p1, y);
+  }
   packed::over_panel_tiles<W4A8Gemm<G, kAsym, kVnni, kW6>>(w, a, a.n, p0, p1, y);
 }
 
