@@ -70,32 +70,46 @@ class ServerClient {
     return f();
   }
 
-  // A stream nobody reads, once the engine has paused it (saturated); -1 (the check failed,
-  // named) otherwise. Seen running and then gone without a pause: it ended first (more
-  // choices or tokens are needed to fill the socket buffers), no need to wait longer.
+  // A stream nobody reads, once the engine holds it paused (saturated); -1 (the check failed,
+  // named) otherwise.
   int stalled_stream(Running& c) {
-    // On a fast machine a short stream can run and finish between two polls, so "ended"
-    // is also told by the generated-token counter having moved with nothing in flight. The
-    // counter is read before the request is sent: read after, it may already include the
-    // whole stream (then nothing would ever move and the probe would wait out its timeout).
-    const double generated_before = metric("edge_generated_tokens_total");
+    // The counter is read before the request is sent: read after, it may already include the
+    // whole stream. A poll with any figure unreadable (-1) decides nothing.
+    double generated_before = -1;
+    eventually([&] { return (generated_before = metric("edge_generated_tokens_total")) >= 0; });
+    const double whole = static_cast<double>(o_.n) * o_.max_tokens;
     const int fd = open_stream(8192);
     if (!c.expect(fd >= 0, "cannot connect")) return -1;
     const auto t0 = Clock::now();
     bool seen_running = false, ended = false;
-    eventually([&] {
-      if (metric("edge_requests_paused") > 0) return true;
-      const double in_flight = metric("edge_requests_running") + metric("edge_requests_waiting");
-      const bool generated = metric("edge_generated_tokens_total") > generated_before;
-      ended = (seen_running || generated) && in_flight == 0;
-      seen_running = seen_running || in_flight > 0;
-      return ended;
+    double last_generated = -1;
+    int steady_polls = 0;
+    const bool settled = eventually([&] {
+      const double paused = metric("edge_requests_paused");
+      const double running = metric("edge_requests_running");
+      const double waiting = metric("edge_requests_waiting");
+      const double generated = metric("edge_generated_tokens_total");
+      if (paused < 0 || running < 0 || waiting < 0 || generated < 0) return false;
+      // Ended: seen running and now gone, or gone with every token counted. On a fast machine
+      // a short stream runs and finishes between two polls; a request not yet admitted is
+      // also out of flight, so the count (not merely its moving) tells the two apart.
+      const bool in_flight = running + waiting > 0;
+      ended = !in_flight && (seen_running || generated - generated_before >= whole);
+      seen_running = seen_running || in_flight;
+      if (ended) return true;
+      // A pause alone can be momentary: the writer drains the queue into socket buffers that
+      // still had room and the request resumes. Paused with nothing generated over several
+      // polls, the buffers are full.
+      steady_polls = paused > 0 && generated == last_generated ? steady_polls + 1 : 0;
+      last_generated = generated;
+      return steady_polls >= 5;
     });
     if (!c.expect(!ended,
                   "the stream ended before it filled the socket buffers: raise --n or "
                   "--stream-tokens") ||
-        !c.expect(metric("edge_requests_paused") > 0,
-                  "the stream never paused (nothing stops it at the high-water mark)")) {
+        !c.expect(settled,
+                  "the stream never stayed paused (nothing stops it at the high-water "
+                  "mark)")) {
       close(fd);
       return -1;
     }
