@@ -396,7 +396,7 @@ TEST(PackedKernels, A8ExtremeCodesDoNotSaturate) {
         for (int64_t r = 0; r < rows; ++r)  // keep the dense copy consistent (not used here)
           reference_packed_kernels().dequant_row(m.view(), r, m.dense.data() + r * k);
         const int64_t P = PackedFormat::panels(rows);
-        for (int64_t n : {1, 4, 5}) {
+        for (int64_t n : {1, 4, 5, 17}) {  // 17: the AVX2 prefill's pre-unpacked codes
           std::vector<float> x(n * k);
           for (int64_t i = 0; i < n * k; ++i)  // |x| equal in a block: every q = +-127
             x[i] = kind == PackedKind::kW8 && (i % k) % 2 == 1 ? -sign : sign;

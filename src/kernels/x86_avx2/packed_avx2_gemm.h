@@ -120,7 +120,6 @@ template <int T, bool kPre>
 void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const QuantizedActivations& a,
                                           int64_t p, int64_t t0, float* y, int64_t pf,
                                           const uint8_t* u, const float* off) {
-  static_assert(!(kPre && kW6), "W6 codes are not pre-unpacked");
   constexpr int64_t cb = cell_bytes(
       kW6 ? PackedKind::kW6 : kAsym ? PackedKind::kW4Asym : PackedKind::kW4Sym, G);
   // 64-byte blocks (8 k) summed in s16 before widening (see the header comment).
@@ -150,7 +149,7 @@ void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const Quant
           hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
           hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib);
         }
-        if constexpr (kW6) {
+        if constexpr (kW6 && !kPre) {
           // High block b/2; an even block's pairs are bits 0-3, an odd block's bits 4-7.
           const uint8_t* hp = c + G * 8 + (b / 2) * 64;
           __m256i h0 = load256(hp), h1 = load256(hp + 32);
@@ -178,7 +177,7 @@ void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const Quant
     for (int h = 0; h < 2; ++h) store_rows(y + (t0 + t) * w.n, p * 16 + h * 8, w.n, acc[t][h]);
 }
 
-// ---- W4A8 prefill over codes unpacked once per cache block ----------------------------
+// ---- W4A8 / W6A8 prefill over codes unpacked once per cache block ----------------------
 // The tile spends 6 of its ~44 vector ALU ops per 64-byte block splitting nibbles, and on
 // plain AVX2 the ALU ports are what bound it (../../bench/results/2026-12-02-tile-ports):
 // prefill unpacks each cache block of panels once into u8 code planes (lo0 lo1 hi0 hi1, 32
@@ -186,8 +185,9 @@ void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const Quant
 // with plain loads. The block is sized so the planes take PackedTiling::block_bytes (half
 // the L2); the scales stay in the cells. Per-thread scratch, kept between calls.
 // Plain AVX2 only: pp512 of the 1.54B model (Zen 5 VM, EDGE_MAX_ISA=avx2, interleaved)
-// W4A8 g128 x1.05, Q4_0 x1.04; with AVX-VNNI's vpdpbusd the ALU ports are not the bound and
-// the planes' doubled L2 footprint measured 0.97x, so that tile keeps its in-register unpack.
+// W4A8 g128 x1.05, Q4_0 x1.04, a Q6_K file (all W6, bits 4-5 merged in the planes too)
+// x1.32, Q4_K_M x1.00-1.07 over W4 alone; with AVX-VNNI's vpdpbusd the ALU ports are not the bound
+// and the planes' doubled L2 footprint measured 0.97x, so that tile keeps its in-register unpack.
 constexpr int64_t kPreUnpackFromTokens = 16;  // fewer tokens: too few tiles to repay it
 
 class UnpackScratch {
@@ -208,17 +208,24 @@ class UnpackScratch {
   size_t n_ = 0;
 };
 
-// Panel cells (ng of cb bytes, codes first) -> planes [ng * G / 8][4][32] of u8 codes.
-template <int G>
+// Panel cells (ng of cb bytes, codes first) -> planes [ng * G / 8][4][32] of u8 codes; W6
+// codes (0..63) get bits 4-5 from the cell's high plane, as the tile's in-register path does.
+template <int G, bool kW6>
 inline void unpack_panel(const uint8_t* c, int64_t ng, int64_t cb, uint8_t* out) {
-  const __m256i nib = _mm256_set1_epi8(0x0F);
+  const __m256i nib = _mm256_set1_epi8(0x0F), m = _mm256_set1_epi8(0x30);
   for (int64_t g = 0; g < ng; ++g, c += cb)
     for (int b = 0; b < G / 8; ++b, out += 128)
       for (int h = 0; h < 2; ++h) {
         const __m256i v = load256(c + b * 64 + h * 32);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out + h * 32), _mm256_and_si256(v, nib));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out + 64 + h * 32),
-                           _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
+        __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+        if constexpr (kW6) {
+          __m256i hb = load256(c + G * 8 + (b / 2) * 64 + h * 32);
+          if (b % 2 == 0) hb = _mm256_slli_epi16(hb, 4);
+          lo = _mm256_or_si256(lo, _mm256_and_si256(hb, m));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(hb, 2), m));
+        }
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + h * 32), lo);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + 64 + h * 32), hi);
       }
 }
 
@@ -236,18 +243,21 @@ inline void pre_rest(const PackedMatrixView& w, const QuantizedActivations& a, i
   }
 }
 
-template <int G, bool kAsym, bool kVnni>
+template <int G, bool kAsym, bool kVnni, bool kW6>
 void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                    float* y) {
-  using K = W4A8Gemm<G, kAsym, kVnni, false>;
+  using K = W4A8Gemm<G, kAsym, kVnni, kW6>;
   constexpr int kT = K::kTokens;
   thread_local UnpackScratch scratch, off_scratch;
   const int64_t ng = w.k / G;
   // The epilogue's offset factors [a.n, ng] (w4_group_epilogue).
   auto* off = reinterpret_cast<float*>(off_scratch.get(static_cast<size_t>(a.n * ng) * 4));
   for (int64_t i = 0; i < a.n * ng; ++i)
-    off[i] = (kAsym ? 1.0f : -8.0f) * a.scales[i] * static_cast<float>(a.sums[i]);
-  const int64_t cb = cell_bytes(kAsym ? PackedKind::kW4Asym : PackedKind::kW4Sym, G);
+    off[i] = (kAsym ? 1.0f : kW6 ? -32.0f : -8.0f) * a.scales[i] * static_cast<float>(a.sums[i]);
+  const int64_t cb = cell_bytes(kW6     ? PackedKind::kW6
+                                : kAsym ? PackedKind::kW4Asym
+                                        : PackedKind::kW4Sym,
+                                G);
   const int64_t panel_codes = w.k * 16;
   const int64_t fit = packed_tiling().block_bytes / panel_codes;
   const int64_t block = fit > 1 ? fit : 1;
@@ -255,7 +265,7 @@ void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int
   for (int64_t pb = p0; pb < p1; pb += block) {
     const int64_t pe = pb + block < p1 ? pb + block : p1;
     for (int64_t p = pb; p < pe; ++p)
-      unpack_panel<G>(w.data + p * ng * cb, ng, cb, buf + (p - pb) * panel_codes);
+      unpack_panel<G, kW6>(w.data + p * ng * cb, ng, cb, buf + (p - pb) * panel_codes);
     int64_t t0 = 0;
     for (; t0 + kT <= a.n; t0 += kT)
       for (int64_t p = pb; p < pe; ++p)
@@ -267,8 +277,8 @@ void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int
 template <int G, bool kAsym, bool kVnni, bool kW6 = false>
 void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
-  if constexpr (!kW6 && !kVnni) {
-    if (a.n >= kPreUnpackFromTokens) return w4a8_gemm_pre<G, kAsym, kVnni>(w, a, p0, p1, y);
+  if constexpr (!kVnni) {
+    if (a.n >= kPreUnpackFromTokens) return w4a8_gemm_pre<G, kAsym, kVnni, kW6>(w, a, p0, p1, y);
   }
   packed::over_panel_tiles<W4A8Gemm<G, kAsym, kVnni, kW6>>(w, a, a.n, p0, p1, y);
 }
