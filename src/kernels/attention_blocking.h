@@ -135,9 +135,11 @@ struct Flash {
 
   // For each of R rows r: o[r][c0*kW .. (c0+NC)*kW) = alpha[r] * o[r] + sum_{j in [j0, j1)}
   // p[r][j] * v[j]. The R rows share each V load (prefill pairs rows; decode runs one).
-  // o has room for whole chunks; the last chunk's V loads use `last` so they stay inside
-  // the head.
-  template <int R, int NC>
+  // o has room for whole chunks; with kTail (the head's partial last chunk) the last
+  // chunk's V loads use `last` so they stay inside the head. Whole chunks use plain loads:
+  // AVX2's vmaskmovps on every key stalled the loop (perf: 20% of the attention's samples
+  // on the load and its FMA, pp512 on the Zen 5 VM).
+  template <int R, int NC, bool kTail>
   static void pv_chunks(float* const* o, const float* const* vp, const float* const* p, int j0,
                         int j1, int64_t c0, const float* alpha, Tail last) {
     V acc[R][NC];
@@ -154,7 +156,7 @@ struct Flash {
       const float* v = vp[j] + c0 * kW;
 #pragma GCC unroll 16
       for (int c = 0; c < NC; ++c) {
-        const V x = c + 1 < NC ? P::load(v + c * kW) : P::load_tail(last, v + c * kW);
+        const V x = kTail && c + 1 == NC ? P::load_tail(last, v + c * kW) : P::load(v + c * kW);
 #pragma GCC unroll 2
         for (int r = 0; r < R; ++r) acc[r][c] = P::fma(pj[r], x, acc[r][c]);
       }
@@ -165,15 +167,15 @@ struct Flash {
       for (int c = 0; c < NC; ++c) P::store(o[r] + (c0 + c) * kW, acc[r][c]);
   }
 
-  // pv_chunks<R, nc> for a run-time nc in [1, N].
-  template <int R, int N>
+  // pv_chunks<R, nc, kTail> for a run-time nc in [1, N].
+  template <int R, int N, bool kTail>
   static void pv_dispatch(int64_t nc, float* const* o, const float* const* vp,
                           const float* const* p, int j0, int j1, int64_t c0, const float* alpha,
                           Tail last) {
     if constexpr (N > 1) {
-      if (nc < N) return pv_dispatch<R, N - 1>(nc, o, vp, p, j0, j1, c0, alpha, last);
+      if (nc < N) return pv_dispatch<R, N - 1, kTail>(nc, o, vp, p, j0, j1, c0, alpha, last);
     }
-    pv_chunks<R, N>(o, vp, p, j0, j1, c0, alpha, last);
+    pv_chunks<R, N, kTail>(o, vp, p, j0, j1, c0, alpha, last);
   }
 
   // R rows' outputs += p.V over keys [j0, j1) of the block, after rescaling by alpha.
@@ -184,8 +186,10 @@ struct Flash {
     const int64_t chunks = (hd + kW - 1) / kW;
     for (int64_t c0 = 0; c0 < chunks; c0 += kChunks) {
       const int64_t nc = min64(kChunks, chunks - c0);
-      const Tail last = P::tail(c0 + nc == chunks ? hd - (chunks - 1) * kW : kW);
-      pv_dispatch<R, kChunks>(nc, o, vp, p, j0, j1, c0, alpha, last);
+      if (c0 + nc == chunks && hd % kW != 0)
+        pv_dispatch<R, kChunks, true>(nc, o, vp, p, j0, j1, c0, alpha, P::tail(hd % kW));
+      else
+        pv_dispatch<R, kChunks, false>(nc, o, vp, p, j0, j1, c0, alpha, P::tail(kW));
     }
   }
 
@@ -276,10 +280,14 @@ struct Flash {
   // Copies n rows of hd floats to dst (rows `stride` apart, tail zero-filled): cache rows
   // are n_head_kv * head_dim apart, often a multiple of 4 KiB, so a block's K (or V) rows
   // would fall into the same L1 sets and evict each other between the rows of a tile.
+  // Whole chunks by plain loads (see pv_chunks), the tail masked.
   static void pack_rows(float* dst, const float* const* src, int n, int64_t hd, int64_t stride) {
-    for (int j = 0; j < n; ++j)
-      for (int64_t d = 0; d < stride; d += kW)
+    for (int j = 0; j < n; ++j) {
+      int64_t d = 0;
+      for (; d + kW <= hd; d += kW) P::store(dst + j * stride + d, P::load(src[j] + d));
+      for (; d < stride; d += kW)
         P::store(dst + j * stride + d, P::load_tail(P::tail(hd - d), src[j] + d));
+    }
   }
 
   // out[0, stride) = load(d, rem) chunk by chunk: whole chunks first (rem == kW, so an

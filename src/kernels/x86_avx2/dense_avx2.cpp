@@ -23,6 +23,18 @@ inline __m256i tail_mask(int64_t rem) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// 8 floats from p, lanes >= rem zero: a plain load for a whole chunk, vmaskmovps only for
+// the tail (on AMD cores a masked load or store on every chunk stalls the loop).
+inline __m256 load8(const float* p, int64_t rem) {
+  return rem >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, tail_mask(rem));
+}
+inline void store8(float* p, int64_t rem, __m256 v) {
+  if (rem >= 8)
+    _mm256_storeu_ps(p, v);
+  else
+    _mm256_maskstore_ps(p, tail_mask(rem), v);
+}
+
 inline float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -213,15 +225,14 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t dim
     float* yr = y + r * dim;
     __m256 ss = _mm256_setzero_ps();
     for (int64_t i = 0; i < dim; i += 8) {
-      const __m256 v = _mm256_maskload_ps(xr + i, tail_mask(dim - i));
+      const __m256 v = load8(xr + i, dim - i);
       ss = _mm256_fmadd_ps(v, v, ss);
     }
     const float mean = hsum8(ss) / static_cast<float>(dim);
     const __m256 inv = _mm256_set1_ps(1.0f / __builtin_sqrtf(mean + eps));
     for (int64_t i = 0; i < dim; i += 8) {
-      const __m256i m = tail_mask(dim - i);
-      const __m256 v = _mm256_mul_ps(_mm256_maskload_ps(xr + i, m), inv);
-      _mm256_maskstore_ps(yr + i, m, _mm256_mul_ps(v, _mm256_maskload_ps(w + i, m)));
+      const __m256 v = _mm256_mul_ps(load8(xr + i, dim - i), inv);
+      store8(yr + i, dim - i, _mm256_mul_ps(v, load8(w + i, dim - i)));
     }
   }
 }
@@ -231,32 +242,27 @@ void softmax(float* x, int64_t n) {
   __m256 mx = _mm256_set1_ps(-__builtin_inff());
   for (int64_t i = 0; i < n; i += 8) {
     const __m256i k = tail_mask(n - i);
-    mx = _mm256_blendv_ps(mx, _mm256_max_ps(mx, _mm256_maskload_ps(x + i, k)),
-                          _mm256_castsi256_ps(k));
+    mx = _mm256_blendv_ps(mx, _mm256_max_ps(mx, load8(x + i, n - i)), _mm256_castsi256_ps(k));
   }
   const __m256 m = _mm256_set1_ps(hmax8(mx));
   __m256 sum = _mm256_setzero_ps();
   for (int64_t i = 0; i < n; i += 8) {
     const __m256i k = tail_mask(n - i);
     const __m256 e =
-        _mm256_and_ps(_mm256_castsi256_ps(k), exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), m)));
-    _mm256_maskstore_ps(x + i, k, e);
+        _mm256_and_ps(_mm256_castsi256_ps(k), exp8(_mm256_sub_ps(load8(x + i, n - i), m)));
+    store8(x + i, n - i, e);
     sum = _mm256_add_ps(sum, e);
   }
   const __m256 inv = _mm256_set1_ps(1.0f / hsum8(sum));
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i k = tail_mask(n - i);
-    _mm256_maskstore_ps(x + i, k, _mm256_mul_ps(inv, _mm256_maskload_ps(x + i, k)));
-  }
+  for (int64_t i = 0; i < n; i += 8) store8(x + i, n - i, _mm256_mul_ps(inv, load8(x + i, n - i)));
 }
 
 void silu(float* x, int64_t n) {
   const __m256 one = _mm256_set1_ps(1.0f);
   for (int64_t i = 0; i < n; i += 8) {
-    const __m256i k = tail_mask(n - i);
-    const __m256 v = _mm256_maskload_ps(x + i, k);
+    const __m256 v = load8(x + i, n - i);
     const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), v));
-    _mm256_maskstore_ps(x + i, k, _mm256_div_ps(v, _mm256_add_ps(one, e)));
+    store8(x + i, n - i, _mm256_div_ps(v, _mm256_add_ps(one, e)));
   }
 }
 
@@ -267,13 +273,12 @@ void gelu(float* x, int64_t n) {
   const __m256 c0 = _mm256_set1_ps(2.0f * 0.7978845608028654f);
   const __m256 c1 = _mm256_set1_ps(0.044715f);
   for (int64_t i = 0; i < n; i += 8) {
-    const __m256i k = tail_mask(n - i);
-    const __m256 v = _mm256_maskload_ps(x + i, k);
+    const __m256 v = load8(x + i, n - i);
     const __m256 inner =
         _mm256_mul_ps(c0, _mm256_fmadd_ps(_mm256_mul_ps(c1, v), _mm256_mul_ps(v, v), v));
     const __m256 e = exp8(inner);
     const __m256 g = _mm256_div_ps(e, _mm256_add_ps(e, one));
-    _mm256_maskstore_ps(x + i, k, _mm256_mul_ps(v, g));
+    store8(x + i, n - i, _mm256_mul_ps(v, g));
   }
 }
 
