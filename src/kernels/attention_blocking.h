@@ -282,12 +282,10 @@ struct Flash {
   // would fall into the same L1 sets and evict each other between the rows of a tile.
   // Whole chunks by plain loads (see pv_chunks), the tail masked.
   static void pack_rows(float* dst, const float* const* src, int n, int64_t hd, int64_t stride) {
-    for (int j = 0; j < n; ++j) {
-      int64_t d = 0;
-      for (; d + kW <= hd; d += kW) P::store(dst + j * stride + d, P::load(src[j] + d));
-      for (; d < stride; d += kW)
-        P::store(dst + j * stride + d, P::load_tail(P::tail(hd - d), src[j] + d));
-    }
+    for (int j = 0; j < n; ++j)
+      pack_row(dst + j * stride, hd, stride, [&](int64_t d, int64_t rem) {
+        return rem >= kW ? P::load(src[j] + d) : P::load_tail(P::tail(rem), src[j] + d);
+      });
   }
 
   // out[0, stride) = load(d, rem) chunk by chunk: whole chunks first (rem == kW, so an
