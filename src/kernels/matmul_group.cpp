@@ -214,12 +214,13 @@ void matmul_group(const KernelTable& k, const float* x, int64_t n,
     if (n_groups > 0 && private_acts) {
       for (int g = 0; g < n_groups; ++g) {
         local.q[g] = t_act_bufs[g].view(n, in, groups[g]);
-        pk.quantize_act(x, local.q[g], 0, n);
+        quantize_activations(pk, x, local.q[g], 0, n);
       }
       acts = &local;
     } else if (n_groups > 0) {
       auto [t0, t1] = ThreadPool::split(n, tid, nth);
-      for (int g = 0; g < n_groups && t0 < t1; ++g) pk.quantize_act(x, shared.q[g], t0, t1);
+      for (int g = 0; g < n_groups && t0 < t1; ++g)
+        quantize_activations(pk, x, shared.q[g], t0, t1);
       pool.barrier();
     }
     int64_t u0 = 0, u1 = 0;

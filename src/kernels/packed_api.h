@@ -13,7 +13,8 @@
 // A8 entries take activations quantised to int8 per row in blocks of `group` along K, one
 // scale per (row, block), plus the block's sum of codes (for the W4 -8 offset / asymmetric
 // min, the W6 -32 offset and the W8 +128 correction). The activation block must equal the
-// weight group.
+// weight group. Q4K takes blocks of 256 (one scale, as GGML's Q8_K) with the sums of each
+// 32 codes (its mins are per sub-block of 32).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,9 @@ struct QuantizedActivations {
   int8_t* q = nullptr;      // [n, k]
   float* scales = nullptr;  // [n, k / group]
   int32_t* sums = nullptr;  // [n, k / group]
+  // [n, k / 32]: sum of each 32 codes, for Q4K weights (group 256), else null. Filled by
+  // quantize_activations() after the variant's quantize_act.
+  int16_t* sums32 = nullptr;
   int64_t n = 0, k = 0;
   int32_t group = 0;
 };
@@ -49,6 +53,8 @@ struct ActivationBuffer {
   std::vector<int8_t> q;
   std::vector<float> scales;
   std::vector<int32_t> sums;
+  std::vector<int16_t> sums32;
+  // With group 256 (Q4K) the view carries sums32 too.
   QuantizedActivations view(int64_t n, int64_t k, int32_t group);
 };
 
@@ -58,7 +64,8 @@ constexpr int64_t packed_cell_bytes(PackedKind kind, int32_t group) {
   return kind == PackedKind::kW8       ? group * 16 + 64  // codes, scales, sums
          : kind == PackedKind::kW4Asym ? group * 8 + 64   // codes, scales, mins
          : kind == PackedKind::kW6     ? group * 12 + 32  // nibbles, high bits, scales
-                                       : group * 8 + 32;  // codes, scales
+         : kind == PackedKind::kQ4K    ? group * 8 + 320  // nibbles, sc, m, d, dmin
+                                       : group * 8 + 32;     // codes, scales
 }
 
 // Quantises rows [t0, t1) of x [a.n, a.k] into a (buffers sized by the caller): per block,
@@ -83,13 +90,21 @@ struct PackedKernels {
   PackedMatmulA8Fn matmul_w8_a8 = nullptr;
   PackedMatmulA16Fn matmul_w6_a16 = nullptr;  // kW6
   PackedMatmulA8Fn matmul_w6_a8 = nullptr;
+  PackedMatmulA16Fn matmul_q4k_a16 = nullptr;  // kQ4K
+  PackedMatmulA8Fn matmul_q4k_a8 = nullptr;
   DequantRowFn dequant_row = nullptr;  // any kind
 
   PackedMatmulA16Fn a16(PackedKind k) const {
-    return k == PackedKind::kW8 ? matmul_w8_a16 : k == PackedKind::kW6 ? matmul_w6_a16 : matmul_w4_a16;
+    return k == PackedKind::kW8    ? matmul_w8_a16
+           : k == PackedKind::kW6  ? matmul_w6_a16
+           : k == PackedKind::kQ4K ? matmul_q4k_a16
+                                   : matmul_w4_a16;
   }
   PackedMatmulA8Fn a8(PackedKind k) const {
-    return k == PackedKind::kW8 ? matmul_w8_a8 : k == PackedKind::kW6 ? matmul_w6_a8 : matmul_w4_a8;
+    return k == PackedKind::kW8    ? matmul_w8_a8
+           : k == PackedKind::kW6  ? matmul_w6_a8
+           : k == PackedKind::kQ4K ? matmul_q4k_a8
+                                   : matmul_w4_a8;
   }
 };
 
@@ -115,6 +130,12 @@ const PackedTiling& packed_tiling();
 const PackedKernels& reference_packed_kernels();
 // The variant the engine uses: chosen once (CPU features, then a few ms of timing).
 const PackedKernels& packed_kernels();
+// True when the engine's variant has SIMD kernels for Q4K cells (x86 today); elsewhere
+// (aarch64) a GGUF Q4_K repacks into w4a_g32, which every variant runs fast.
+bool packed_kernels_run_q4k();
+// kern.quantize_act over rows [t0, t1), then a.sums32 where the view has it (Q4K).
+void quantize_activations(const PackedKernels& kern, const float* x, const QuantizedActivations& a,
+                          int64_t t0, int64_t t1);
 // Every variant this CPU can run, reference first (for tests and benchmarks).
 std::vector<const PackedKernels*> available_packed_kernels();
 // Human-readable: CPU name, features, the chosen variant per op and why (`edge-infer devices`).
@@ -134,6 +155,7 @@ void packed_matmul_a8(const PackedKernels& kern, const PackedMatrixView& w, cons
 // reference table). Only call them after checking the CPU (available_packed_kernels() does,
 // through kernels/isa.h).
 void install_packed_avx512vnni(PackedKernels* t);  // x86_avx512/packed_avx512vnni.cpp
+void install_packed_q4k_avx512vnni(PackedKernels* t);  // x86_avx512/packed_q4k_avx512vnni.cpp
 void install_packed_avxvnni(PackedKernels* t);     // x86_avx2/packed_avxvnni.cpp
 void install_packed_avx2(PackedKernels* t);        // x86_avx2/packed_avx2.cpp
 void install_packed_neon(PackedKernels* t);        // arm_neon/packed_neon.cpp

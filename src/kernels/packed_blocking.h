@@ -53,6 +53,7 @@ void over_panels(const Tile& tile, const PackedMatrixView& w, int64_t n, int64_t
   const int64_t cell = kind == PackedKind::kW8       ? g * 16 + 64
                        : kind == PackedKind::kW4Asym ? g * 8 + 64
                        : kind == PackedKind::kW6     ? g * 12 + 32
+                       : kind == PackedKind::kQ4K    ? g * 8 + 320
                                                      : g * 8 + 32;
   const int64_t panel_bytes = (w.k / g) * cell;
   const int64_t fit = packed_tiling().block_bytes / panel_bytes;

@@ -27,12 +27,17 @@ struct Variants {
   std::vector<const PackedKernels*> list;  // runnable here, reference first, narrow to wide
 };
 
-// A variant without its own W6 kernels takes those of the next narrower variant in the
-// list (runnable here too: AVX-512 on top of AVX2) rather than the scalar reference.
+// A variant without its own W6 kernels (or Q4K A16) takes those of the next narrower
+// variant in the list (runnable here too: AVX-512 on top of AVX2) rather than the scalar
+// reference. Q4K A8 is not borrowed: a variant without its own (aarch64 today) makes GGUF
+// Q4_K repack into w4a_g32 instead (packed_kernels_run_q4k()); a borrowed narrower one
+// would be slower than the variant's own W4 tile (on a Zen 5 the ymm Q4K tile ran prefill
+// at 57% of the zmm w4a_g32 one).
 void borrow_w6(const PackedKernels* narrower, PackedKernels* t) {
   const PackedKernels& ref = reference_packed_kernels();
   if (t->matmul_w6_a8 == ref.matmul_w6_a8) t->matmul_w6_a8 = narrower->matmul_w6_a8;
   if (t->matmul_w6_a16 == ref.matmul_w6_a16) t->matmul_w6_a16 = narrower->matmul_w6_a16;
+  if (t->matmul_q4k_a16 == ref.matmul_q4k_a16) t->matmul_q4k_a16 = narrower->matmul_q4k_a16;
 }
 
 const Variants& variants() {
@@ -197,7 +202,31 @@ QuantizedActivations ActivationBuffer::view(int64_t n, int64_t k, int32_t group)
     scales.resize(n * (k / group));
     sums.resize(n * (k / group));
   }
-  return QuantizedActivations{q.data(), scales.data(), sums.data(), n, k, group};
+  int16_t* s32 = nullptr;
+  if (group == 256) {
+    if (static_cast<int64_t>(sums32.size()) < n * (k / 32)) sums32.resize(n * (k / 32));
+    s32 = sums32.data();
+  }
+  return QuantizedActivations{q.data(), scales.data(), sums.data(), s32, n, k, group};
+}
+
+void quantize_activations(const PackedKernels& kern, const float* x, const QuantizedActivations& a,
+                          int64_t t0, int64_t t1) {
+  kern.quantize_act(x, a, t0, t1);
+  if (a.sums32 == nullptr) return;
+  // |sum| <= 32 * 127: fits int16. A plain loop: the compiler vectorises it.
+  const int64_t nb = a.k / 32;
+  for (int64_t t = t0; t < t1; ++t)
+    for (int64_t b = 0; b < nb; ++b) {
+      const int8_t* q = a.q + t * a.k + b * 32;
+      int32_t s = 0;
+      for (int i = 0; i < 32; ++i) s += q[i];
+      a.sums32[t * nb + b] = static_cast<int16_t>(s);
+    }
+}
+
+bool packed_kernels_run_q4k() {
+  return packed_kernels().matmul_q4k_a8 != reference_packed_kernels().matmul_q4k_a8;
 }
 
 PackedMatrixView packed_matrix_view(const TensorView& w) {
@@ -252,18 +281,20 @@ std::string packed_kernels_description() {
                            isa_missing_features(v.isa, cpu));
   }
   // W6 is not calibrated: the chosen table's own (or borrowed, see borrow_w6) kernels.
-  const char* w6 = "ref";
-  for (const PackedKernels* v : variants().list)
-    if (v->matmul_w6_a8 == choice().table.matmul_w6_a8) {
-      w6 = v->name;
-      break;
-    }
+  // The first variant in the list (reference first) whose kernel is the chosen table's.
+  const char *w6 = nullptr, *q4k = nullptr;
+  for (const PackedKernels* v : variants().list) {
+    if (w6 == nullptr && v->matmul_w6_a8 == choice().table.matmul_w6_a8) w6 = v->name;
+    if (q4k == nullptr && v->matmul_q4k_a8 == choice().table.matmul_q4k_a8) q4k = v->name;
+  }
   return fmt::format(
       "CPU: {}\nfeatures: {}\npacked kernel variants: {}\nnot runnable here: {}\nchosen per "
       "op:\n{}  {:7} -> {:12} (the chosen table's, or the nearest narrower variant's)\n"
+      "  {:7} -> {:12} (likewise; ref: GGUF Q4_K repacks to w4a_g32 instead)\n"
       "tiling: {}\n",
       cpu.model_name, cpu.features.empty() ? "none" : cpu.features_string(), runnable,
-      missing.empty() ? "none" : missing, choice().why, "w6_a8", w6, packed_tiling().why);
+      missing.empty() ? "none" : missing, choice().why, "w6_a8", w6, "q4k_a8", q4k,
+      packed_tiling().why);
 }
 
 void packed_matmul_a16(const PackedKernels& kern, const PackedMatrixView& w, const float* x,
@@ -283,7 +314,7 @@ void packed_matmul_a8(const PackedKernels& kern, const PackedMatrixView& w, cons
   const int64_t panels = PackedFormat::panels(w.n);
   pool.run([&](int tid, int nth) {
     auto [t0, t1] = ThreadPool::split(n, tid, nth);
-    if (t0 < t1) kern.quantize_act(x, qa, t0, t1);
+    if (t0 < t1) quantize_activations(kern, x, qa, t0, t1);
     pool.barrier();
     auto [p0, p1] = ThreadPool::split(panels, tid, nth);
     if (p0 < p1) fn(w, qa, p0, p1, y);

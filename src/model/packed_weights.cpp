@@ -3,7 +3,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "core/memory_ledger.h"
+#include "kernels/packed_api.h"
 #include "quant/packed.h"
 #include "quant/repack.h"
 
@@ -27,6 +31,15 @@ AnonymousBuffer::~AnonymousBuffer() {
   ledger_sub(MemCategory::kWeights, static_cast<int64_t>(size_));
 }
 
+Q4KTarget engine_q4k_target() {
+  static const Q4KTarget t = [] {
+    const char* env = std::getenv("EDGE_Q4K_CELLS");
+    if (env != nullptr && std::string(env) == "0") return Q4KTarget::kW4Asym;
+    return packed_kernels_run_q4k() ? Q4KTarget::kQ4K : Q4KTarget::kW4Asym;
+  }();
+  return t;
+}
+
 namespace {
 
 // Tells the kernel this process no longer needs the file pages of [data, data + n): they
@@ -42,10 +55,11 @@ Status repack_one(const TensorView& t, int threads, PreparedTensors& out) {
   if (t.shape.size() != 2)
     return Status::unsupported(t.name + ": " + dtype_name(t.dtype) + " tensor must be 2-D to repack, shape " +
                                t.shape_string());
-  ASSIGN_OR_RETURN(PackedFormat f, repack_format(t.dtype));
+  const Q4KTarget q4k = engine_q4k_target();
+  ASSIGN_OR_RETURN(PackedFormat f, repack_format(t.dtype, q4k));
   const uint64_t bytes = static_cast<uint64_t>(f.matrix_bytes(t.shape[0], t.shape[1]));
   ASSIGN_OR_RETURN(auto buf, AnonymousBuffer::allocate(bytes));
-  RETURN_IF_ERROR(repack_matrix(t, buf->data(), bytes, threads).with_context(t.name));
+  RETURN_IF_ERROR(repack_matrix(t, buf->data(), bytes, threads, q4k).with_context(t.name));
   drop_source_pages(t.data, t.nbytes);
   TensorView v = t;
   v.dtype = packed_dtype(f);

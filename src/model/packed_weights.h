@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "formats/gguf.h"
+#include "quant/repack.h"
 
 namespace edge {
 
@@ -38,5 +39,9 @@ struct PreparedTensors {
 };
 
 Expected<PreparedTensors> prepare_gguf_tensors(const GgufFile& g, int threads);
+
+// Where this engine repacks GGUF Q4_K: q4k_g256 when the chosen kernels run Q4K cells
+// (packed_kernels_run_q4k()), else w4a_g32. EDGE_Q4K_CELLS=0 forces w4a_g32 (A/B runs).
+Q4KTarget engine_q4k_target();
 
 }  // namespace edge

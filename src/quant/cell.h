@@ -51,8 +51,22 @@ inline void set_w6_code(uint8_t* cell, int32_t group, int row, int kk, int code)
 
 // Offsets of the per-row tails after the codes.
 inline int64_t codes_bytes(const PackedFormat& f) {
-  return f.is_w4() ? 8 * f.group : f.kind == PackedKind::kW6 ? 12 * f.group : 16 * f.group;
+  return f.is_w4() || f.kind == PackedKind::kQ4K ? 8 * f.group
+         : f.kind == PackedKind::kW6             ? 12 * f.group
+                                                 : 16 * f.group;
 }
+
+// Q4K (packed.h): sub-block scale sc_j and min m_j (u8, 0..63) of row r; d and dmin fp16;
+// then the codes (W4 layout) from byte kQ4KCodes.
+inline int64_t q4k_sc_byte(int j, int row) {
+  return 16 * j + row;
+}
+inline int64_t q4k_m_byte(int j, int row) {
+  return 128 + 32 * (j / 2) + 2 * row + j % 2;
+}
+constexpr int64_t kQ4KDOffset = 256;
+constexpr int64_t kQ4KDminOffset = 288;
+constexpr int64_t kQ4KCodes = 320;
 inline int64_t scales_offset(const PackedFormat& f) { return codes_bytes(f); }
 inline int64_t mins_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W4 asym
 inline int64_t sums_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W8

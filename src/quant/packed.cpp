@@ -17,11 +17,16 @@ int group_index(int64_t g) {
   }
 }
 
-constexpr uint32_t kPackedTypeCount = 12;  // 4 kinds x 3 groups
+constexpr uint32_t kPackedTypeCount = 13;  // 4 kinds x 3 groups, then q4k_g256
+constexpr uint32_t kQ4KType = 12;
 
 }  // namespace
 
 bool is_valid_group(int64_t group) { return group_index(group) >= 0; }
+
+bool is_valid_format(const PackedFormat& f) {
+  return f.kind == PackedKind::kQ4K ? f.group == 256 : is_valid_group(f.group);
+}
 
 int64_t PackedFormat::group_bytes() const {
   const int64_t g = group;
@@ -30,6 +35,8 @@ int64_t PackedFormat::group_bytes() const {
     case PackedKind::kW4Asym: return 8 * g + 32 + 32;  // ... + 16 fp16 mins
     case PackedKind::kW8: return 16 * g + 32 + 32;     // 16 rows x G int8 + scales + int16 sums
     case PackedKind::kW6: return 12 * g + 32;          // 16 rows x G (nibble + 2 bits) + scales
+    case PackedKind::kQ4K:
+      return 8 * g + 16 * 16 + 64;  // nibbles, u8 sc + m, fp16 d + dmin
   }
   return 0;
 }
@@ -42,11 +49,16 @@ std::string PackedFormat::name() const {
   const char* k = kind == PackedKind::kW4Sym    ? "w4s"
                   : kind == PackedKind::kW4Asym ? "w4a"
                   : kind == PackedKind::kW6     ? "w6"
+                  : kind == PackedKind::kQ4K    ? "q4k"
                                                 : "w8";
   return std::string(k) + "_g" + std::to_string(group);
 }
 
 DType packed_dtype(const PackedFormat& f) {
+  if (f.kind == PackedKind::kQ4K) {
+    CHECK_MSG(f.group == 256, "q4k cells are groups of 256");
+    return static_cast<DType>(kFirstPackedType + kQ4KType);
+  }
   const int gi = group_index(f.group);
   CHECK_MSG(gi >= 0, "packed group must be 32, 64 or 128");
   return static_cast<DType>(kFirstPackedType + 3 * static_cast<uint32_t>(f.kind) +
@@ -57,7 +69,9 @@ bool packed_format_of(DType t, PackedFormat* out) {
   const uint32_t id = static_cast<uint32_t>(t);
   if (id < kFirstPackedType || id >= kFirstPackedType + kPackedTypeCount) return false;
   const uint32_t rel = id - kFirstPackedType;
-  if (out) {
+  if (out && rel == kQ4KType) {
+    *out = PackedFormat{PackedKind::kQ4K, 256};
+  } else if (out) {
     out->kind = static_cast<PackedKind>(rel / 3);
     out->group = 32 << (rel % 3);
   }

@@ -42,6 +42,20 @@
 //   No sums: integer kernels feed the unsigned codes (u8, <= 63) to maddubs / vpdpbusd
 //   against s8 activations and subtract 32 * sum(activation block), as W4 sym does with 8.
 //   12 G + 32 bytes a cell: 6.5 bits per weight at G = 32 (Q6_K: 6.5625).
+//
+// Q4K group (G = 256 only: GGUF Q4_K's super-block, kept as it is, so the integer kernels
+// fold the 6-bit sub-scales into their int32 dot and apply one float scale per 256;
+// w = d * sc_j * code - dmin * m_j for sub-block j = kk / 32 of 32 weights). The per-row
+// fields come first, so a GEMV reads each cell front to back (reading a tail 2 KiB ahead
+// of the codes for every sub-block halved the decode rate: the hardware prefetcher lost
+// the stream):
+//   sc     [8 sub-blocks j][16 rows] u8 (0..63): 8 bytes per half-panel and sub-block
+//   m      [4 pairs i][16 rows][2] u8: byte 32 i + 2 r + e = m_{2i+e} of row r, so a
+//          half-panel's pair i is 16 bytes that widen to 8 int32 lanes of (m_2i, m_2i+1)
+//   d      16 x fp16 (Q4_K's super-block scale, per row)
+//   dmin   16 x fp16
+//   codes  at byte 320: the W4 block layout above (32 blocks of 64 bytes)
+//   2368 bytes a cell: 4.625 bits per weight (Q4_K: 4.5; w4a_g32: 5.0).
 #pragma once
 
 #include <cstdint>
@@ -57,11 +71,11 @@ namespace edge {
 constexpr int64_t kPanelRows = 16;
 
 // The numeric values are part of the GGUF type ids below: never reorder.
-enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8, kW6 };
+enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8, kW6, kQ4K };
 
 struct PackedFormat {
   PackedKind kind = PackedKind::kW4Sym;
-  int32_t group = 128;  // 32, 64 or 128
+  int32_t group = 128;  // 32, 64 or 128 (kQ4K: 256)
 
   bool is_w4() const { return kind == PackedKind::kW4Sym || kind == PackedKind::kW4Asym; }
   // Bytes of one (panel, group) cell.
@@ -75,7 +89,7 @@ struct PackedFormat {
   }
   // Bits per weight including scales (for reports): e.g. W4 sym g128 = 4.125.
   double bits_per_weight() const;
-  std::string name() const;  // "w4s_g128", "w4a_g64", "w8_g32", "w6_g32"
+  std::string name() const;  // "w4s_g128", "w4a_g64", "w8_g32", "w6_g32", "q4k_g256"
 };
 
 // GGUF type ids of the packed formats (a reserved range; recorded in metadata as well).
@@ -84,12 +98,15 @@ struct PackedFormat {
 //   1003 w4a_g32   1004 w4a_g64   1005 w4a_g128
 //   1006 w8_g32    1007 w8_g64    1008 w8_g128
 //   1009 w6_g32    1010 w6_g64    1011 w6_g128
+//   1012 q4k_g256
 DType packed_dtype(const PackedFormat& f);
 // The packed format of a dtype id, or false if the id is not one of ours.
 bool packed_format_of(DType t, PackedFormat* out);
 bool is_packed_dtype(DType t);
-// True for the group sizes the layout supports (32, 64, 128).
+// True for the group sizes the W4/W6/W8 layouts support (32, 64, 128; kQ4K has 256 only).
 bool is_valid_group(int64_t group);
+// True when `kind` comes with group `group`.
+bool is_valid_format(const PackedFormat& f);
 
 // GGUF sizing of our ids, for GgufFile::open(path, packed_gguf_types()). The reader sizes
 // a tensor as numel / block_elems * block_bytes, so a block here is one row of one group

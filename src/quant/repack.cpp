@@ -74,13 +74,31 @@ Status put_q4_k(const uint8_t* b, const PackedFormat& f, uint8_t* cells, int r) 
   return {};
 }
 
+// One Q4_K super-block into row r of a q4k_g256 cell: every field as stored (exact).
+void put_q4_k_cell(const uint8_t* b, uint8_t* cell, int r) {
+  cell::set_u16(cell + cell::kQ4KDOffset, r, ld_u16(b));
+  cell::set_u16(cell + cell::kQ4KDminOffset, r, ld_u16(b + 2));
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, mn;
+    q4k_scale_min(j, b + 4, &sc, &mn);
+    cell[cell::q4k_sc_byte(j, r)] = sc;
+    cell[cell::q4k_m_byte(j, r)] = mn;
+    const uint8_t* q = b + 16 + 32 * (j / 2);
+    for (int l = 0; l < 32; ++l)
+      cell::set_w4_code(cell + cell::kQ4KCodes, r, 32 * j + l, (j % 2) ? (q[l] >> 4) : (q[l] & 15));
+  }
+}
+
 }  // namespace
 
-Expected<PackedFormat> repack_format(DType src) {
+Expected<PackedFormat> repack_format(DType src, Q4KTarget q4k) {
   switch (src) {
     case DType::Q4_0: return PackedFormat{PackedKind::kW4Sym, 32};
+    case DType::Q4_K:
+      if (q4k == Q4KTarget::kQ4K) return PackedFormat{PackedKind::kQ4K, 256};
+      return PackedFormat{PackedKind::kW4Asym, 32};
     case DType::Q4_1:
-    case DType::Q4_K: return PackedFormat{PackedKind::kW4Asym, 32};
+      return PackedFormat{PackedKind::kW4Asym, 32};
     // W6 rather than W8: the 5/6-bit sources keep (about) their own bytes, 6.5 bits per
     // weight instead of 9. No exact repack: Q6_K has an int8 scale per 16 weights and Q5_K
     // / Q5_1 a min per block, our W6 one fp16 scale per 32, so these are requantised.
@@ -127,6 +145,10 @@ Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel,
         for (int64_t b = 0; b < k / 32; ++b) put_q8_0(row + b * 34, f, dst + b * cb, ri);
         break;
       default:  // Q4_K
+        if (f.kind == PackedKind::kQ4K) {
+          for (int64_t b = 0; b < k / 256; ++b) put_q4_k_cell(row + b * 144, dst + b * cb, ri);
+          break;
+        }
         for (int64_t b = 0; b < k / 256; ++b)
           RETURN_IF_ERROR(put_q4_k(row + b * 144, f, dst + 8 * b * cb, ri)
                               .with_context("row " + std::to_string(panel * kPanelRows + r)));
@@ -136,8 +158,9 @@ Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel,
   return {};
 }
 
-Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, int threads) {
-  ASSIGN_OR_RETURN(PackedFormat f, repack_format(src.dtype));
+Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, int threads,
+                     Q4KTarget q4k) {
+  ASSIGN_OR_RETURN(PackedFormat f, repack_format(src.dtype, q4k));
   if (src.shape.size() != 2)
     return Status::invalid_argument("tensor '" + src.name + "' " + src.shape_string() +
                                     " is not a matrix");

@@ -5,11 +5,13 @@
 //   Q4_1 -> w4a_g32  lossless: codes, scale d, min m (w = q d + m).
 //   Q8_0 -> w8_g32   lossless: codes and d; a code of -128 (GGML's own quantiser never
 //                    writes one) is clamped to -127, an error of |d| for that weight.
-//   Q4_K -> w4a_g32  each 32-wide sub-block j: scale = fp16(d * sc_j), min = fp16(-dmin * m_j),
-//                    codes as stored. Per weight |error| <= 15 * u(d sc_j) + u(dmin m_j), where
-//                    u(v) = max(|v| 2^-11, 2^-25) is half an fp16 ulp (relative 2^-11, so
-//                    about 0.05% of the sub-block's range). A product that overflows fp16
-//                    is refused.
+//   Q4_K -> q4k_g256 lossless where the kernels have Q4K cells (Q4KTarget::kQ4K): codes,
+//                    the 6-bit sc_j and m_j, d and dmin as stored (4.625 bits per weight).
+//   Q4_K -> w4a_g32  otherwise: each 32-wide sub-block j: scale = fp16(d * sc_j), min =
+//                    fp16(-dmin * m_j), codes as stored. Per weight |error| <= 15 * u(d sc_j)
+//                    + u(dmin m_j), where u(v) = max(|v| 2^-11, 2^-25) is half an fp16 ulp
+//                    (relative 2^-11, so about 0.05% of the sub-block's range). A product
+//                    that overflows fp16 is refused. 5 bits per weight.
 //   Q5_0, Q5_1, Q5_K, Q6_K, Q3_K -> w6_g32: the exactly dequantised values requantised by
 //                    the W6 scale search (quantize.h; least squared error per group of 32).
 //                    Not exact: Q6_K's int8 scale per 16 weights (and the K/_1 mins) have
@@ -29,8 +31,13 @@
 
 namespace edge {
 
+// Where GGUF Q4_K goes: w4a_g32, which every kernel variant runs, or q4k_g256, which keeps
+// Q4_K's bytes and lets the integer kernels apply its sub-scales inside the dot (the engine
+// asks for it where its kernels have Q4K entries: packed_kernels_run_q4k()).
+enum class Q4KTarget { kW4Asym, kQ4K };
+
 // The packed format a GGUF quantised type repacks into, or unsupported.
-Expected<PackedFormat> repack_format(DType src);
+Expected<PackedFormat> repack_format(DType src, Q4KTarget q4k = Q4KTarget::kW4Asym);
 bool is_repackable(DType src);
 
 // Repacks panel `panel` of the 2-D tensor `src` (its type repackable, bytes checked by the
@@ -41,7 +48,8 @@ Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel,
 
 // The whole matrix: checks the source's byte size against its type and shape (a corrupt
 // tensor is refused with its name), then repacks panel by panel on `threads` threads.
-// dst: repack_format(src.dtype)->matrix_bytes(n, k) bytes.
-Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, int threads = 1);
+// dst: repack_format(src.dtype, q4k)->matrix_bytes(n, k) bytes.
+Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, int threads = 1,
+                     Q4KTarget q4k = Q4KTarget::kW4Asym);
 
 }  // namespace edge

@@ -12,11 +12,15 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernels/packed_api.h"
+#include "packed_test_util.h"
 
 namespace edge {
 namespace {
 
-constexpr float kSentinel = 12345.0f;
+using testing::dense_matmul;
+using testing::expect_close;
+using testing::kSentinel;
+using testing::run_guarded;
 
 // A packed matrix plus its logical codes and the dense f32 weights they stand for.
 struct TestMatrix {
@@ -95,49 +99,6 @@ std::vector<float> make_acts(int64_t n, int64_t k, uint32_t seed) {
   for (int64_t i = 0; i < n * k; ++i) x[i] = d(rng) * (1.0f + static_cast<float>(i % 7));
   if (k >= 64) x[5] = 40.0f;  // an outlier block
   return x;
-}
-
-// y[t, r] = sum_k x[t, k] * dense[r, k] in double, and sum |x * w| per output (error scale).
-void dense_matmul(const TestMatrix& m, const float* x, int64_t n, std::vector<float>* y,
-                  std::vector<double>* mag) {
-  y->assign(n * m.n, 0.0f);
-  mag->assign(n * m.n, 0.0);
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t r = 0; r < m.n; ++r) {
-      double acc = 0.0, a = 0.0;
-      for (int64_t i = 0; i < m.k; ++i) {
-        const double v = double{x[t * m.k + i]} * m.dense[r * m.k + i];
-        acc += v;
-        a += std::fabs(v);
-      }
-      (*y)[t * m.n + r] = static_cast<float>(acc);
-      (*mag)[t * m.n + r] = a;
-    }
-}
-
-// Runs a matmul on panels [0, P) into a sentinel-filled buffer with a guard tail; checks
-// the guard is untouched and returns the [n, N] result.
-template <typename Fn>
-std::vector<float> run_guarded(int64_t n, int64_t rows, Fn fn) {
-  std::vector<float> y(n * rows + 64, kSentinel);
-  fn(y.data());
-  for (size_t i = n * rows; i < y.size(); ++i) EXPECT_EQ(y[i], kSentinel) << "wrote past y";
-  y.resize(n * rows);
-  return y;
-}
-
-void expect_close(const std::vector<float>& got, const std::vector<float>& want,
-                  const std::vector<double>& mag, double rel, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size());
-  int bad = 0;
-  for (size_t i = 0; i < got.size() && bad < 5; ++i) {
-    const double tol = rel * mag[i] + 1e-6;
-    if (!(std::fabs(double{got[i]} - want[i]) <= tol)) {
-      ++bad;
-      ADD_FAILURE() << what << " at " << i << ": got " << got[i] << " want " << want[i] << " tol "
-                    << tol;
-    }
-  }
 }
 
 const PackedKind kAllKinds[] = {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8,

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -61,6 +62,20 @@ inline std::vector<float> prefill_logits(const Model& m, const std::vector<int32
   auto r = st->forward(toks, true);
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   return r.ok() ? std::vector<float>(r->begin(), r->end()) : std::vector<float>();
+}
+
+// Greedy continuation of `prompt`: `steps` argmax tokens, one forward per token.
+inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& prompt, int steps) {
+  auto st = InferenceState::create(m, static_cast<int64_t>(prompt.size()) + steps);
+  EXPECT_TRUE(st.ok());
+  auto r = st->forward(prompt);
+  std::vector<int32_t> out;
+  while (r.ok() && static_cast<int>(out.size()) < steps) {
+    out.push_back(static_cast<int32_t>(std::max_element(r->begin(), r->end()) - r->begin()));
+    r = st->forward(std::span<const int32_t>(&out.back(), 1));
+  }
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return out;
 }
 
 }  // namespace edge::testing

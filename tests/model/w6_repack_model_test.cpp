@@ -25,6 +25,7 @@
 namespace edge {
 namespace {
 
+using testing::greedy;
 using testing::load_or_die;
 using testing::prefill_logits;
 using testing::rel_diff;
@@ -115,19 +116,6 @@ void write_q6k_files(const std::string& in, const std::string& q6k, const std::s
   ASSERT_TRUE(wq.write(q6k).ok());
   ASSERT_TRUE(wd.write(deq).ok());
   ASSERT_TRUE(w6.write(w6deq).ok());
-}
-
-std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& prompt, int steps) {
-  auto st = InferenceState::create(m, static_cast<int64_t>(prompt.size()) + steps);
-  EXPECT_TRUE(st.ok());
-  auto r = st->forward(prompt);
-  std::vector<int32_t> out;
-  while (r.ok() && static_cast<int>(out.size()) < steps) {
-    out.push_back(static_cast<int32_t>(std::max_element(r->begin(), r->end()) - r->begin()));
-    r = st->forward(std::span<const int32_t>(&out.back(), 1));
-  }
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return out;
 }
 
 TEST(W6Repack, Q6KModelComputesItsW6Weights) {

@@ -69,6 +69,25 @@ TEST_P(KQuantReference, DecoderEqualsLlamaCppDequantiser) {
   }
 }
 
+// Q4_K into q4k_g256 cells keeps every field: the repacked weights are llama.cpp's own
+// dequantised values, to the ulp the decoder test above allows.
+TEST(KQuantReferenceQ4K, Q4KCellsRepackExactly) {
+  auto blocks = read_bytes("q4_k.blocks");
+  const auto want = read_f32("q4_k.values");
+  TensorView v{"blk.0.ffn_gate.weight", DType::Q4_K, {kRows, kCols}, blocks.data(), blocks.size()};
+  auto f = repack_format(DType::Q4_K, Q4KTarget::kQ4K);
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(f->name(), "q4k_g256");
+  std::vector<uint8_t> packed(static_cast<size_t>(f->matrix_bytes(kRows, kCols)));
+  ASSERT_TRUE(repack_matrix(v, packed.data(), packed.size(), 2, Q4KTarget::kQ4K).ok());
+  // Fewer bytes than w4a_g32 (5 bits per weight), close to Q4_K's own 4.5.
+  EXPECT_LT(packed.size(),
+            static_cast<size_t>(repack_format(DType::Q4_K)->matrix_bytes(kRows, kCols)));
+  const auto got = dequantize_matrix(*f, packed.data(), kRows, kCols);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], std::fabs(want[i]) * 2.4e-7f + 1e-12f) << "q4_k at " << i;
+}
+
 TEST_P(KQuantReference, RepackStaysWithinItsBound) {
   const Case c = GetParam();
   auto blocks = read_bytes(std::string(c.name) + ".blocks");

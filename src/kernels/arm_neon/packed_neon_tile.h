@@ -30,6 +30,7 @@ constexpr int64_t cell_bytes(PackedKind kind, int32_t group) {
   return kind == PackedKind::kW8       ? int64_t{group} * 16 + 64
          : kind == PackedKind::kW4Asym ? int64_t{group} * 8 + 64
          : kind == PackedKind::kW6     ? int64_t{group} * 12 + 32
+         : kind == PackedKind::kQ4K    ? int64_t{group} * 8 + 320
                                        : int64_t{group} * 8 + 32;
 }
 

@@ -41,6 +41,13 @@ struct Cell {
   float w4_min(int r) const { return half_at(int64_t{group} * 8 + 32, r); }
   float w8_scale(int r) const { return half_at(int64_t{group} * 16, r); }
   float w6_scale(int r) const { return half_at(int64_t{group} * 12, r); }
+  // Q4K (G = 256): sub-block scale and min of sub-block j (u8), d and dmin (fp16), then
+  // the codes (W4 layout) from byte 320.
+  int q4k_sc(int j, int r) const { return p[16 * j + r]; }
+  int q4k_m(int j, int r) const { return p[128 + 32 * (j / 2) + 2 * r + j % 2]; }
+  float q4k_d(int r) const { return half_at(256, r); }
+  float q4k_dmin(int r) const { return half_at(288, r); }
+  int q4k_code(int r, int kk) const { return Cell{p + 320, group}.w4_code(r, kk); }
   int w8_sum(int r) const {
     int16_t s;
     std::memcpy(&s, p + int64_t{group} * 16 + 32 + 2 * r, 2);
@@ -64,12 +71,21 @@ float weight(const Cell& c, PackedKind kind, int r, int kk) {
       return static_cast<float>(c.w8_code(r, kk)) * c.w8_scale(r);
     case PackedKind::kW6:
       return static_cast<float>(c.w6_code(r, kk) - 32) * c.w6_scale(r);
+    case PackedKind::kQ4K: {  // GGML's order: (d * sc) * q - dmin * m, so a repack is exact
+      const int j = kk / 32;
+      return c.q4k_d(r) * static_cast<float>(c.q4k_sc(j, r)) *
+                 static_cast<float>(c.q4k_code(r, kk)) -
+             c.q4k_dmin(r) * static_cast<float>(c.q4k_m(j, r));
+    }
   }
   return 0.0f;
 }
 
 void check_view(const PackedMatrixView& w) {
-  CHECK(w.fmt.group == 32 || w.fmt.group == 64 || w.fmt.group == 128);
+  if (w.fmt.kind == PackedKind::kQ4K)
+    CHECK(w.fmt.group == 256);
+  else
+    CHECK(w.fmt.group == 32 || w.fmt.group == 64 || w.fmt.group == 128);
   CHECK(w.k % w.fmt.group == 0);
 }
 
@@ -160,6 +176,8 @@ float group_a8(const Cell& c, PackedKind kind, int r, const int8_t* q, float sa,
       return static_cast<float>(dot) * (c.w8_scale(r) * sa);
     case PackedKind::kW6:
       return static_cast<float>(dot - 32 * qsum) * (c.w6_scale(r) * sa);
+    case PackedKind::kQ4K:  // per super-block, not per group: matmul_q4k_a8
+      CHECK_MSG(false, "group_a8: q4k cells go through matmul_q4k_a8");
   }
   return 0.0f;
 }
@@ -202,6 +220,47 @@ void matmul_w6_a8(const PackedMatrixView& w, const QuantizedActivations& a, int6
   matmul_a8(w, a, p0, p1, y);
 }
 
+void matmul_q4k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                    float* y) {
+  CHECK(w.fmt.kind == PackedKind::kQ4K);
+  matmul_a16(w, x, n, p0, p1, y);
+}
+
+// Q4K with activations quantised per 256 (a.sums32: per 32): per super-block an int32
+// sum_j sc_j * dot_j and an int32 sum_j m_j * sums32_j, then two float terms, as the SIMD
+// kernels do.
+void matmul_q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                   float* y) {
+  check_view(w);
+  CHECK(w.fmt.kind == PackedKind::kQ4K && a.k == w.k && a.group == 256 && a.sums32 != nullptr);
+  const int64_t ng = w.k / 256;
+  for (int64_t p = p0; p < p1; ++p) {
+    for (int r = 0; r < kPanelRows; ++r) {
+      const int64_t row = p * kPanelRows + r;
+      if (row >= w.n) break;
+      for (int64_t t = 0; t < a.n; ++t) {
+        float acc = 0.0f;
+        for (int64_t g = 0; g < ng; ++g) {
+          const Cell c = cell_of(w, p, g);
+          const int8_t* q = a.q + t * a.k + g * 256;
+          const int16_t* s32 = a.sums32 + t * (a.k / 32) + g * 8;
+          int32_t isum = 0, msum = 0;
+          for (int j = 0; j < 8; ++j) {
+            int32_t dot = 0;
+            for (int kk = 32 * j; kk < 32 * j + 32; ++kk) dot += c.q4k_code(r, kk) * q[kk];
+            isum += c.q4k_sc(j, r) * dot;
+            msum += c.q4k_m(j, r) * s32[j];
+          }
+          const float sa = a.scales[t * ng + g];
+          acc += static_cast<float>(isum) * (c.q4k_d(r) * sa) -
+                 static_cast<float>(msum) * (c.q4k_dmin(r) * sa);
+        }
+        y[t * w.n + row] = acc;
+      }
+    }
+  }
+}
+
 void dequant_row(const PackedMatrixView& w, int64_t row, float* out) {
   check_view(w);
   CHECK(row >= 0 && row < w.n);
@@ -227,6 +286,8 @@ const PackedKernels& reference_packed_kernels() {
     t.matmul_w8_a8 = matmul_w8_a8;
     t.matmul_w6_a16 = matmul_w6_a16;
     t.matmul_w6_a8 = matmul_w6_a8;
+    t.matmul_q4k_a16 = matmul_q4k_a16;
+    t.matmul_q4k_a8 = matmul_q4k_a8;
     t.dequant_row = dequant_row;
     return t;
   }();

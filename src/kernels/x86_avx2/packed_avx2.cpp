@@ -31,6 +31,10 @@ void w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, in
 void w6_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
   packed::over_panel_tiles<W4A16Tile<true>>(w, x, n, p0, p1, y);
 }
+void q4k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+             float* y) {
+  packed::over_panel_tiles<W4A16Tile<false, true>>(w, x, n, p0, p1, y);
+}
 
 // Bit-identical to the reference: amax, inv = 127 / amax, round-to-nearest-even of x*inv.
 void quantize_act(const float* x, const QuantizedActivations& a, int64_t t0, int64_t t1) {
@@ -79,6 +83,8 @@ void install_packed_avx2(PackedKernels* t) {
   t->matmul_w8_a16 = w8_a16;
   t->matmul_w6_a8 = w6_a8<false>;
   t->matmul_w6_a16 = w6_a16;
+  t->matmul_q4k_a8 = q4k_a8<false>;
+  t->matmul_q4k_a16 = q4k_a16;
 }
 
 }  // namespace edge

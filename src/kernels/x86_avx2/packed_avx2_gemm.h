@@ -104,8 +104,57 @@ inline void w4_group_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], con
   }
 }
 
-// y[t0 .. t0+T, rows of panel p] for W4 (sym or asym) or W6 with int8 activations.
-template <int G, bool kAsym, bool kVnni, bool kW6>
+// Q4K (G = 256): acc[t][h] += sa * (d * dot - dmin * sum_j m_j * sums32_j) per super-block,
+// dot = sum_j sc_j * dot_j already folded in (see q4k_fold). The mins' integer sum is 4
+// madds per (token, half): lane = row, (m_2i, m_2i+1) . (sums32_2i, sums32_2i+1).
+template <int T>
+inline void q4k_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const uint8_t* c,
+                         const float* sa, const int16_t* s32, int64_t ng, int64_t ld32) {
+  const __m256 dv[2] = {load_half8(c + 256), load_half8(c + 272)};
+  const __m256 dm[2] = {load_half8(c + 288), load_half8(c + 304)};
+  __m256i mp[4][2];
+  for (int i = 0; i < 4; ++i)
+    for (int h = 0; h < 2; ++h)
+      mp[i][h] = _mm256_cvtepu8_epi16(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 128 + 32 * i + 16 * h)));
+  for (int t = 0; t < T; ++t) {
+    const __m256 sat = _mm256_set1_ps(sa[t * ng]);
+    __m256i ms[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int i = 0; i < 4; ++i) {
+      int32_t pair;
+      std::memcpy(&pair, s32 + t * ld32 + 2 * i, 4);
+      const __m256i bp = _mm256_set1_epi32(pair);
+      for (int h = 0; h < 2; ++h) ms[h] = _mm256_add_epi32(ms[h], _mm256_madd_epi16(mp[i][h], bp));
+    }
+    for (int h = 0; h < 2; ++h) {
+      acc[t][h] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[t][h]), _mm256_mul_ps(dv[h], sat), acc[t][h]);
+      acc[t][h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms[h]), _mm256_mul_ps(dm[h], sat), acc[t][h]);
+    }
+  }
+}
+
+// Q4K: d[t][h] += sc_j * s[t][h] for sub-block j of cell c, the 6-bit scales of 8 rows as
+// int32 lanes. maddubs: s holds s16 pairs, so the scale goes to both halves of each lane
+// and one madd both widens and scales (it replaces the madd with ones: no extra op);
+// VNNI: s is int32, one vpmulld.
+template <int T, bool kVnni>
+inline void q4k_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const uint8_t* c, int j) {
+  __m256i sc[2];
+  for (int h = 0; h < 2; ++h) {
+    sc[h] =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c + 16 * j + 8 * h)));
+    if constexpr (!kVnni) sc[h] = _mm256_or_si256(sc[h], _mm256_slli_epi32(sc[h], 16));
+  }
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < 2; ++h)
+      d[t][h] = _mm256_add_epi32(
+          d[t][h], kVnni ? _mm256_mullo_epi32(s[t][h], sc[h]) : _mm256_madd_epi16(s[t][h], sc[h]));
+}
+
+// y[t0 .. t0+T, rows of panel p] for W4 (sym or asym), W6 or Q4K (G = 256) with int8
+// activations.
+template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K = false>
 struct W4A8Gemm {
   static constexpr int kTokens = kGemmTokens;
   // kPre: the panel's codes come unpacked from u (see w4a8_gemm_pre), the cells supply
@@ -115,15 +164,21 @@ struct W4A8Gemm {
                    float* y, int64_t pf, const uint8_t* u = nullptr, const float* off = nullptr);
 };
 
-template <int G, bool kAsym, bool kVnni, bool kW6>
+template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K>
 template <int T, bool kPre>
-void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const QuantizedActivations& a,
-                                          int64_t p, int64_t t0, float* y, int64_t pf,
-                                          const uint8_t* u, const float* off) {
-  constexpr int64_t cb = cell_bytes(
-      kW6 ? PackedKind::kW6 : kAsym ? PackedKind::kW4Asym : PackedKind::kW4Sym, G);
-  // 64-byte blocks (8 k) summed in s16 before widening (see the header comment).
-  constexpr int kRound = kVnni ? G / 8 : kW6 ? 1 : 4;
+void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K>::tile(const PackedMatrixView& w,
+                                                const QuantizedActivations& a, int64_t p,
+                                                int64_t t0, float* y, int64_t pf, const uint8_t* u,
+                                                const float* off) {
+  static_assert(!kQ4K || (G == 256 && !kAsym && !kW6));
+  constexpr int64_t cb = cell_bytes(kQ4K    ? PackedKind::kQ4K
+                                    : kW6   ? PackedKind::kW6
+                                    : kAsym ? PackedKind::kW4Asym
+                                            : PackedKind::kW4Sym,
+                                    G);
+  // 64-byte blocks (8 k) summed in s16 before widening (see the header comment); Q4K: one
+  // sub-block of 32 k, whose scale the widening applies.
+  constexpr int kRound = kQ4K ? 4 : kVnni ? G / 8 : kW6 ? 1 : 4;
   const int64_t ng = w.k / G;
   const uint8_t* c = w.data + p * ng * cb;
   const int8_t* q = a.q + t0 * a.k;
@@ -144,7 +199,9 @@ void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const Quant
           lo0 = load256(u + b * 128), lo1 = load256(u + b * 128 + 32);
           hi0 = load256(u + b * 128 + 64), hi1 = load256(u + b * 128 + 96);
         } else {
-          const __m256i v0 = load256(c + b * 64), v1 = load256(c + b * 64 + 32);
+          // Q4K cells keep their codes after the 320 bytes of per-row fields.
+          const uint8_t* cc = c + (kQ4K ? 320 : 0) + b * 64;
+          const __m256i v0 = load256(cc), v1 = load256(cc + 32);
           lo0 = _mm256_and_si256(v0, nib), lo1 = _mm256_and_si256(v1, nib);
           hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
           hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib);
@@ -163,15 +220,23 @@ void W4A8Gemm<G, kAsym, kVnni, kW6>::tile(const PackedMatrixView& w, const Quant
         gemm_step<T, kVnni>(s, lo0, lo1, q + 8 * b, a.k);
         gemm_step<T, kVnni>(s, hi0, hi1, q + 8 * b + 4, a.k);
       }
+      if constexpr (kQ4K) {
+        q4k_fold<T, kVnni>(d, s, c, r / 4);
+        continue;
+      }
       for (int t = 0; t < T; ++t)
         for (int h = 0; h < 2; ++h)
           d[t][h] =
               kVnni ? _mm256_add_epi32(d[t][h], s[t][h])
                     : _mm256_add_epi32(d[t][h], _mm256_madd_epi16(s[t][h], _mm256_set1_epi16(1)));
     }
-    w4_group_epilogue<G, T, kAsym, kW6, kPre>(acc, d, c, a.scales + t0 * ng + g,
-                                              a.sums + t0 * ng + g, ng,
-                                              kPre ? off + t0 * ng + g : nullptr);
+    if constexpr (kQ4K)
+      q4k_epilogue<T>(acc, d, c, a.scales + t0 * ng + g, a.sums32 + t0 * (a.k / 32) + g * 8, ng,
+                      a.k / 32);
+    else
+      w4_group_epilogue<G, T, kAsym, kW6, kPre>(acc, d, c, a.scales + t0 * ng + g,
+                                                a.sums + t0 * ng + g, ng,
+                                                kPre ? off + t0 * ng + g : nullptr);
   }
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < 2; ++h) store_rows(y + (t0 + t) * w.n, p * 16 + h * 8, w.n, acc[t][h]);
@@ -208,15 +273,16 @@ class UnpackScratch {
   size_t n_ = 0;
 };
 
-// Panel cells (ng of cb bytes, codes first) -> planes [ng * G / 8][4][32] of u8 codes; W6
-// codes (0..63) get bits 4-5 from the cell's high plane, as the tile's in-register path does.
+// Panel cells (ng of cb bytes, codes from byte code0: 0, Q4K 320) -> planes
+// [ng * G / 8][4][32] of u8 codes; W6 codes (0..63) get bits 4-5 from the cell's high plane,
+// as the tile's in-register path does.
 template <int G, bool kW6>
-inline void unpack_panel(const uint8_t* c, int64_t ng, int64_t cb, uint8_t* out) {
+inline void unpack_panel(const uint8_t* c, int64_t ng, int64_t cb, uint8_t* out, int64_t code0) {
   const __m256i nib = _mm256_set1_epi8(0x0F), m = _mm256_set1_epi8(0x30);
   for (int64_t g = 0; g < ng; ++g, c += cb)
     for (int b = 0; b < G / 8; ++b, out += 128)
       for (int h = 0; h < 2; ++h) {
-        const __m256i v = load256(c + b * 64 + h * 32);
+        const __m256i v = load256(c + code0 + b * 64 + h * 32);
         __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
         if constexpr (kW6) {
           __m256i hb = load256(c + G * 8 + (b / 2) * 64 + h * 32);
@@ -243,18 +309,20 @@ inline void pre_rest(const PackedMatrixView& w, const QuantizedActivations& a, i
   }
 }
 
-template <int G, bool kAsym, bool kVnni, bool kW6>
+template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K>
 void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                    float* y) {
-  using K = W4A8Gemm<G, kAsym, kVnni, kW6>;
+  using K = W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K>;
   constexpr int kT = K::kTokens;
   thread_local UnpackScratch scratch, off_scratch;
   const int64_t ng = w.k / G;
-  // The epilogue's offset factors [a.n, ng] (w4_group_epilogue).
+  // The epilogue's offset factors [a.n, ng] (w4_group_epilogue; Q4K has its own).
   auto* off = reinterpret_cast<float*>(off_scratch.get(static_cast<size_t>(a.n * ng) * 4));
-  for (int64_t i = 0; i < a.n * ng; ++i)
-    off[i] = (kAsym ? 1.0f : kW6 ? -32.0f : -8.0f) * a.scales[i] * static_cast<float>(a.sums[i]);
-  const int64_t cb = cell_bytes(kW6     ? PackedKind::kW6
+  if constexpr (!kQ4K)
+    for (int64_t i = 0; i < a.n * ng; ++i)
+      off[i] = (kAsym ? 1.0f : kW6 ? -32.0f : -8.0f) * a.scales[i] * static_cast<float>(a.sums[i]);
+  const int64_t cb = cell_bytes(kQ4K    ? PackedKind::kQ4K
+                                : kW6   ? PackedKind::kW6
                                 : kAsym ? PackedKind::kW4Asym
                                         : PackedKind::kW4Sym,
                                 G);
@@ -265,7 +333,8 @@ void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int
   for (int64_t pb = p0; pb < p1; pb += block) {
     const int64_t pe = pb + block < p1 ? pb + block : p1;
     for (int64_t p = pb; p < pe; ++p)
-      unpack_panel<G, kW6>(w.data + p * ng * cb, ng, cb, buf + (p - pb) * panel_codes);
+      unpack_panel<G, kW6>(w.data + p * ng * cb, ng, cb, buf + (p - pb) * panel_codes,
+                           kQ4K ? 320 : 0);
     int64_t t0 = 0;
     for (; t0 + kT <= a.n; t0 += kT)
       for (int64_t p = pb; p < pe; ++p)
@@ -274,13 +343,14 @@ void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int
   }
 }
 
-template <int G, bool kAsym, bool kVnni, bool kW6 = false>
+template <int G, bool kAsym, bool kVnni, bool kW6 = false, bool kQ4K = false>
 void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
   if constexpr (!kVnni) {
-    if (a.n >= kPreUnpackFromTokens) return w4a8_gemm_pre<G, kAsym, kVnni, kW6>(w, a, p0, p1, y);
+    if (a.n >= kPreUnpackFromTokens)
+      return w4a8_gemm_pre<G, kAsym, kVnni, kW6, kQ4K>(w, a, p0, p1, y);
   }
-  packed::over_panel_tiles<W4A8Gemm<G, kAsym, kVnni, kW6>>(w, a, a.n, p0, p1, y);
+  packed::over_panel_tiles<W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K>>(w, a, a.n, p0, p1, y);
 }
 
 using A8Fn = void (*)(const PackedMatrixView&, const QuantizedActivations&, int64_t, int64_t,
@@ -416,6 +486,14 @@ template <bool kVnni>
 void w6_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
            float* y) {
   w6a8_gemm_for<kVnni>(w)(w, a, p0, p1, y);
+}
+
+// Q4K cells are always G = 256 (quant/packed.h); activations per 256 with sums32.
+template <bool kVnni>
+void q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+            float* y) {
+  CHECK(w.fmt.group == 256 && a.group == 256 && a.sums32 != nullptr);
+  w4a8_gemm<256, false, kVnni, false, true>(w, a, p0, p1, y);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ constexpr int64_t cell_bytes(PackedKind kind, int32_t g) {
   return kind == PackedKind::kW8       ? g * 16 + 64
          : kind == PackedKind::kW4Asym ? g * 8 + 64
          : kind == PackedKind::kW6     ? g * 12 + 32
+         : kind == PackedKind::kQ4K    ? g * 8 + 320
                                        : g * 8 + 32;
 }
 
@@ -74,8 +75,22 @@ inline void store_rows(float* yt, int64_t row0, int64_t n, __m256 v) {
   for (int64_t r = row0; r < n; ++r) yt[r] = tmp[r - row0];
 }
 
-// ---- W4A16 (and W6A16: kW6) --------------------------------------------------------
-template <bool kW6>
+// Q4K (G = 256): the f32 scale and offset of sub-block j for 8 rows (half h) of cell c,
+// w = code * s + m with s = d * sc_j, m = -dmin * m_j (GGML's order up to the FMA).
+inline void q4k_sub_scales(const uint8_t* c, int j, int h, __m256* s, __m256* m) {
+  const __m256i sc =
+      _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c + 16 * j + 8 * h)));
+  // Pair j/2 holds (m_2i, m_2i+1) per row: the low or the high 16 bits of each lane.
+  __m256i mp = _mm256_cvtepu8_epi16(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 128 + 32 * (j / 2) + 16 * h)));
+  mp = j % 2 ? _mm256_srli_epi32(mp, 16) : _mm256_and_si256(mp, _mm256_set1_epi32(0xFFFF));
+  *s = _mm256_mul_ps(load_half8(c + 256 + 16 * h), _mm256_cvtepi32_ps(sc));
+  *m = _mm256_mul_ps(load_half8(c + 288 + 16 * h), _mm256_cvtepi32_ps(mp));
+  *m = _mm256_sub_ps(_mm256_setzero_ps(), *m);
+}
+
+// ---- W4A16 (and W6A16: kW6; Q4K: kQ4K) ---------------------------------------------
+template <bool kW6, bool kQ4K = false>
 struct W4A16Tile {
   static constexpr int kTokens = kMaxTile;
   template <int T>
@@ -83,10 +98,10 @@ struct W4A16Tile {
                    int64_t pf);
 };
 
-template <bool kW6>
+template <bool kW6, bool kQ4K>
 template <int T>
-void W4A16Tile<kW6>::tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0,
-                          float* y, int64_t pf) {
+void W4A16Tile<kW6, kQ4K>::tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0,
+                                float* y, int64_t pf) {
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
   const bool asym = !kW6 && w.fmt.kind == PackedKind::kW4Asym;
@@ -103,11 +118,16 @@ void W4A16Tile<kW6>::tile(const PackedMatrixView& w, const float* x, int64_t p, 
       const uint8_t* c = panel + g * cb;
       if (h == 0) prefetch_ahead(c, pf, cb);  // the second half reads the panel from L2
       const float* xg = x + t0 * w.k + g * G;
-      const __m256 s = load_half8(c + G * (kW6 ? 12 : 8) + h * 16);
-      const __m256 m = asym ? load_half8(c + G * 8 + 32 + h * 16)
-                            : _mm256_mul_ps(s, _mm256_set1_ps(kW6 ? -32.0f : -8.0f));
+      __m256 s = _mm256_setzero_ps(), m = _mm256_setzero_ps();
+      if constexpr (!kQ4K) {
+        s = load_half8(c + G * (kW6 ? 12 : 8) + h * 16);
+        m = asym ? load_half8(c + G * 8 + 32 + h * 16)
+                 : _mm256_mul_ps(s, _mm256_set1_ps(kW6 ? -32.0f : -8.0f));
+      }
       for (int b = 0; b < G / 8; ++b) {
-        const __m256i v = load256(c + b * 64 + h * 32);
+        if constexpr (kQ4K)
+          if (b % 4 == 0) q4k_sub_scales(c, b / 4, h, &s, &m);
+        const __m256i v = load256(c + (kQ4K ? 320 : 0) + b * 64 + h * 32);
         __m256i vh = _mm256_setzero_si256();
         if constexpr (kW6) vh = load256(c + G * 8 + (b / 2) * 64 + h * 32);
         for (int i = 0; i < 8; ++i) {  // k = 8b + i: byte i%4 of the lane, nibble i/4

@@ -23,6 +23,7 @@
 
 #include "kernels/packed_api.h"
 #include "kernels/packed_blocking.h"
+#include "kernels/x86_avx512/packed_avx512_common.h"
 
 namespace edge {
 namespace {
@@ -33,26 +34,11 @@ constexpr int64_t cell_bytes(PackedKind kind, int32_t g) {
   return kind == PackedKind::kW8       ? g * 16 + 64
          : kind == PackedKind::kW4Asym ? g * 8 + 64
          : kind == PackedKind::kW6     ? g * 12 + 32
+         : kind == PackedKind::kQ4K    ? g * 8 + 320
                                        : g * 8 + 32;
 }
 constexpr PackedKind a8_kind(bool asym, bool w6) {
   return w6 ? PackedKind::kW6 : asym ? PackedKind::kW4Asym : PackedKind::kW4Sym;
-}
-
-inline __m512 load_half16(const uint8_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-inline __m512i bcast32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-// Rows of the panel that exist (the last panel may be short).
-inline __mmask16 row_mask(const PackedMatrixView& w, int64_t p) {
-  int64_t valid = w.n - p * 16;
-  return valid >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << valid) - 1);
 }
 
 // ---- W4A8 GEMV (one token) ----------------------------------------------------------
@@ -466,6 +452,7 @@ void install_packed_avx512vnni(PackedKernels* t) {
   t->matmul_w4_a16 = matmul_w4_a16;
   t->matmul_w8_a16 = matmul_w8_a16;
   t->matmul_w6_a8 = matmul_w6_a8;
+  install_packed_q4k_avx512vnni(t);  // its own file: Q4K A8; Q4K A16 is AVX2's (borrowed)
 }
 
 }  // namespace edge
