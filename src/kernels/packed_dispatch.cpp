@@ -287,13 +287,18 @@ std::string packed_kernels_description() {
     if (w6 == nullptr && v->matmul_w6_a8 == choice().table.matmul_w6_a8) w6 = v->name;
     if (q4k == nullptr && v->matmul_q4k_a8 == choice().table.matmul_q4k_a8) q4k = v->name;
   }
+  // Without Q4K kernels no Q4K cell is ever run: GGUF Q4_K becomes w4a_g32 (w4_a8 above).
+  const bool q4k_runs = packed_kernels_run_q4k();
   return fmt::format(
       "CPU: {}\nfeatures: {}\npacked kernel variants: {}\nnot runnable here: {}\nchosen per "
       "op:\n{}  {:7} -> {:12} (the chosen table's, or the nearest narrower variant's)\n"
-      "  {:7} -> {:12} (likewise; ref: GGUF Q4_K repacks to w4a_g32 instead)\n"
+      "  {:7} -> {:12} ({})\n"
       "tiling: {}\n",
       cpu.model_name, cpu.features.empty() ? "none" : cpu.features_string(), runnable,
-      missing.empty() ? "none" : missing, choice().why, "w6_a8", w6, "q4k_a8", q4k,
+      missing.empty() ? "none" : missing, choice().why, "w6_a8", w6, "q4k_a8",
+      q4k_runs ? q4k : "none",
+      q4k_runs ? "the chosen table's; GGUF Q4_K keeps its super-blocks"
+               : "no Q4K kernels here: GGUF Q4_K repacks to w4a_g32 and runs w4_a8",
       packed_tiling().why);
 }
 
