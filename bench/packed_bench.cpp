@@ -21,30 +21,44 @@ static std::vector<uint8_t> random_packed(PackedKind kind, int32_t g, int64_t n,
   std::vector<uint8_t> m(PackedFormat::panels(n) * (k / g) * cb);
   std::mt19937 rng(1);
   for (auto& b : m) b = static_cast<uint8_t>(rng() & (kind == PackedKind::kW8 ? 0x3F : 0xFF));
-  const int64_t so = kind == PackedKind::kW8 ? g * 16 : g * 8;
+  // Scales (and mins) start after the codes; Q4K's 6-bit sc and m come first, then d, dmin.
+  const int64_t so = kind == PackedKind::kW8    ? g * 16
+                     : kind == PackedKind::kW6  ? g * 12
+                     : kind == PackedKind::kQ4K ? 256
+                                                : g * 8;
   const uint16_t s = f32_to_f16(0.01f);
-  for (int64_t c = 0; c < static_cast<int64_t>(m.size()) / cb; ++c)
-    for (int r = 0; r < (kind == PackedKind::kW4Asym ? 32 : 16); ++r)
-      std::memcpy(&m[c * cb + so + 2 * r], &s, 2);
+  for (int64_t c = 0; c < static_cast<int64_t>(m.size()) / cb; ++c) {
+    if (kind == PackedKind::kQ4K)
+      for (int i = 0; i < 256; ++i) m[c * cb + i] &= 0x3F;
+    const bool two = kind == PackedKind::kW4Asym || kind == PackedKind::kQ4K;
+    for (int r = 0; r < (two ? 32 : 16); ++r) std::memcpy(&m[c * cb + so + 2 * r], &s, 2);
+  }
   return m;
 }
 
 int main(int argc, char** argv) {
-  // packed_bench [threads] [kind: w4s|w4a|w8|all] [variant name|all] [N or 0 for all shapes]
+  // packed_bench [threads] [kind: w4s|w4a|w8|w6|q4k|all] [variant name|all] [N or 0 for all shapes]
   //              [group 32|64|128] [a8|a16|both]
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const std::string kind_f = argc > 2 ? argv[2] : "all", var_f = argc > 3 ? argv[3] : "all";
   const int64_t n_f = argc > 4 ? std::atoll(argv[4]) : 0;
-  const int32_t g = argc > 5 ? std::atoi(argv[5]) : 128;
+  const int32_t g_arg = argc > 5 ? std::atoi(argv[5]) : 128;
   const std::string act_f = argc > 6 ? argv[6] : "both";
   ThreadPool pool(threads);
   const int64_t shapes[][2] = {{2048, 2048}, {6144, 2048}, {2048, 6144}, {32000, 2048}};
   std::printf("%s\nthreads %d\n", packed_kernels_description().c_str(), threads);
   auto kname = [](PackedKind k) {
-    return k == PackedKind::kW8 ? "w8" : k == PackedKind::kW4Asym ? "w4a" : "w4s";
+    return k == PackedKind::kW8       ? "w8"
+           : k == PackedKind::kW4Asym ? "w4a"
+           : k == PackedKind::kW6     ? "w6"
+           : k == PackedKind::kQ4K    ? "q4k"
+                                      : "w4s";
   };
-  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8}) {
-    if (kind_f != (kind_f == "all" && kind != PackedKind::kW4Asym ? "all" : kname(kind))) continue;
+  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8, PackedKind::kW6,
+                          PackedKind::kQ4K}) {
+    const bool in_all = kind == PackedKind::kW4Sym || kind == PackedKind::kW8;
+    if (kind_f != (kind_f == "all" && in_all ? "all" : kname(kind))) continue;
+    const int32_t g = kind == PackedKind::kQ4K ? 256 : g_arg;
     for (auto& sh : shapes) {
       const int64_t N = sh[0], K = sh[1];
       if (n_f != 0 && n_f != N) continue;

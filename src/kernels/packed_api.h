@@ -46,6 +46,8 @@ struct QuantizedActivations {
   int16_t* sums32 = nullptr;
   int64_t n = 0, k = 0;
   int32_t group = 0;
+  // [n, k / 16]: sum of each 16 codes, for Q6K weights (group 256, beside sums32), else null.
+  int16_t* sums16 = nullptr;
 };
 
 // Owns the buffers of a QuantizedActivations (reused across calls; grows only).
@@ -53,19 +55,20 @@ struct ActivationBuffer {
   std::vector<int8_t> q;
   std::vector<float> scales;
   std::vector<int32_t> sums;
-  std::vector<int16_t> sums32;
-  // With group 256 (Q4K) the view carries sums32 too.
+  std::vector<int16_t> sums32, sums16;
+  // With group 256 (Q4K, Q6K) the view carries sums32 and sums16 too.
   QuantizedActivations view(int64_t n, int64_t k, int32_t group);
 };
 
 // Bytes of one (panel, group) cell; same as PackedFormat::group_bytes(), but constexpr and
 // header-only so kernels do not depend on the quant library's object code.
 constexpr int64_t packed_cell_bytes(PackedKind kind, int32_t group) {
-  return kind == PackedKind::kW8       ? group * 16 + 64  // codes, scales, sums
-         : kind == PackedKind::kW4Asym ? group * 8 + 64   // codes, scales, mins
-         : kind == PackedKind::kW6     ? group * 12 + 32  // nibbles, high bits, scales
-         : kind == PackedKind::kQ4K    ? group * 8 + 320  // nibbles, sc, m, d, dmin
-                                       : group * 8 + 32;     // codes, scales
+  return kind == PackedKind::kW8       ? group * 16 + 64   // codes, scales, sums
+         : kind == PackedKind::kW4Asym ? group * 8 + 64    // codes, scales, mins
+         : kind == PackedKind::kW6     ? group * 12 + 32   // nibbles, high bits, scales
+         : kind == PackedKind::kQ4K    ? group * 8 + 320   // nibbles, sc, m, d, dmin
+         : kind == PackedKind::kQ6K    ? group * 12 + 288  // 6-bit codes, sc, d
+                                       : group * 8 + 32;      // codes, scales
 }
 
 // Quantises rows [t0, t1) of x [a.n, a.k] into a (buffers sized by the caller): per block,
@@ -92,18 +95,22 @@ struct PackedKernels {
   PackedMatmulA8Fn matmul_w6_a8 = nullptr;
   PackedMatmulA16Fn matmul_q4k_a16 = nullptr;  // kQ4K
   PackedMatmulA8Fn matmul_q4k_a8 = nullptr;
+  PackedMatmulA16Fn matmul_q6k_a16 = nullptr;  // kQ6K
+  PackedMatmulA8Fn matmul_q6k_a8 = nullptr;
   DequantRowFn dequant_row = nullptr;  // any kind
 
   PackedMatmulA16Fn a16(PackedKind k) const {
     return k == PackedKind::kW8    ? matmul_w8_a16
            : k == PackedKind::kW6  ? matmul_w6_a16
            : k == PackedKind::kQ4K ? matmul_q4k_a16
+           : k == PackedKind::kQ6K ? matmul_q6k_a16
                                    : matmul_w4_a16;
   }
   PackedMatmulA8Fn a8(PackedKind k) const {
     return k == PackedKind::kW8    ? matmul_w8_a8
            : k == PackedKind::kW6  ? matmul_w6_a8
            : k == PackedKind::kQ4K ? matmul_q4k_a8
+           : k == PackedKind::kQ6K ? matmul_q6k_a8
                                    : matmul_w4_a8;
   }
 };
@@ -130,10 +137,12 @@ const PackedTiling& packed_tiling();
 const PackedKernels& reference_packed_kernels();
 // The variant the engine uses: chosen once (CPU features, then a few ms of timing).
 const PackedKernels& packed_kernels();
-// True when the engine's variant has SIMD kernels for Q4K cells (x86 today); elsewhere
-// (aarch64) a GGUF Q4_K repacks into w4a_g32, which every variant runs fast.
+// True when the engine's variant has SIMD kernels for Q4K cells (every x86 and aarch64
+// SIMD variant); elsewhere (the reference alone) a GGUF Q4_K repacks into w4a_g32.
 bool packed_kernels_run_q4k();
-// kern.quantize_act over rows [t0, t1), then a.sums32 where the view has it (Q4K).
+// The same for Q6K cells (x86 today); elsewhere a GGUF Q6_K is requantised into w6_g32.
+bool packed_kernels_run_q6k();
+// kern.quantize_act over rows [t0, t1), then a.sums32 and a.sums16 where the view has them.
 void quantize_activations(const PackedKernels& kern, const float* x, const QuantizedActivations& a,
                           int64_t t0, int64_t t1);
 // Every variant this CPU can run, reference first (for tests and benchmarks).

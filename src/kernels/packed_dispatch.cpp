@@ -29,15 +29,18 @@ struct Variants {
 
 // A variant without its own W6 kernels (or Q4K A16) takes those of the next narrower
 // variant in the list (runnable here too: AVX-512 on top of AVX2) rather than the scalar
-// reference. Q4K A8 is not borrowed: a variant without its own (aarch64 today) makes GGUF
-// Q4_K repack into w4a_g32 instead (packed_kernels_run_q4k()); a borrowed narrower one
+// reference. Q4K A8 is not borrowed: a variant without its own (none today; the aarch64
+// i8mm table installs the SDOT one itself) would make GGUF Q4_K repack into w4a_g32
+// instead (packed_kernels_run_q4k()); a borrowed narrower one
 // would be slower than the variant's own W4 tile (on a Zen 5 the ymm Q4K tile ran prefill
-// at 57% of the zmm w4a_g32 one).
+// at 57% of the zmm w4a_g32 one). Q6K A8 is borrowed like W6, which it replaces.
 void borrow_w6(const PackedKernels* narrower, PackedKernels* t) {
   const PackedKernels& ref = reference_packed_kernels();
   if (t->matmul_w6_a8 == ref.matmul_w6_a8) t->matmul_w6_a8 = narrower->matmul_w6_a8;
   if (t->matmul_w6_a16 == ref.matmul_w6_a16) t->matmul_w6_a16 = narrower->matmul_w6_a16;
   if (t->matmul_q4k_a16 == ref.matmul_q4k_a16) t->matmul_q4k_a16 = narrower->matmul_q4k_a16;
+  if (t->matmul_q6k_a8 == ref.matmul_q6k_a8) t->matmul_q6k_a8 = narrower->matmul_q6k_a8;
+  if (t->matmul_q6k_a16 == ref.matmul_q6k_a16) t->matmul_q6k_a16 = narrower->matmul_q6k_a16;
 }
 
 const Variants& variants() {
@@ -202,31 +205,42 @@ QuantizedActivations ActivationBuffer::view(int64_t n, int64_t k, int32_t group)
     scales.resize(n * (k / group));
     sums.resize(n * (k / group));
   }
-  int16_t* s32 = nullptr;
+  int16_t *s32 = nullptr, *s16 = nullptr;
   if (group == 256) {
     if (static_cast<int64_t>(sums32.size()) < n * (k / 32)) sums32.resize(n * (k / 32));
+    if (static_cast<int64_t>(sums16.size()) < n * (k / 16)) sums16.resize(n * (k / 16));
     s32 = sums32.data();
+    s16 = sums16.data();
   }
-  return QuantizedActivations{q.data(), scales.data(), sums.data(), s32, n, k, group};
+  QuantizedActivations a{q.data(), scales.data(), sums.data(), s32, n, k, group};
+  a.sums16 = s16;
+  return a;
 }
 
 void quantize_activations(const PackedKernels& kern, const float* x, const QuantizedActivations& a,
                           int64_t t0, int64_t t1) {
   kern.quantize_act(x, a, t0, t1);
   if (a.sums32 == nullptr) return;
-  // |sum| <= 32 * 127: fits int16. A plain loop: the compiler vectorises it.
+  // |sum| <= 32 * 127: fits int16. Plain loops: the compiler vectorises them.
   const int64_t nb = a.k / 32;
   for (int64_t t = t0; t < t1; ++t)
     for (int64_t b = 0; b < nb; ++b) {
       const int8_t* q = a.q + t * a.k + b * 32;
-      int32_t s = 0;
-      for (int i = 0; i < 32; ++i) s += q[i];
-      a.sums32[t * nb + b] = static_cast<int16_t>(s);
+      int32_t s0 = 0, s1 = 0;
+      for (int i = 0; i < 16; ++i) s0 += q[i], s1 += q[16 + i];
+      a.sums32[t * nb + b] = static_cast<int16_t>(s0 + s1);
+      if (a.sums16 == nullptr) continue;
+      a.sums16[t * 2 * nb + 2 * b] = static_cast<int16_t>(s0);
+      a.sums16[t * 2 * nb + 2 * b + 1] = static_cast<int16_t>(s1);
     }
 }
 
 bool packed_kernels_run_q4k() {
   return packed_kernels().matmul_q4k_a8 != reference_packed_kernels().matmul_q4k_a8;
+}
+
+bool packed_kernels_run_q6k() {
+  return packed_kernels().matmul_q6k_a8 != reference_packed_kernels().matmul_q6k_a8;
 }
 
 PackedMatrixView packed_matrix_view(const TensorView& w) {
@@ -282,23 +296,29 @@ std::string packed_kernels_description() {
   }
   // W6 is not calibrated: the chosen table's own (or borrowed, see borrow_w6) kernels.
   // The first variant in the list (reference first) whose kernel is the chosen table's.
-  const char *w6 = nullptr, *q4k = nullptr;
-  for (const PackedKernels* v : variants().list) {
-    if (w6 == nullptr && v->matmul_w6_a8 == choice().table.matmul_w6_a8) w6 = v->name;
-    if (q4k == nullptr && v->matmul_q4k_a8 == choice().table.matmul_q4k_a8) q4k = v->name;
-  }
-  // Without Q4K kernels no Q4K cell is ever run: GGUF Q4_K becomes w4a_g32 (w4_a8 above).
-  const bool q4k_runs = packed_kernels_run_q4k();
+  auto owner = [](PackedMatmulA8Fn PackedKernels::*op) -> const char* {
+    for (const PackedKernels* v : variants().list)
+      if (v->*op == choice().table.*op) return v->name;
+    return "ref";
+  };
+  // Without Q4K / Q6K kernels no such cell is ever run: GGUF Q4_K becomes w4a_g32 (w4_a8
+  // above), Q6_K w6_g32 (w6_a8).
+  const bool q4k_runs = packed_kernels_run_q4k(), q6k_runs = packed_kernels_run_q6k();
   return fmt::format(
       "CPU: {}\nfeatures: {}\npacked kernel variants: {}\nnot runnable here: {}\nchosen per "
       "op:\n{}  {:7} -> {:12} (the chosen table's, or the nearest narrower variant's)\n"
-      "  {:7} -> {:12} ({})\n"
+      "  {:7} -> {:12} ({})\n  {:7} -> {:12} ({})\n"
       "tiling: {}\n",
       cpu.model_name, cpu.features.empty() ? "none" : cpu.features_string(), runnable,
-      missing.empty() ? "none" : missing, choice().why, "w6_a8", w6, "q4k_a8",
-      q4k_runs ? q4k : "none",
+      missing.empty() ? "none" : missing, choice().why, "w6_a8",
+      owner(&PackedKernels::matmul_w6_a8), "q4k_a8",
+      q4k_runs ? owner(&PackedKernels::matmul_q4k_a8) : "none",
       q4k_runs ? "the chosen table's; GGUF Q4_K keeps its super-blocks"
                : "no Q4K kernels here: GGUF Q4_K repacks to w4a_g32 and runs w4_a8",
+      "q6k_a8", q6k_runs ? owner(&PackedKernels::matmul_q6k_a8) : "none",
+      q6k_runs ? "the chosen table's or the nearest narrower one's; GGUF Q6_K keeps its "
+                 "super-blocks"
+               : "no Q6K kernels here: GGUF Q6_K is requantised to w6_g32 and runs w6_a8",
       packed_tiling().why);
 }
 

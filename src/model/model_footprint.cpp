@@ -31,7 +31,7 @@ TensorFootprint footprint_of(const TensorView& t, bool gguf) {
   } else if (gguf && packed_format_of(t.dtype, &pf) && t.shape.size() == 2) {
     f.mapped_bytes = static_cast<uint64_t>(pf.matrix_bytes(t.shape[0], t.shape[1]));
   } else if (gguf && is_repackable(t.dtype) && t.shape.size() == 2) {
-    auto rf = repack_format(t.dtype, engine_q4k_target());
+    auto rf = repack_format(t.dtype, engine_kquant_cells());
     f.anon_bytes = rf ? static_cast<uint64_t>(rf->matrix_bytes(t.shape[0], t.shape[1])) : t.nbytes;
   } else {
     f.mapped_bytes = t.nbytes;

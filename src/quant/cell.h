@@ -38,6 +38,26 @@ inline int64_t w6_high_byte(int32_t group, int row, int kk) {
   return int64_t{group} * 8 + (kk / 16) * 64 + 4 * row + (kk % 4);
 }
 inline int w6_high_shift(int kk) { return 2 * ((kk % 16) / 4); }
+
+// Row `row`'s codes code[0 .. n) (n % 16 == 0) written whole bytes at a time: W4 nibbles
+// (codes 0..15) into a cell's nibble blocks, and for W6 (codes 0..63) the top 2 bits into
+// the high plane `high` as well. A repack writes every byte of a row this way instead of
+// one read-modify-write per code.
+inline void put_w4_row(uint8_t* cell, int row, const uint8_t* code, int n) {
+  for (int b = 0; b < n / 8; ++b)
+    for (int i = 0; i < 4; ++i)
+      cell[b * 64 + 4 * row + i] =
+          static_cast<uint8_t>((code[8 * b + i] & 15) | (code[8 * b + 4 + i] & 15) << 4);
+}
+inline void put_w6_row(uint8_t* cell, uint8_t* high, int row, const uint8_t* code, int n) {
+  put_w4_row(cell, row, code, n);
+  for (int m = 0; m < n / 16; ++m)
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t* c = code + 16 * m + i;
+      high[m * 64 + 4 * row + i] =
+          static_cast<uint8_t>(c[0] >> 4 | (c[4] >> 4) << 2 | (c[8] >> 4) << 4 | (c[12] >> 4) << 6);
+    }
+}
 inline int w6_code(const uint8_t* cell, int32_t group, int row, int kk) {
   const int hi = (cell[w6_high_byte(group, row, kk)] >> w6_high_shift(kk)) & 3;
   return w4_code(cell, row, kk) | (hi << 4);
@@ -51,9 +71,9 @@ inline void set_w6_code(uint8_t* cell, int32_t group, int row, int kk, int code)
 
 // Offsets of the per-row tails after the codes.
 inline int64_t codes_bytes(const PackedFormat& f) {
-  return f.is_w4() || f.kind == PackedKind::kQ4K ? 8 * f.group
-         : f.kind == PackedKind::kW6             ? 12 * f.group
-                                                 : 16 * f.group;
+  return f.is_w4() || f.kind == PackedKind::kQ4K                   ? 8 * f.group
+         : f.kind == PackedKind::kW6 || f.kind == PackedKind::kQ6K ? 12 * f.group
+                                                                   : 16 * f.group;
 }
 
 // Q4K (packed.h): sub-block scale sc_j and min m_j (u8, 0..63) of row r; d and dmin fp16;
@@ -67,6 +87,13 @@ inline int64_t q4k_m_byte(int j, int row) {
 constexpr int64_t kQ4KDOffset = 256;
 constexpr int64_t kQ4KDminOffset = 288;
 constexpr int64_t kQ4KCodes = 320;
+// Q6K (packed.h): sub-block scale sc_j (s8) of row r in pairs; d fp16; then the codes (W6
+// layout, group 256) from byte kQ6KCodes.
+inline int64_t q6k_sc_byte(int j, int row) {
+  return 32 * (j / 2) + 2 * row + j % 2;
+}
+constexpr int64_t kQ6KDOffset = 256;
+constexpr int64_t kQ6KCodes = 288;
 inline int64_t scales_offset(const PackedFormat& f) { return codes_bytes(f); }
 inline int64_t mins_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W4 asym
 inline int64_t sums_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W8

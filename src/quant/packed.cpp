@@ -17,15 +17,20 @@ int group_index(int64_t g) {
   }
 }
 
-constexpr uint32_t kPackedTypeCount = 13;  // 4 kinds x 3 groups, then q4k_g256
+constexpr uint32_t kPackedTypeCount = 14;  // 4 kinds x 3 groups, then q4k_g256, q6k_g256
 constexpr uint32_t kQ4KType = 12;
+constexpr uint32_t kQ6KType = 13;
+
+bool is_super_block(PackedKind k) {
+  return k == PackedKind::kQ4K || k == PackedKind::kQ6K;
+}
 
 }  // namespace
 
 bool is_valid_group(int64_t group) { return group_index(group) >= 0; }
 
 bool is_valid_format(const PackedFormat& f) {
-  return f.kind == PackedKind::kQ4K ? f.group == 256 : is_valid_group(f.group);
+  return is_super_block(f.kind) ? f.group == 256 : is_valid_group(f.group);
 }
 
 int64_t PackedFormat::group_bytes() const {
@@ -37,6 +42,8 @@ int64_t PackedFormat::group_bytes() const {
     case PackedKind::kW6: return 12 * g + 32;          // 16 rows x G (nibble + 2 bits) + scales
     case PackedKind::kQ4K:
       return 8 * g + 16 * 16 + 64;  // nibbles, u8 sc + m, fp16 d + dmin
+    case PackedKind::kQ6K:
+      return 12 * g + 16 * 16 + 32;  // 6-bit codes, s8 sc, fp16 d
   }
   return 0;
 }
@@ -50,14 +57,16 @@ std::string PackedFormat::name() const {
                   : kind == PackedKind::kW4Asym ? "w4a"
                   : kind == PackedKind::kW6     ? "w6"
                   : kind == PackedKind::kQ4K    ? "q4k"
+                  : kind == PackedKind::kQ6K    ? "q6k"
                                                 : "w8";
   return std::string(k) + "_g" + std::to_string(group);
 }
 
 DType packed_dtype(const PackedFormat& f) {
-  if (f.kind == PackedKind::kQ4K) {
-    CHECK_MSG(f.group == 256, "q4k cells are groups of 256");
-    return static_cast<DType>(kFirstPackedType + kQ4KType);
+  if (is_super_block(f.kind)) {
+    CHECK_MSG(f.group == 256, "q4k and q6k cells are groups of 256");
+    return static_cast<DType>(kFirstPackedType +
+                              (f.kind == PackedKind::kQ4K ? kQ4KType : kQ6KType));
   }
   const int gi = group_index(f.group);
   CHECK_MSG(gi >= 0, "packed group must be 32, 64 or 128");
@@ -69,8 +78,8 @@ bool packed_format_of(DType t, PackedFormat* out) {
   const uint32_t id = static_cast<uint32_t>(t);
   if (id < kFirstPackedType || id >= kFirstPackedType + kPackedTypeCount) return false;
   const uint32_t rel = id - kFirstPackedType;
-  if (out && rel == kQ4KType) {
-    *out = PackedFormat{PackedKind::kQ4K, 256};
+  if (out && (rel == kQ4KType || rel == kQ6KType)) {
+    *out = PackedFormat{rel == kQ4KType ? PackedKind::kQ4K : PackedKind::kQ6K, 256};
   } else if (out) {
     out->kind = static_cast<PackedKind>(rel / 3);
     out->group = 32 << (rel % 3);

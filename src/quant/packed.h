@@ -56,6 +56,15 @@
 //   dmin   16 x fp16
 //   codes  at byte 320: the W4 block layout above (32 blocks of 64 bytes)
 //   2368 bytes a cell: 4.625 bits per weight (Q4_K: 4.5; w4a_g32: 5.0).
+//
+// Q6K group (G = 256 only: GGUF Q6_K's super-block, kept as it is; w = d * sc_j * (code -
+// 32) for sub-block j = kk / 16 of 16 weights, code 0..63, sc_j int8). Per-row fields first:
+//   sc     [8 pairs i][16 rows][2] s8: byte 32 i + 2 r + e = sc_{2i+e} of row r, so a
+//          half-panel's pair i is 16 bytes that widen to 8 int32 lanes of (sc_2i, sc_2i+1)
+//   d      16 x fp16 at byte 256
+//   codes  at byte 288: the W6 layout above (the low nibbles in the W4 block layout, 32
+//          blocks, then the high 2-bit plane, 16 blocks)
+//   3360 bytes a cell: 6.5625 bits per weight, exactly Q6_K's (w6_g32: 6.5, requantised).
 #pragma once
 
 #include <cstdint>
@@ -71,11 +80,11 @@ namespace edge {
 constexpr int64_t kPanelRows = 16;
 
 // The numeric values are part of the GGUF type ids below: never reorder.
-enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8, kW6, kQ4K };
+enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8, kW6, kQ4K, kQ6K };
 
 struct PackedFormat {
   PackedKind kind = PackedKind::kW4Sym;
-  int32_t group = 128;  // 32, 64 or 128 (kQ4K: 256)
+  int32_t group = 128;  // 32, 64 or 128 (kQ4K, kQ6K: 256)
 
   bool is_w4() const { return kind == PackedKind::kW4Sym || kind == PackedKind::kW4Asym; }
   // Bytes of one (panel, group) cell.
@@ -89,7 +98,7 @@ struct PackedFormat {
   }
   // Bits per weight including scales (for reports): e.g. W4 sym g128 = 4.125.
   double bits_per_weight() const;
-  std::string name() const;  // "w4s_g128", "w4a_g64", "w8_g32", "w6_g32", "q4k_g256"
+  std::string name() const;  // "w4s_g128", "w4a_g64", "w8_g32", "w6_g32", "q4k_g256", "q6k_g256"
 };
 
 // GGUF type ids of the packed formats (a reserved range; recorded in metadata as well).
@@ -98,12 +107,13 @@ struct PackedFormat {
 //   1003 w4a_g32   1004 w4a_g64   1005 w4a_g128
 //   1006 w8_g32    1007 w8_g64    1008 w8_g128
 //   1009 w6_g32    1010 w6_g64    1011 w6_g128
-//   1012 q4k_g256
+//   1012 q4k_g256  1013 q6k_g256
 DType packed_dtype(const PackedFormat& f);
 // The packed format of a dtype id, or false if the id is not one of ours.
 bool packed_format_of(DType t, PackedFormat* out);
 bool is_packed_dtype(DType t);
-// True for the group sizes the W4/W6/W8 layouts support (32, 64, 128; kQ4K has 256 only).
+// True for the group sizes the W4/W6/W8 layouts support (32, 64, 128; kQ4K and kQ6K have
+// 256 only).
 bool is_valid_group(int64_t group);
 // True when `kind` comes with group `group`.
 bool is_valid_format(const PackedFormat& f);

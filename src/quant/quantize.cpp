@@ -246,6 +246,15 @@ void dequantize_row(const PackedFormat& f, const uint8_t* matrix, int64_t n, int
       }
       continue;
     }
+    if (f.kind == PackedKind::kQ6K) {  // GGML's order: (d * sc) * (q - 32)
+      const float d = f16_to_f32(cell::get_u16(cell + cell::kQ6KDOffset, r));
+      for (int i = 0; i < g; ++i) {
+        const float sc = static_cast<int8_t>(cell[cell::q6k_sc_byte(i / 16, r)]);
+        out[gi * g + i] =
+            d * sc * static_cast<float>(cell::w6_code(cell + cell::kQ6KCodes, g, r, i) - 32);
+      }
+      continue;
+    }
     const float s = cell::scale(f, cell, r);
     float* y = out + gi * g;
     if (f.kind == PackedKind::kW8) {

@@ -130,7 +130,7 @@ Status produce_packed(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
     if (!in.row_order.empty()) return Status::unsupported("row reordering of a GGUF block type");
     return repack_matrix_stream(
         in.view, sink, job.threads, done,
-        p.format.kind == PackedKind::kQ4K ? Q4KTarget::kQ4K : Q4KTarget::kW4Asym);
+        KQuantCells{p.format.kind == PackedKind::kQ4K, p.format.kind == PackedKind::kQ6K});
   }
   ASSIGN_OR_RETURN(RowSource rows, ordered_rows(in));
   return quantize_matrix_stream(p.format, n, in.view.shape[1], rows, sink, job.threads, done);
@@ -250,7 +250,7 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
     }
     p.action = TensorPlan::Action::kPack;
   } else {
-    auto f = repack_format(t.dtype, o.q4k);
+    auto f = repack_format(t.dtype, o.kcells);
     if (!f) return f.status().with_context("tensor '" + t.name + "'");
     p.format = *f;
     p.action = TensorPlan::Action::kRepack;

@@ -48,8 +48,9 @@ struct QuantizeOptions {
   int group = 0;      // 0: the default (128 for w4, 32 for w8); else 32, 64 or 128
   bool asym = false;  // w4 only: w = q s + min instead of (q - 8) s
   int threads = 0;    // 0: ThreadPool::default_threads()
-  // GGUF Q4_K tensors: w4a_g32 (portable: every kernel variant runs it) or q4k_g256.
-  Q4KTarget q4k = Q4KTarget::kW4Asym;
+  // GGUF Q4_K / Q6_K tensors: w4a_g32 / w6_g32 (portable: every kernel variant runs them)
+  // or q4k_g256 / q6k_g256.
+  KQuantCells kcells;
 };
 
 // The packed format the options ask for (after defaults), or invalid_argument.

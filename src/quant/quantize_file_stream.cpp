@@ -70,8 +70,8 @@ Status quantize_matrix_stream(const PackedFormat& f, int64_t n, int64_t k, const
 }
 
 Status repack_matrix_stream(const TensorView& src, const GgufWriter::ChunkSink& sink, int threads,
-                            const PanelsDone& done, Q4KTarget q4k) {
-  ASSIGN_OR_RETURN(PackedFormat f, repack_format(src.dtype, q4k));
+                            const PanelsDone& done, KQuantCells cells) {
+  ASSIGN_OR_RETURN(PackedFormat f, repack_format(src.dtype, cells));
   if (src.shape.size() != 2)
     return Status::invalid_argument("tensor '" + src.name + "' " + src.shape_string() +
                                     " is not a matrix");

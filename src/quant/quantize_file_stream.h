@@ -42,7 +42,7 @@ Status quantize_matrix_stream(const PackedFormat& f, int64_t n, int64_t k, const
 // repack_matrix, streamed (the source's byte size is checked first).
 Status repack_matrix_stream(const TensorView& src, const GgufWriter::ChunkSink& sink,
                             int threads = 1, const PanelsDone& done = nullptr,
-                            Q4KTarget q4k = Q4KTarget::kW4Asym);
+                            KQuantCells cells = {});
 
 // Tells the kernel the pages of [p, p + n) inside `file` are no longer needed (the whole
 // pages inside the range; nothing outside the mapping). The mapping is read-only, so the

@@ -5,13 +5,15 @@
 //   Q4_1 -> w4a_g32  lossless: codes, scale d, min m (w = q d + m).
 //   Q8_0 -> w8_g32   lossless: codes and d; a code of -128 (GGML's own quantiser never
 //                    writes one) is clamped to -127, an error of |d| for that weight.
-//   Q4_K -> q4k_g256 lossless where the kernels have Q4K cells (Q4KTarget::kQ4K): codes,
+//   Q4_K -> q4k_g256 lossless where the kernels have Q4K cells (KQuantCells::q4k): codes,
 //                    the 6-bit sc_j and m_j, d and dmin as stored (4.625 bits per weight).
 //   Q4_K -> w4a_g32  otherwise: each 32-wide sub-block j: scale = fp16(d * sc_j), min =
 //                    fp16(-dmin * m_j), codes as stored. Per weight |error| <= 15 * u(d sc_j)
 //                    + u(dmin m_j), where u(v) = max(|v| 2^-11, 2^-25) is half an fp16 ulp
 //                    (relative 2^-11, so about 0.05% of the sub-block's range). A product
 //                    that overflows fp16 is refused. 5 bits per weight.
+//   Q6_K -> q6k_g256 lossless where the kernels have Q6K cells (KQuantCells::q6k): codes,
+//                    the int8 sc_j and d as stored (6.5625 bits per weight, as Q6_K).
 //   Q5_0, Q5_1, Q5_K, Q6_K, Q3_K -> w6_g32: the exactly dequantised values requantised by
 //                    the W6 scale search (quantize.h; least squared error per group of 32).
 //                    Not exact: Q6_K's int8 scale per 16 weights (and the K/_1 mins) have
@@ -31,13 +33,17 @@
 
 namespace edge {
 
-// Where GGUF Q4_K goes: w4a_g32, which every kernel variant runs, or q4k_g256, which keeps
-// Q4_K's bytes and lets the integer kernels apply its sub-scales inside the dot (the engine
-// asks for it where its kernels have Q4K entries: packed_kernels_run_q4k()).
-enum class Q4KTarget { kW4Asym, kQ4K };
+// Which GGUF K-quant super-blocks keep cells of their own: Q4_K as q4k_g256 and Q6_K as
+// q6k_g256, which keep the source's bytes and let the integer kernels apply its sub-scales
+// inside the dot, or else the portable w4a_g32 / w6_g32 that every kernel variant runs (the
+// engine asks for each where its kernels have the entries: packed_kernels_run_q4k/q6k()).
+struct KQuantCells {
+  bool q4k = false;
+  bool q6k = false;
+};
 
 // The packed format a GGUF quantised type repacks into, or unsupported.
-Expected<PackedFormat> repack_format(DType src, Q4KTarget q4k = Q4KTarget::kW4Asym);
+Expected<PackedFormat> repack_format(DType src, KQuantCells cells = {});
 bool is_repackable(DType src);
 
 // Repacks panel `panel` of the 2-D tensor `src` (its type repackable, bytes checked by the
@@ -48,8 +54,8 @@ Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel,
 
 // The whole matrix: checks the source's byte size against its type and shape (a corrupt
 // tensor is refused with its name), then repacks panel by panel on `threads` threads.
-// dst: repack_format(src.dtype, q4k)->matrix_bytes(n, k) bytes.
+// dst: repack_format(src.dtype, cells)->matrix_bytes(n, k) bytes.
 Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, int threads = 1,
-                     Q4KTarget q4k = Q4KTarget::kW4Asym);
+                     KQuantCells cells = {});
 
 }  // namespace edge

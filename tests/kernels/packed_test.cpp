@@ -20,6 +20,8 @@ namespace {
 using testing::dense_matmul;
 using testing::expect_close;
 using testing::kSentinel;
+using testing::QActs;
+using testing::quantize_ref;
 using testing::run_guarded;
 
 // A packed matrix plus its logical codes and the dense f32 weights they stand for.
@@ -92,13 +94,9 @@ TestMatrix make_matrix(PackedKind kind, int32_t group, int64_t n, int64_t k, uin
   return m;
 }
 
+// Scaled by 1 + i % 7, an outlier block at x[5] where k >= 64.
 std::vector<float> make_acts(int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> x(n * k);
-  for (int64_t i = 0; i < n * k; ++i) x[i] = d(rng) * (1.0f + static_cast<float>(i % 7));
-  if (k >= 64) x[5] = 40.0f;  // an outlier block
-  return x;
+  return testing::make_acts(n, k, seed, 7, k >= 64 ? 5 : k, 40.0f);
 }
 
 const PackedKind kAllKinds[] = {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8,
@@ -138,22 +136,6 @@ std::string kind_name(PackedKind k) {
 std::string label(const Case& c, int64_t n, const char* variant) {
   return std::string(variant) + " " + kind_name(c.kind) + "_g" + std::to_string(c.group) +
          " N=" + std::to_string(c.rows) + " K=" + std::to_string(c.k) + " n=" + std::to_string(n);
-}
-
-// Activations quantised by the reference, and their dequantised f32 copy x' = q * scale.
-struct QActs {
-  ActivationBuffer buf;
-  QuantizedActivations qa;
-  std::vector<float> deq;
-};
-
-void quantize_ref(const std::vector<float>& x, int64_t n, int64_t k, int32_t group, QActs* out) {
-  out->qa = out->buf.view(n, k, group);
-  reference_packed_kernels().quantize_act(x.data(), out->qa, 0, n);
-  out->deq.resize(n * k);
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t i = 0; i < k; ++i)
-      out->deq[t * k + i] = out->qa.q[t * k + i] * out->qa.scales[t * (k / group) + i / group];
 }
 
 TEST(PackedRef, DequantRowEqualsLayoutDefinition) {

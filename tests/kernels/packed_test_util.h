@@ -1,15 +1,49 @@
-// Helpers of the packed-kernel tests: a double-precision dense matmul of a test matrix's
-// f32 weights, guarded output buffers, and a closeness check scaled by sum |x w|.
+// Helpers of the packed-kernel tests: test activations and their reference quantisation, a
+// double-precision dense matmul of a test matrix's f32 weights, guarded output buffers,
+// and a closeness check scaled by sum |x w|.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/packed_api.h"
+
 namespace edge::testing {
+
+// [n, k] normal activations, scaled by 1 + i % period, with one outlier at x[outlier_at]
+// (when k > outlier_at) so that its block's scale differs from the rest.
+inline std::vector<float> make_acts(int64_t n, int64_t k, uint32_t seed, int period = 5,
+                                    int64_t outlier_at = 3, float outlier = 30.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(n * k);
+  for (int64_t i = 0; i < n * k; ++i) x[i] = nd(rng) * (1.0f + static_cast<float>(i % period));
+  if (k > outlier_at) x[outlier_at] = outlier;
+  return x;
+}
+
+// Activations quantised by the reference (with the per-32 and per-16 sums at group 256),
+// and their dequantised f32 copy x' = q * scale.
+struct QActs {
+  ActivationBuffer buf;
+  QuantizedActivations qa;
+  std::vector<float> deq;
+};
+
+inline void quantize_ref(const std::vector<float>& x, int64_t n, int64_t k, int32_t group,
+                         QActs* out) {
+  out->qa = out->buf.view(n, k, group);
+  quantize_activations(reference_packed_kernels(), x.data(), out->qa, 0, n);
+  out->deq.resize(n * k);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < k; ++i)
+      out->deq[t * k + i] = out->qa.q[t * k + i] * out->qa.scales[t * (k / group) + i / group];
+}
 
 constexpr float kSentinel = 12345.0f;
 

@@ -1,6 +1,6 @@
 // A model whose weights are Q4_K (the bulk of llama.cpp's Q4_K_M files) loads with them
 // repacked where the engine's kernels want them (q4k_g256 cells on the AVX2 variants,
-// w4a_g32 elsewhere: engine_q4k_target()) and computes what its Q4_K values mean: with
+// w4a_g32 elsewhere: engine_kquant_cells().q4k) and computes what its Q4_K values mean: with
 // f32 activations its logits and greedy tokens equal those of an F32 model holding the
 // decoded Q4_K values (q4k cells are exact; w4a_g32 rounds d * sc_j to fp16, within 5e-3),
 // and with int8 activations (per 256 for q4k cells, as GGML's Q8_K) its logits stay close.
@@ -136,22 +136,23 @@ TEST(Q4KRepack, Q4KModelComputesItsQ4KValues) {
   auto q4f = load_or_die(dir + "/q4k.gguf", 2, "f32");
   auto dq = load_or_die(dir + "/deq.gguf");
   ASSERT_TRUE(q4 && q4f && dq);
-  const Q4KTarget target = engine_q4k_target();
-  const DType want = packed_dtype(*repack_format(DType::Q4_K, target));
+  const bool q4k_cells = engine_kquant_cells().q4k;
+  const DType want = packed_dtype(*repack_format(DType::Q4_K, engine_kquant_cells()));
   EXPECT_EQ(q4->weights().layers[0].w_down.dtype, want);
   EXPECT_EQ(q4->weights().layers[1].wq.dtype, want);
   EXPECT_EQ(q4->weights().token_embd.dtype, want);
   std::printf("Q4_K repacked to %s (%s kernels)\n",
-              repack_format(DType::Q4_K, target)->name().c_str(), packed_kernels().name);
+              repack_format(DType::Q4_K, engine_kquant_cells())->name().c_str(),
+              packed_kernels().name);
 
   // f32 activations: the Q4_K values' own model, float summation order apart (q4k cells),
   // or the fp16 rounding of each sub-block's scale and min (w4a_g32).
   const std::vector<int32_t> toks = test_tokens(12, q4->config().n_vocab);
   const std::vector<float> lf = prefill_logits(*dq, toks);
   const double exact = rel_diff(prefill_logits(*q4f, toks), lf);
-  EXPECT_LT(exact, target == Q4KTarget::kQ4K ? 1e-4 : 5e-3);
+  EXPECT_LT(exact, q4k_cells ? 1e-4 : 5e-3);
   const std::vector<int32_t> prompt(toks.begin(), toks.begin() + 4);
-  if (target == Q4KTarget::kQ4K) {
+  if (q4k_cells) {
     EXPECT_EQ(greedy(*q4f, prompt, 16), greedy(*dq, prompt, 16));
   }
 

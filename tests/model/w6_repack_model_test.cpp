@@ -1,10 +1,10 @@
-// A model whose weights are Q6_K (as in llama.cpp's Q4_K_M files) loads with them repacked
-// to W6 g32 (quant/repack.h) and computes exactly what its W6 weights mean: with f32
-// activations its logits and greedy tokens equal those of an F32 model holding the
-// dequantised W6 weights (so the matmuls, the embedding lookup and the tied output head
-// all read W6 right). Against the F32 model of the Q6_K values themselves, W6's logit
-// error stays within its step's ratio to W8 g32's (6 bits vs 8: 4x), with int8 activations
-// as the engine runs them.
+// A model whose weights are Q6_K (as in llama.cpp's Q4_K_M files) loads with them kept in
+// q6k_g256 cells where the kernels have them (x86), else repacked to W6 g32 (quant/repack.h,
+// engine_kquant_cells()), and computes exactly what its weights mean: with f32 activations
+// its logits and greedy tokens equal those of an F32 model holding the Q6_K values (q6k
+// cells) or the dequantised W6 weights (so the matmuls, the embedding lookup and the tied
+// output head all read the layout right). Against the F32 model of the Q6_K values, the
+// logit error with int8 activations (as the engine runs them) stays within 4x W8 g32's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +15,8 @@
 
 #include "core/half.h"
 #include "formats/gguf.h"
+#include "kernels/packed_api.h"
+#include "model/packed_weights.h"
 #include "model_test_util.h"
 #include "quant/gguf_blocks.h"
 #include "quant/packed.h"
@@ -118,7 +120,7 @@ void write_q6k_files(const std::string& in, const std::string& q6k, const std::s
   ASSERT_TRUE(w6.write(w6deq).ok());
 }
 
-TEST(W6Repack, Q6KModelComputesItsW6Weights) {
+TEST(W6Repack, Q6KModelComputesItsWeights) {
   const std::string dir = temp_dir("w6_repack");
   RandomModelOptions o;
   o.n_embd = 256;
@@ -137,25 +139,33 @@ TEST(W6Repack, Q6KModelComputesItsW6Weights) {
   auto dq = load_or_die(dir + "/deq.gguf");
   auto q8 = load_or_die(dir + "/w8.gguf");
   ASSERT_TRUE(q6 && q6f && w6f && dq && q8);
-  const DType w6 = packed_dtype(PackedFormat{PackedKind::kW6, 32});
-  EXPECT_EQ(q6->weights().layers[0].w_down.dtype, w6);
-  EXPECT_EQ(q6->weights().layers[1].wq.dtype, w6);
-  EXPECT_EQ(q6->weights().token_embd.dtype, w6);
+  const bool cells = engine_kquant_cells().q6k;
+  const DType want =
+      packed_dtype(cells ? PackedFormat{PackedKind::kQ6K, 256} : PackedFormat{PackedKind::kW6, 32});
+  EXPECT_EQ(q6->weights().layers[0].w_down.dtype, want);
+  EXPECT_EQ(q6->weights().layers[1].wq.dtype, want);
+  EXPECT_EQ(q6->weights().token_embd.dtype, want);
+  std::printf("Q6_K repacked to %s (%s kernels)\n",
+              repack_format(DType::Q6_K, engine_kquant_cells())->name().c_str(),
+              packed_kernels().name);
 
-  // The W6 path is exact: f32 activations give the dequantised-W6 model's logits (float
-  // summation order apart) and its greedy tokens.
+  // Either path is exact: f32 activations give the logits (float summation order apart)
+  // and greedy tokens of the model of the Q6_K values (q6k cells) or of the W6 weights.
   const std::vector<int32_t> toks = test_tokens(12, q6->config().n_vocab);
-  const std::vector<float> lw = prefill_logits(*w6f, toks);
+  auto& exact = cells ? dq : w6f;
+  const std::vector<float> lw = prefill_logits(*exact, toks);
   EXPECT_LT(rel_diff(prefill_logits(*q6f, toks), lw), 1e-4);
   const std::vector<int32_t> prompt(toks.begin(), toks.begin() + 4);
-  EXPECT_EQ(greedy(*q6f, prompt, 16), greedy(*w6f, prompt, 16));
+  EXPECT_EQ(greedy(*q6f, prompt, 16), greedy(*exact, prompt, 16));
 
   // Against the Q6_K values: requantising to 6 bits costs at most its step's ratio to W8's.
   const std::vector<float> lf = prefill_logits(*dq, toks);
   const double e6 = rel_diff(prefill_logits(*q6, toks), lf);
   const double e8 = rel_diff(prefill_logits(*q8, toks), lf);
-  std::printf("logits vs the F32 model of the Q6_K values (max |diff| / max |logit|, int8 "
-              "activations): W6 %.4g, W8 %.4g\n", e6, e8);
+  std::printf(
+      "logits vs the F32 model of the Q6_K values (max |diff| / max |logit|, int8 "
+      "activations): %s %.4g, W8 %.4g\n",
+      cells ? "q6k" : "W6", e6, e8);
   EXPECT_LT(e6, 4 * e8);
   EXPECT_LT(e6, 0.1);
 }

@@ -3,7 +3,8 @@
 // 512 values per type). The decoders must agree exactly (same formula, fp32), and the repack
 // into our packed layout within its stated bound: Q4_K -> w4a g32 rounds each sub-block's
 // scale and min to fp16; Q2_K is requantised to w8 g32 (error <= s / 2), Q3_K, Q5_K and
-// Q6_K to w6 g32 (rms <= half the absmax step amax / 32, no weight off by > 3.5 steps).
+// Q6_K to w6 g32 (rms <= half the absmax step amax / 32, no weight off by > 3.5 steps);
+// Q4_K and Q6_K into their own cells exactly.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -69,23 +70,34 @@ TEST_P(KQuantReference, DecoderEqualsLlamaCppDequantiser) {
   }
 }
 
-// Q4_K into q4k_g256 cells keeps every field: the repacked weights are llama.cpp's own
-// dequantised values, to the ulp the decoder test above allows.
-TEST(KQuantReferenceQ4K, Q4KCellsRepackExactly) {
-  auto blocks = read_bytes("q4_k.blocks");
-  const auto want = read_f32("q4_k.values");
-  TensorView v{"blk.0.ffn_gate.weight", DType::Q4_K, {kRows, kCols}, blocks.data(), blocks.size()};
-  auto f = repack_format(DType::Q4_K, Q4KTarget::kQ4K);
+// Q4_K into q4k_g256 and Q6_K into q6k_g256 cells keep every field: the repacked weights
+// are llama.cpp's own dequantised values, to the ulp the decoder test above allows.
+void expect_exact_cells(DType type, const char* name, const char* format) {
+  auto blocks = read_bytes(std::string(name) + ".blocks");
+  const auto want = read_f32(std::string(name) + ".values");
+  TensorView v{"blk.0.ffn_down.weight", type, {kRows, kCols}, blocks.data(), blocks.size()};
+  const KQuantCells cells{.q4k = true, .q6k = true};
+  auto f = repack_format(type, cells);
   ASSERT_TRUE(f.ok());
-  ASSERT_EQ(f->name(), "q4k_g256");
+  ASSERT_EQ(f->name(), format);
   std::vector<uint8_t> packed(static_cast<size_t>(f->matrix_bytes(kRows, kCols)));
-  ASSERT_TRUE(repack_matrix(v, packed.data(), packed.size(), 2, Q4KTarget::kQ4K).ok());
-  // Fewer bytes than w4a_g32 (5 bits per weight), close to Q4_K's own 4.5.
-  EXPECT_LT(packed.size(),
-            static_cast<size_t>(repack_format(DType::Q4_K)->matrix_bytes(kRows, kCols)));
+  ASSERT_TRUE(repack_matrix(v, packed.data(), packed.size(), 2, cells).ok());
+  // Bytes: Q4_K 4.625 bits per weight, fewer than w4a_g32's 5 (Q4_K: 4.5); Q6_K 6.5625,
+  // exactly its own, where w6_g32's 6.5 bits are requantised.
+  const int64_t portable = repack_format(type)->matrix_bytes(kRows, kCols);
+  if (type == DType::Q4_K) EXPECT_LT(static_cast<int64_t>(packed.size()), portable);
+  if (type == DType::Q6_K) EXPECT_DOUBLE_EQ(f->bits_per_weight(), 210.0 * 8 / 256);
   const auto got = dequantize_matrix(*f, packed.data(), kRows, kCols);
   for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], std::fabs(want[i]) * 2.4e-7f + 1e-12f) << "q4_k at " << i;
+    ASSERT_NEAR(got[i], want[i], std::fabs(want[i]) * 2.4e-7f + 1e-12f) << name << " at " << i;
+}
+
+TEST(KQuantReferenceCells, Q4KCellsRepackExactly) {
+  expect_exact_cells(DType::Q4_K, "q4_k", "q4k_g256");
+}
+
+TEST(KQuantReferenceCells, Q6KCellsRepackExactly) {
+  expect_exact_cells(DType::Q6_K, "q6_k", "q6k_g256");
 }
 
 TEST_P(KQuantReference, RepackStaysWithinItsBound) {

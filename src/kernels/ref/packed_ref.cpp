@@ -48,6 +48,11 @@ struct Cell {
   float q4k_d(int r) const { return half_at(256, r); }
   float q4k_dmin(int r) const { return half_at(288, r); }
   int q4k_code(int r, int kk) const { return Cell{p + 320, group}.w4_code(r, kk); }
+  // Q6K (G = 256): int8 scale of sub-block j (16 weights), d (fp16), then the codes (W6
+  // layout, 0..63) from byte 288.
+  int q6k_sc(int j, int r) const { return static_cast<int8_t>(p[32 * (j / 2) + 2 * r + j % 2]); }
+  float q6k_d(int r) const { return half_at(256, r); }
+  int q6k_code(int r, int kk) const { return Cell{p + 288, group}.w6_code(r, kk); }
   int w8_sum(int r) const {
     int16_t s;
     std::memcpy(&s, p + int64_t{group} * 16 + 32 + 2 * r, 2);
@@ -77,12 +82,15 @@ float weight(const Cell& c, PackedKind kind, int r, int kk) {
                  static_cast<float>(c.q4k_code(r, kk)) -
              c.q4k_dmin(r) * static_cast<float>(c.q4k_m(j, r));
     }
+    case PackedKind::kQ6K:  // GGML's order: (d * sc) * (q - 32)
+      return c.q6k_d(r) * static_cast<float>(c.q6k_sc(kk / 16, r)) *
+             static_cast<float>(c.q6k_code(r, kk) - 32);
   }
   return 0.0f;
 }
 
 void check_view(const PackedMatrixView& w) {
-  if (w.fmt.kind == PackedKind::kQ4K)
+  if (w.fmt.kind == PackedKind::kQ4K || w.fmt.kind == PackedKind::kQ6K)
     CHECK(w.fmt.group == 256);
   else
     CHECK(w.fmt.group == 32 || w.fmt.group == 64 || w.fmt.group == 128);
@@ -177,13 +185,17 @@ float group_a8(const Cell& c, PackedKind kind, int r, const int8_t* q, float sa,
     case PackedKind::kW6:
       return static_cast<float>(dot - 32 * qsum) * (c.w6_scale(r) * sa);
     case PackedKind::kQ4K:  // per super-block, not per group: matmul_q4k_a8
-      CHECK_MSG(false, "group_a8: q4k cells go through matmul_q4k_a8");
+    case PackedKind::kQ6K:  // matmul_q6k_a8
+      CHECK_MSG(false, "group_a8: q4k and q6k cells go through their own matmuls");
   }
   return 0.0f;
 }
 
-void matmul_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
-               float* y) {
+// y[t, row] = the sum over the row's cells g of term(cell, r, t, g): the loop nest every A8
+// form shares (per group, or per Q4K / Q6K super-block).
+template <class Term>
+void over_cells_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                   float* y, Term term) {
   check_view(w);
   CHECK(a.k == w.k && a.group == w.fmt.group);
   const int64_t ng = w.k / w.fmt.group;
@@ -193,13 +205,20 @@ void matmul_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
       if (row >= w.n) break;
       for (int64_t t = 0; t < a.n; ++t) {
         float acc = 0.0f;
-        for (int64_t g = 0; g < ng; ++g)
-          acc += group_a8(cell_of(w, p, g), w.fmt.kind, r, a.q + t * a.k + g * a.group,
-                          a.scales[t * ng + g], a.sums[t * ng + g]);
+        for (int64_t g = 0; g < ng; ++g) acc += term(cell_of(w, p, g), r, t, g);
         y[t * w.n + row] = acc;
       }
     }
   }
+}
+
+void matmul_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+               float* y) {
+  const int64_t ng = w.k / w.fmt.group;
+  over_cells_a8(w, a, p0, p1, y, [&](const Cell& c, int r, int64_t t, int64_t g) {
+    return group_a8(c, w.fmt.kind, r, a.q + t * a.k + g * a.group, a.scales[t * ng + g],
+                    a.sums[t * ng + g]);
+  });
 }
 
 void matmul_w4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
@@ -231,34 +250,47 @@ void matmul_q4k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_
 // kernels do.
 void matmul_q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                    float* y) {
-  check_view(w);
-  CHECK(w.fmt.kind == PackedKind::kQ4K && a.k == w.k && a.group == 256 && a.sums32 != nullptr);
+  CHECK(w.fmt.kind == PackedKind::kQ4K && a.sums32 != nullptr);
   const int64_t ng = w.k / 256;
-  for (int64_t p = p0; p < p1; ++p) {
-    for (int r = 0; r < kPanelRows; ++r) {
-      const int64_t row = p * kPanelRows + r;
-      if (row >= w.n) break;
-      for (int64_t t = 0; t < a.n; ++t) {
-        float acc = 0.0f;
-        for (int64_t g = 0; g < ng; ++g) {
-          const Cell c = cell_of(w, p, g);
-          const int8_t* q = a.q + t * a.k + g * 256;
-          const int16_t* s32 = a.sums32 + t * (a.k / 32) + g * 8;
-          int32_t isum = 0, msum = 0;
-          for (int j = 0; j < 8; ++j) {
-            int32_t dot = 0;
-            for (int kk = 32 * j; kk < 32 * j + 32; ++kk) dot += c.q4k_code(r, kk) * q[kk];
-            isum += c.q4k_sc(j, r) * dot;
-            msum += c.q4k_m(j, r) * s32[j];
-          }
-          const float sa = a.scales[t * ng + g];
-          acc += static_cast<float>(isum) * (c.q4k_d(r) * sa) -
-                 static_cast<float>(msum) * (c.q4k_dmin(r) * sa);
-        }
-        y[t * w.n + row] = acc;
-      }
+  over_cells_a8(w, a, p0, p1, y, [&](const Cell& c, int r, int64_t t, int64_t g) {
+    const int8_t* q = a.q + t * a.k + g * 256;
+    const int16_t* s32 = a.sums32 + t * (a.k / 32) + g * 8;
+    int32_t isum = 0, msum = 0;
+    for (int j = 0; j < 8; ++j) {
+      int32_t dot = 0;
+      for (int kk = 32 * j; kk < 32 * j + 32; ++kk) dot += c.q4k_code(r, kk) * q[kk];
+      isum += c.q4k_sc(j, r) * dot;
+      msum += c.q4k_m(j, r) * s32[j];
     }
-  }
+    const float sa = a.scales[t * ng + g];
+    return static_cast<float>(isum) * (c.q4k_d(r) * sa) -
+           static_cast<float>(msum) * (c.q4k_dmin(r) * sa);
+  });
+}
+
+void matmul_q6k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                    float* y) {
+  CHECK(w.fmt.kind == PackedKind::kQ6K);
+  matmul_a16(w, x, n, p0, p1, y);
+}
+
+// Q6K with activations quantised per 256 (a.sums16: per 16): per super-block the int32
+// sum_j sc_j * (dot_j - 32 * sums16_j), then one float term, as the SIMD kernels do.
+void matmul_q6k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                   float* y) {
+  CHECK(w.fmt.kind == PackedKind::kQ6K && a.sums16 != nullptr);
+  const int64_t ng = w.k / 256;
+  over_cells_a8(w, a, p0, p1, y, [&](const Cell& c, int r, int64_t t, int64_t g) {
+    const int8_t* q = a.q + t * a.k + g * 256;
+    const int16_t* s16 = a.sums16 + t * (a.k / 16) + g * 16;
+    int32_t isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t dot = 0;
+      for (int kk = 16 * j; kk < 16 * j + 16; ++kk) dot += c.q6k_code(r, kk) * q[kk];
+      isum += c.q6k_sc(j, r) * (dot - 32 * s16[j]);
+    }
+    return static_cast<float>(isum) * (c.q6k_d(r) * a.scales[t * ng + g]);
+  });
 }
 
 void dequant_row(const PackedMatrixView& w, int64_t row, float* out) {
@@ -288,6 +320,8 @@ const PackedKernels& reference_packed_kernels() {
     t.matmul_w6_a8 = matmul_w6_a8;
     t.matmul_q4k_a16 = matmul_q4k_a16;
     t.matmul_q4k_a8 = matmul_q4k_a8;
+    t.matmul_q6k_a16 = matmul_q6k_a16;
+    t.matmul_q6k_a8 = matmul_q6k_a8;
     t.dequant_row = dequant_row;
     return t;
   }();

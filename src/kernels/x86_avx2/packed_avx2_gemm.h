@@ -26,9 +26,14 @@
 // min * scale_a * sum(q); one float FMA applies scale_w * scale_a (as the reference does).
 //
 // W6 runs the same tile (kW6): each nibble plane gets bits 4-5 from the high plane (as
-// add_w6_high does for the GEMV), and the dot is corrected by 32 * sum(q). Codes reach 63, so maddubs pairs
-// reach 2 * 63 * 127 = 16002 and only two of them fit an s16 lane (32004): with maddubs the
-// round is one 64-byte block (2 maddubs per lane) before the widening madd.
+// add_w6_high does for the GEMV), and the dot is corrected by 32 * sum(q). Codes reach 63, so
+// maddubs pairs reach 2 * 63 * 127 = 16002 and only two of them fit an s16 lane (32004): with
+// maddubs the round is one 64-byte block (2 maddubs per lane) before the widening madd.
+//
+// Q4K and Q6K (G = 256, GGUF's super-blocks kept as they are) fold their integer sub-block
+// scales into the widening: maddubs' madd takes the scales in place of ones (Q4K: 6-bit per
+// 32 k; Q6K: int8 per 16 k, its rounds of one block), vpdpbusd's int32 sums take one
+// vpmulld per sub-block. One float step per 256 applies d (and Q4K's dmin term).
 #pragma once
 
 #include <cstdlib>
@@ -152,9 +157,74 @@ inline void q4k_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const uint8_t
           d[t][h], kVnni ? _mm256_mullo_epi32(s[t][h], sc[h]) : _mm256_madd_epi16(s[t][h], sc[h]));
 }
 
-// y[t0 .. t0+T, rows of panel p] for W4 (sym or asym), W6 or Q4K (G = 256) with int8
-// activations.
-template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K = false>
+// Q6K: d[t][h] += sc_j * s[t][h] for sub-block j (16 k) of cell c, the int8 scales of 8
+// rows from the pair layout (lane = row: (sc_2i, sc_2i+1) as s16). maddubs: the scale goes
+// to both s16 halves of the lane (one vpshufb) and one madd widens and scales; VNNI: the
+// scale sign-extended to int32, one vpmulld.
+template <int T, bool kVnni>
+inline void q6k_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const uint8_t* c, int j) {
+  __m256i sc[2];
+  for (int h = 0; h < 2; ++h) {
+    const __m256i sp = _mm256_cvtepi8_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 32 * (j / 2) + 16 * h)));
+    if constexpr (kVnni) {
+      sc[h] = j % 2 ? _mm256_srai_epi32(sp, 16) : _mm256_srai_epi32(_mm256_slli_epi32(sp, 16), 16);
+    } else {  // s16 word 2r (j even) or 2r + 1 (j odd) into both words of lane r
+      const __m256i even = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0,
+                                            1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+      const __m256i odd = _mm256_add_epi8(even, _mm256_set1_epi8(2));
+      sc[h] = _mm256_shuffle_epi8(sp, j % 2 ? odd : even);
+    }
+  }
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < 2; ++h)
+      d[t][h] = _mm256_add_epi32(
+          d[t][h], kVnni ? _mm256_mullo_epi32(s[t][h], sc[h]) : _mm256_madd_epi16(s[t][h], sc[h]));
+}
+
+// Q6K (G = 256): acc[t][h] += sa * d * (dot - 32 * sum_j sc_j * sums16_j) per super-block,
+// dot = sum_j sc_j * dot_j already folded in (q6k_fold). The offset's integer sum is 8
+// madds per (token, half): lane = row, (sc_2i, sc_2i+1) . (sums16_2i, sums16_2i+1).
+template <int T>
+inline void q6k_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const uint8_t* c,
+                         const float* sa, const int16_t* s16, int64_t ng, int64_t ld16) {
+  const __m256 dv[2] = {load_half8(c + 256), load_half8(c + 272)};
+  __m256i sp[8][2];
+  for (int i = 0; i < 8; ++i)
+    for (int h = 0; h < 2; ++h)
+      sp[i][h] = _mm256_cvtepi8_epi16(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 32 * i + 16 * h)));
+  for (int t = 0; t < T; ++t) {
+    __m256i os[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int i = 0; i < 8; ++i) {
+      int32_t pair;
+      std::memcpy(&pair, s16 + t * ld16 + 2 * i, 4);
+      const __m256i bp = _mm256_set1_epi32(pair);
+      for (int h = 0; h < 2; ++h) os[h] = _mm256_add_epi32(os[h], _mm256_madd_epi16(sp[i][h], bp));
+    }
+    const __m256 sat = _mm256_set1_ps(sa[t * ng]);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i dt = _mm256_sub_epi32(d[t][h], _mm256_slli_epi32(os[h], 5));
+      acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dt), _mm256_mul_ps(dv[h], sat), acc[t][h]);
+    }
+  }
+}
+
+// The packed kind of a W4A8Gemm instantiation, and where its codes start in a cell.
+constexpr PackedKind gemm_kind(bool asym, bool w6, bool q4k, bool q6k) {
+  return q4k    ? PackedKind::kQ4K
+         : q6k  ? PackedKind::kQ6K
+         : w6   ? PackedKind::kW6
+         : asym ? PackedKind::kW4Asym
+                : PackedKind::kW4Sym;
+}
+constexpr int64_t gemm_code0(bool q4k, bool q6k) {
+  return q4k ? 320 : q6k ? 288 : 0;
+}
+
+// y[t0 .. t0+T, rows of panel p] for W4 (sym or asym), W6, Q4K or Q6K (G = 256; Q6K with
+// kW6) with int8 activations.
+template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K = false, bool kQ6K = false>
 struct W4A8Gemm {
   static constexpr int kTokens = kGemmTokens;
   // kPre: the panel's codes come unpacked from u (see w4a8_gemm_pre), the cells supply
@@ -164,21 +234,20 @@ struct W4A8Gemm {
                    float* y, int64_t pf, const uint8_t* u = nullptr, const float* off = nullptr);
 };
 
-template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K>
+template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K, bool kQ6K>
 template <int T, bool kPre>
-void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K>::tile(const PackedMatrixView& w,
-                                                const QuantizedActivations& a, int64_t p,
-                                                int64_t t0, float* y, int64_t pf, const uint8_t* u,
-                                                const float* off) {
-  static_assert(!kQ4K || (G == 256 && !kAsym && !kW6));
-  constexpr int64_t cb = cell_bytes(kQ4K    ? PackedKind::kQ4K
-                                    : kW6   ? PackedKind::kW6
-                                    : kAsym ? PackedKind::kW4Asym
-                                            : PackedKind::kW4Sym,
-                                    G);
+void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w,
+                                                      const QuantizedActivations& a, int64_t p,
+                                                      int64_t t0, float* y, int64_t pf,
+                                                      const uint8_t* u, const float* off) {
+  static_assert(!kQ4K || (G == 256 && !kAsym && !kW6 && !kQ6K));
+  static_assert(!kQ6K || (G == 256 && !kAsym && kW6));
+  constexpr int64_t cb = cell_bytes(gemm_kind(kAsym, kW6, kQ4K, kQ6K), G);
+  constexpr int64_t code0 = gemm_code0(kQ4K, kQ6K);
   // 64-byte blocks (8 k) summed in s16 before widening (see the header comment); Q4K: one
-  // sub-block of 32 k, whose scale the widening applies.
-  constexpr int kRound = kQ4K ? 4 : kVnni ? G / 8 : kW6 ? 1 : 4;
+  // sub-block of 32 k, whose scale the widening applies; Q6K: the W6 round (maddubs: one
+  // block, half a sub-block) or one sub-block of 16 k (VNNI), then its scale.
+  constexpr int kRound = kQ4K ? 4 : kQ6K ? (kVnni ? 2 : 1) : kVnni ? G / 8 : kW6 ? 1 : 4;
   const int64_t ng = w.k / G;
   const uint8_t* c = w.data + p * ng * cb;
   const int8_t* q = a.q + t0 * a.k;
@@ -199,8 +268,8 @@ void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K>::tile(const PackedMatrixView& w,
           lo0 = load256(u + b * 128), lo1 = load256(u + b * 128 + 32);
           hi0 = load256(u + b * 128 + 64), hi1 = load256(u + b * 128 + 96);
         } else {
-          // Q4K cells keep their codes after the 320 bytes of per-row fields.
-          const uint8_t* cc = c + (kQ4K ? 320 : 0) + b * 64;
+          // Q4K and Q6K cells keep their codes after the per-row fields.
+          const uint8_t* cc = c + code0 + b * 64;
           const __m256i v0 = load256(cc), v1 = load256(cc + 32);
           lo0 = _mm256_and_si256(v0, nib), lo1 = _mm256_and_si256(v1, nib);
           hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
@@ -208,7 +277,7 @@ void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K>::tile(const PackedMatrixView& w,
         }
         if constexpr (kW6 && !kPre) {
           // High block b/2; an even block's pairs are bits 0-3, an odd block's bits 4-7.
-          const uint8_t* hp = c + G * 8 + (b / 2) * 64;
+          const uint8_t* hp = c + code0 + G * 8 + (b / 2) * 64;
           __m256i h0 = load256(hp), h1 = load256(hp + 32);
           if (b % 2 == 0) h0 = _mm256_slli_epi16(h0, 4), h1 = _mm256_slli_epi16(h1, 4);
           const __m256i m = _mm256_set1_epi8(0x30);
@@ -224,6 +293,10 @@ void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K>::tile(const PackedMatrixView& w,
         q4k_fold<T, kVnni>(d, s, c, r / 4);
         continue;
       }
+      if constexpr (kQ6K) {
+        q6k_fold<T, kVnni>(d, s, c, r / 2);
+        continue;
+      }
       for (int t = 0; t < T; ++t)
         for (int h = 0; h < 2; ++h)
           d[t][h] =
@@ -233,6 +306,9 @@ void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K>::tile(const PackedMatrixView& w,
     if constexpr (kQ4K)
       q4k_epilogue<T>(acc, d, c, a.scales + t0 * ng + g, a.sums32 + t0 * (a.k / 32) + g * 8, ng,
                       a.k / 32);
+    else if constexpr (kQ6K)
+      q6k_epilogue<T>(acc, d, c, a.scales + t0 * ng + g, a.sums16 + t0 * (a.k / 16) + g * 16, ng,
+                      a.k / 16);
     else
       w4_group_epilogue<G, T, kAsym, kW6, kPre>(acc, d, c, a.scales + t0 * ng + g,
                                                 a.sums + t0 * ng + g, ng,
@@ -273,7 +349,7 @@ class UnpackScratch {
   size_t n_ = 0;
 };
 
-// Panel cells (ng of cb bytes, codes from byte code0: 0, Q4K 320) -> planes
+// Panel cells (ng of cb bytes, codes from byte code0: 0, Q4K 320, Q6K 288) -> planes
 // [ng * G / 8][4][32] of u8 codes; W6 codes (0..63) get bits 4-5 from the cell's high plane,
 // as the tile's in-register path does.
 template <int G, bool kW6>
@@ -285,7 +361,7 @@ inline void unpack_panel(const uint8_t* c, int64_t ng, int64_t cb, uint8_t* out,
         const __m256i v = load256(c + code0 + b * 64 + h * 32);
         __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
         if constexpr (kW6) {
-          __m256i hb = load256(c + G * 8 + (b / 2) * 64 + h * 32);
+          __m256i hb = load256(c + code0 + G * 8 + (b / 2) * 64 + h * 32);
           if (b % 2 == 0) hb = _mm256_slli_epi16(hb, 4);
           lo = _mm256_or_si256(lo, _mm256_and_si256(hb, m));
           hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(hb, 2), m));
@@ -309,23 +385,19 @@ inline void pre_rest(const PackedMatrixView& w, const QuantizedActivations& a, i
   }
 }
 
-template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K>
+template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K, bool kQ6K>
 void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                    float* y) {
-  using K = W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K>;
+  using K = W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>;
   constexpr int kT = K::kTokens;
   thread_local UnpackScratch scratch, off_scratch;
   const int64_t ng = w.k / G;
-  // The epilogue's offset factors [a.n, ng] (w4_group_epilogue; Q4K has its own).
+  // The epilogue's offset factors [a.n, ng] (w4_group_epilogue; Q4K and Q6K have their own).
   auto* off = reinterpret_cast<float*>(off_scratch.get(static_cast<size_t>(a.n * ng) * 4));
-  if constexpr (!kQ4K)
+  if constexpr (!kQ4K && !kQ6K)
     for (int64_t i = 0; i < a.n * ng; ++i)
       off[i] = (kAsym ? 1.0f : kW6 ? -32.0f : -8.0f) * a.scales[i] * static_cast<float>(a.sums[i]);
-  const int64_t cb = cell_bytes(kQ4K    ? PackedKind::kQ4K
-                                : kW6   ? PackedKind::kW6
-                                : kAsym ? PackedKind::kW4Asym
-                                        : PackedKind::kW4Sym,
-                                G);
+  const int64_t cb = cell_bytes(gemm_kind(kAsym, kW6, kQ4K, kQ6K), G);
   const int64_t panel_codes = w.k * 16;
   const int64_t fit = packed_tiling().block_bytes / panel_codes;
   const int64_t block = fit > 1 ? fit : 1;
@@ -334,7 +406,7 @@ void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int
     const int64_t pe = pb + block < p1 ? pb + block : p1;
     for (int64_t p = pb; p < pe; ++p)
       unpack_panel<G, kW6>(w.data + p * ng * cb, ng, cb, buf + (p - pb) * panel_codes,
-                           kQ4K ? 320 : 0);
+                           gemm_code0(kQ4K, kQ6K));
     int64_t t0 = 0;
     for (; t0 + kT <= a.n; t0 += kT)
       for (int64_t p = pb; p < pe; ++p)
@@ -343,14 +415,14 @@ void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int
   }
 }
 
-template <int G, bool kAsym, bool kVnni, bool kW6 = false, bool kQ4K = false>
+template <int G, bool kAsym, bool kVnni, bool kW6 = false, bool kQ4K = false, bool kQ6K = false>
 void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
   if constexpr (!kVnni) {
     if (a.n >= kPreUnpackFromTokens)
-      return w4a8_gemm_pre<G, kAsym, kVnni, kW6, kQ4K>(w, a, p0, p1, y);
+      return w4a8_gemm_pre<G, kAsym, kVnni, kW6, kQ4K, kQ6K>(w, a, p0, p1, y);
   }
-  packed::over_panel_tiles<W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K>>(w, a, a.n, p0, p1, y);
+  packed::over_panel_tiles<W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>>(w, a, a.n, p0, p1, y);
 }
 
 using A8Fn = void (*)(const PackedMatrixView&, const QuantizedActivations&, int64_t, int64_t,
@@ -494,6 +566,14 @@ void q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0
             float* y) {
   CHECK(w.fmt.group == 256 && a.group == 256 && a.sums32 != nullptr);
   w4a8_gemm<256, false, kVnni, false, true>(w, a, p0, p1, y);
+}
+
+// Q6K cells are always G = 256 (quant/packed.h); activations per 256 with sums16.
+template <bool kVnni>
+void q6k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+            float* y) {
+  CHECK(w.fmt.group == 256 && a.group == 256 && a.sums16 != nullptr);
+  w4a8_gemm<256, false, kVnni, true, false, true>(w, a, p0, p1, y);
 }
 
 }  // namespace

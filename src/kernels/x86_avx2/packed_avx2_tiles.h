@@ -24,6 +24,7 @@ constexpr int64_t cell_bytes(PackedKind kind, int32_t g) {
          : kind == PackedKind::kW4Asym ? g * 8 + 64
          : kind == PackedKind::kW6     ? g * 12 + 32
          : kind == PackedKind::kQ4K    ? g * 8 + 320
+         : kind == PackedKind::kQ6K    ? g * 12 + 288
                                        : g * 8 + 32;
 }
 
@@ -89,8 +90,19 @@ inline void q4k_sub_scales(const uint8_t* c, int j, int h, __m256* s, __m256* m)
   *m = _mm256_sub_ps(_mm256_setzero_ps(), *m);
 }
 
-// ---- W4A16 (and W6A16: kW6; Q4K: kQ4K) ---------------------------------------------
-template <bool kW6, bool kQ4K = false>
+// Q6K (G = 256): the f32 scale of sub-block j (16 k) for 8 rows (half h) of cell c and its
+// offset, w = code * s + m with s = d * sc_j, m = -32 * s.
+inline void q6k_sub_scales(const uint8_t* c, int j, int h, __m256* s, __m256* m) {
+  // Pair j/2 holds (sc_2i, sc_2i+1) per row as s8: the low or the high 16 bits of each lane.
+  __m256i sp = _mm256_cvtepi8_epi16(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 32 * (j / 2) + 16 * h)));
+  sp = j % 2 ? _mm256_srai_epi32(sp, 16) : _mm256_srai_epi32(_mm256_slli_epi32(sp, 16), 16);
+  *s = _mm256_mul_ps(load_half8(c + 256 + 16 * h), _mm256_cvtepi32_ps(sp));
+  *m = _mm256_mul_ps(*s, _mm256_set1_ps(-32.0f));
+}
+
+// ---- W4A16 (and W6A16: kW6; Q4K: kQ4K; Q6K: kW6 and kQ6K) ---------------------------
+template <bool kW6, bool kQ4K = false, bool kQ6K = false>
 struct W4A16Tile {
   static constexpr int kTokens = kMaxTile;
   template <int T>
@@ -98,10 +110,12 @@ struct W4A16Tile {
                    int64_t pf);
 };
 
-template <bool kW6, bool kQ4K>
+template <bool kW6, bool kQ4K, bool kQ6K>
 template <int T>
-void W4A16Tile<kW6, kQ4K>::tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0,
-                                float* y, int64_t pf) {
+void W4A16Tile<kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w, const float* x, int64_t p,
+                                      int64_t t0, float* y, int64_t pf) {
+  static_assert(!kQ6K || kW6);
+  constexpr int64_t kCode0 = kQ4K ? 320 : kQ6K ? 288 : 0;  // the codes' offset in a cell
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
   const bool asym = !kW6 && w.fmt.kind == PackedKind::kW4Asym;
@@ -119,7 +133,7 @@ void W4A16Tile<kW6, kQ4K>::tile(const PackedMatrixView& w, const float* x, int64
       if (h == 0) prefetch_ahead(c, pf, cb);  // the second half reads the panel from L2
       const float* xg = x + t0 * w.k + g * G;
       __m256 s = _mm256_setzero_ps(), m = _mm256_setzero_ps();
-      if constexpr (!kQ4K) {
+      if constexpr (!kQ4K && !kQ6K) {
         s = load_half8(c + G * (kW6 ? 12 : 8) + h * 16);
         m = asym ? load_half8(c + G * 8 + 32 + h * 16)
                  : _mm256_mul_ps(s, _mm256_set1_ps(kW6 ? -32.0f : -8.0f));
@@ -127,9 +141,11 @@ void W4A16Tile<kW6, kQ4K>::tile(const PackedMatrixView& w, const float* x, int64
       for (int b = 0; b < G / 8; ++b) {
         if constexpr (kQ4K)
           if (b % 4 == 0) q4k_sub_scales(c, b / 4, h, &s, &m);
-        const __m256i v = load256(c + (kQ4K ? 320 : 0) + b * 64 + h * 32);
+        if constexpr (kQ6K)
+          if (b % 2 == 0) q6k_sub_scales(c, b / 2, h, &s, &m);
+        const __m256i v = load256(c + kCode0 + b * 64 + h * 32);
         __m256i vh = _mm256_setzero_si256();
-        if constexpr (kW6) vh = load256(c + G * 8 + (b / 2) * 64 + h * 32);
+        if constexpr (kW6) vh = load256(c + kCode0 + G * 8 + (b / 2) * 64 + h * 32);
         for (int i = 0; i < 8; ++i) {  // k = 8b + i: byte i%4 of the lane, nibble i/4
           const int sh = (i % 4) * 8 + (i / 4) * 4;
           __m256i code = _mm256_and_si256(sh == 0 ? v : _mm256_srli_epi32(v, sh), nib);

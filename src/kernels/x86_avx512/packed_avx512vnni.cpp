@@ -35,6 +35,7 @@ constexpr int64_t cell_bytes(PackedKind kind, int32_t g) {
          : kind == PackedKind::kW4Asym ? g * 8 + 64
          : kind == PackedKind::kW6     ? g * 12 + 32
          : kind == PackedKind::kQ4K    ? g * 8 + 320
+         : kind == PackedKind::kQ6K    ? g * 12 + 288
                                        : g * 8 + 32;
 }
 constexpr PackedKind a8_kind(bool asym, bool w6) {
