@@ -94,6 +94,13 @@ inline int64_t q6k_sc_byte(int j, int row) {
 }
 constexpr int64_t kQ6KDOffset = 256;
 constexpr int64_t kQ6KCodes = 288;
+// Q6K codes: chunk kk / 16 of 192 bytes, a W6 group of 16 (packed.h).
+inline const uint8_t* q6k_chunk(const uint8_t* cell, int kk) {
+  return cell + kQ6KCodes + 192 * (kk / 16);
+}
+inline uint8_t* q6k_chunk(uint8_t* cell, int kk) {
+  return cell + kQ6KCodes + 192 * (kk / 16);
+}
 inline int64_t scales_offset(const PackedFormat& f) { return codes_bytes(f); }
 inline int64_t mins_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W4 asym
 inline int64_t sums_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W8

@@ -62,8 +62,11 @@
 //   sc     [8 pairs i][16 rows][2] s8: byte 32 i + 2 r + e = sc_{2i+e} of row r, so a
 //          half-panel's pair i is 16 bytes that widen to 8 int32 lanes of (sc_2i, sc_2i+1)
 //   d      16 x fp16 at byte 256
-//   codes  at byte 288: the W6 layout above (the low nibbles in the W4 block layout, 32
-//          blocks, then the high 2-bit plane, 16 blocks)
+//   codes  at byte 288: 16 chunks of 192 bytes, chunk m = k 16m .. 16m+15 in the W6 layout
+//          of a group of 16 (low nibbles: W4 blocks 2m and 2m+1; then their high block),
+//          so a GEMV reads the codes front to back (with the whole high plane after the
+//          nibbles, as W6 keeps it, each block's high bits lay 2 KiB ahead of its nibbles:
+//          the single-thread Q4_K_M decode ran at 57% of its rate)
 //   3360 bytes a cell: 6.5625 bits per weight, exactly Q6_K's (w6_g32: 6.5, requantised).
 #pragma once
 

@@ -251,7 +251,8 @@ void dequantize_row(const PackedFormat& f, const uint8_t* matrix, int64_t n, int
       for (int i = 0; i < g; ++i) {
         const float sc = static_cast<int8_t>(cell[cell::q6k_sc_byte(i / 16, r)]);
         out[gi * g + i] =
-            d * sc * static_cast<float>(cell::w6_code(cell + cell::kQ6KCodes, g, r, i) - 32);
+            d * sc *
+            static_cast<float>(cell::w6_code(cell::q6k_chunk(cell, i), 16, r, i % 16) - 32);
       }
       continue;
     }

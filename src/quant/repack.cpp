@@ -112,7 +112,10 @@ void put_q6_k_cell(const uint8_t* b, uint8_t* cell, int r) {
                                                              (((qh[l] >> (2 * s)) & 3) << 4));
       }
   }
-  cell::put_w6_row(cell + cell::kQ6KCodes, cell + cell::kQ6KCodes + 2048, r, code, 256);
+  for (int m = 0; m < 16; ++m) {
+    uint8_t* chunk = cell::q6k_chunk(cell, 16 * m);
+    cell::put_w6_row(chunk, chunk + 128, r, code + 16 * m, 16);
+  }
 }
 
 }  // namespace

@@ -35,13 +35,16 @@ struct Q6KMatrix {
   PackedMatrixView view() const { return {PackedFormat{PackedKind::kQ6K, 256}, data.data(), n, k}; }
 };
 
-// Code (row r, kk) of a cell: the low nibble in the W4 block layout from byte 288, bits 4-5
-// in the high plane after it (quant/packed.h, W6).
+// Code (row r, kk) of a cell: in chunk kk / 16 of 192 bytes from byte 288, the low nibble in
+// the W4 block layout (blocks 0 and 1), bits 4-5 in the high block after them (quant/packed.h,
+// W6 with a group of 16).
 void put_code(uint8_t* c, int r, int kk, int code) {
-  uint8_t& lo = c[288 + (kk / 8) * 64 + r * 4 + kk % 4];
-  lo |= static_cast<uint8_t>((kk % 8) < 4 ? (code & 15) : (code & 15) << 4);
-  uint8_t& hi = c[288 + 2048 + (kk / 16) * 64 + r * 4 + kk % 4];
-  hi |= static_cast<uint8_t>((code >> 4) << (2 * ((kk % 16) / 4)));
+  uint8_t* chunk = c + 288 + 192 * (kk / 16);
+  const int i = kk % 16;
+  uint8_t& lo = chunk[(i / 8) * 64 + r * 4 + i % 4];
+  lo |= static_cast<uint8_t>((i % 8) < 4 ? (code & 15) : (code & 15) << 4);
+  uint8_t& hi = chunk[128 + r * 4 + i % 4];
+  hi |= static_cast<uint8_t>((code >> 4) << (2 * (i / 4)));
 }
 
 // extreme: every code `code` and every scale `sc` (the integer kernels' worst cases).

@@ -48,11 +48,13 @@ struct Cell {
   float q4k_d(int r) const { return half_at(256, r); }
   float q4k_dmin(int r) const { return half_at(288, r); }
   int q4k_code(int r, int kk) const { return Cell{p + 320, group}.w4_code(r, kk); }
-  // Q6K (G = 256): int8 scale of sub-block j (16 weights), d (fp16), then the codes (W6
-  // layout, 0..63) from byte 288.
+  // Q6K (G = 256): int8 scale of sub-block j (16 weights), d (fp16), then the codes (0..63)
+  // from byte 288 in chunks of 192 bytes, each the W6 layout of a group of 16.
   int q6k_sc(int j, int r) const { return static_cast<int8_t>(p[32 * (j / 2) + 2 * r + j % 2]); }
   float q6k_d(int r) const { return half_at(256, r); }
-  int q6k_code(int r, int kk) const { return Cell{p + 288, group}.w6_code(r, kk); }
+  int q6k_code(int r, int kk) const {
+    return Cell{p + 288 + 192 * (kk / 16), 16}.w6_code(r, kk % 16);
+  }
   int w8_sum(int r) const {
     int16_t s;
     std::memcpy(&s, p + int64_t{group} * 16 + 32 + 2 * r, 2);

@@ -221,6 +221,17 @@ constexpr PackedKind gemm_kind(bool asym, bool w6, bool q4k, bool q6k) {
 constexpr int64_t gemm_code0(bool q4k, bool q6k) {
   return q4k ? 320 : q6k ? 288 : 0;
 }
+// Where 64-byte code block b (8 k) and its high block (W6: bits 4-5, shared by blocks 2m and
+// 2m + 1) lie in a cell of G: W6 keeps the high plane after the G * 8 nibble bytes, Q6K
+// interleaves them in chunks of 192 bytes per 16 k (quant/packed.h).
+template <int G, bool kQ6K>
+constexpr int64_t low_block(int64_t code0, int b) {
+  return kQ6K ? code0 + (b / 2) * 192 + (b % 2) * 64 : code0 + b * 64;
+}
+template <int G, bool kQ6K>
+constexpr int64_t high_block(int64_t code0, int b) {
+  return kQ6K ? code0 + (b / 2) * 192 + 128 : code0 + G * 8 + (b / 2) * 64;
+}
 
 // y[t0 .. t0+T, rows of panel p] for W4 (sym or asym), W6, Q4K or Q6K (G = 256; Q6K with
 // kW6) with int8 activations.
@@ -269,7 +280,7 @@ void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w,
           hi0 = load256(u + b * 128 + 64), hi1 = load256(u + b * 128 + 96);
         } else {
           // Q4K and Q6K cells keep their codes after the per-row fields.
-          const uint8_t* cc = c + code0 + b * 64;
+          const uint8_t* cc = c + low_block<G, kQ6K>(code0, b);
           const __m256i v0 = load256(cc), v1 = load256(cc + 32);
           lo0 = _mm256_and_si256(v0, nib), lo1 = _mm256_and_si256(v1, nib);
           hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
@@ -277,7 +288,7 @@ void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w,
         }
         if constexpr (kW6 && !kPre) {
           // High block b/2; an even block's pairs are bits 0-3, an odd block's bits 4-7.
-          const uint8_t* hp = c + code0 + G * 8 + (b / 2) * 64;
+          const uint8_t* hp = c + high_block<G, kQ6K>(code0, b);
           __m256i h0 = load256(hp), h1 = load256(hp + 32);
           if (b % 2 == 0) h0 = _mm256_slli_epi16(h0, 4), h1 = _mm256_slli_epi16(h1, 4);
           const __m256i m = _mm256_set1_epi8(0x30);
@@ -352,16 +363,16 @@ class UnpackScratch {
 // Panel cells (ng of cb bytes, codes from byte code0: 0, Q4K 320, Q6K 288) -> planes
 // [ng * G / 8][4][32] of u8 codes; W6 codes (0..63) get bits 4-5 from the cell's high plane,
 // as the tile's in-register path does.
-template <int G, bool kW6>
+template <int G, bool kW6, bool kQ6K = false>
 inline void unpack_panel(const uint8_t* c, int64_t ng, int64_t cb, uint8_t* out, int64_t code0) {
   const __m256i nib = _mm256_set1_epi8(0x0F), m = _mm256_set1_epi8(0x30);
   for (int64_t g = 0; g < ng; ++g, c += cb)
     for (int b = 0; b < G / 8; ++b, out += 128)
       for (int h = 0; h < 2; ++h) {
-        const __m256i v = load256(c + code0 + b * 64 + h * 32);
+        const __m256i v = load256(c + low_block<G, kQ6K>(code0, b) + h * 32);
         __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
         if constexpr (kW6) {
-          __m256i hb = load256(c + code0 + G * 8 + (b / 2) * 64 + h * 32);
+          __m256i hb = load256(c + high_block<G, kQ6K>(code0, b) + h * 32);
           if (b % 2 == 0) hb = _mm256_slli_epi16(hb, 4);
           lo = _mm256_or_si256(lo, _mm256_and_si256(hb, m));
           hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(hb, 2), m));
@@ -405,8 +416,8 @@ void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int
   for (int64_t pb = p0; pb < p1; pb += block) {
     const int64_t pe = pb + block < p1 ? pb + block : p1;
     for (int64_t p = pb; p < pe; ++p)
-      unpack_panel<G, kW6>(w.data + p * ng * cb, ng, cb, buf + (p - pb) * panel_codes,
-                           gemm_code0(kQ4K, kQ6K));
+      unpack_panel<G, kW6, kQ6K>(w.data + p * ng * cb, ng, cb, buf + (p - pb) * panel_codes,
+                                 gemm_code0(kQ4K, kQ6K));
     int64_t t0 = 0;
     for (; t0 + kT <= a.n; t0 += kT)
       for (int64_t p = pb; p < pe; ++p)

@@ -143,9 +143,12 @@ void W4A16Tile<kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w, const float* x,
           if (b % 4 == 0) q4k_sub_scales(c, b / 4, h, &s, &m);
         if constexpr (kQ6K)
           if (b % 2 == 0) q6k_sub_scales(c, b / 2, h, &s, &m);
-        const __m256i v = load256(c + kCode0 + b * 64 + h * 32);
+        // Q6K: chunks of 192 bytes per 16 k, the high block after two nibble blocks.
+        const int64_t lo = kQ6K ? kCode0 + (b / 2) * 192 + (b % 2) * 64 : kCode0 + b * 64;
+        const int64_t hi = kQ6K ? kCode0 + (b / 2) * 192 + 128 : kCode0 + G * 8 + (b / 2) * 64;
+        const __m256i v = load256(c + lo + h * 32);
         __m256i vh = _mm256_setzero_si256();
-        if constexpr (kW6) vh = load256(c + kCode0 + G * 8 + (b / 2) * 64 + h * 32);
+        if constexpr (kW6) vh = load256(c + hi + h * 32);
         for (int i = 0; i < 8; ++i) {  // k = 8b + i: byte i%4 of the lane, nibble i/4
           const int sh = (i % 4) * 8 + (i / 4) * 4;
           __m256i code = _mm256_and_si256(sh == 0 ? v : _mm256_srli_epi32(v, sh), nib);
