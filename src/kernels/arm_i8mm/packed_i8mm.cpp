@@ -1,6 +1,10 @@
 // aarch64 int8 matrix-multiply (Armv8.6 I8MM SMMLA, hwcap2 i8mm) packed kernels: W4A8, W6A8
 // and W8A8 over two token pairs at a time (the loop nest is kernels/packed_blocking.h). The
-// rest of the table is the dot-product variant's.
+// rest of the table is the dot-product variant's, Q4K A8 included: the SDOT row-lane tile
+// of arm_neon/packed_q4k_tile.h, borrowed as it is. An SMMLA Q4K tile would be the W4 one
+// below with its int32 tiles folded per sub-block of 32 by sc_j (lanes [r r r+1 r+1]) and
+// the per-256 combine of packed_q4k_tile.h; not written yet (prefill would gain what SMMLA
+// gains for W4, decode nothing).
 //
 // SMMLA (vmmlaq_s32) multiplies a 2x8 int8 matrix by the transpose of another 2x8 one into
 // a 2x2 int32 tile: rows (r, r+1) x tokens (t, t+1) = [r t, r t+1, r+1 t, r+1 t+1]. The
@@ -64,18 +68,12 @@ struct MmlaTile {
     }
     for (int64_t p = pb; p < pe; ++p) {
       float32x4_t yt[kPairs][8];
-#pragma GCC unroll 16
-      for (auto& yu : yt)
-#pragma GCC unroll 16
-        for (float32x4_t& v : yu) v = vdupq_n_f32(0.0f);
+      arm_packed::zero(yt);
       for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* cell = w.data + (p * ng + g) * cb;
         if (ahead > 0) arm_packed::prefetch_cell(cell, cb, ahead);
         int32x4_t acc[kPairs][8];
-#pragma GCC unroll 16
-        for (auto& au : acc)
-#pragma GCC unroll 16
-          for (int32x4_t& v : au) v = vdupq_n_s32(0);
+        arm_packed::zero(acc);
         for (int c = 0; c < G / 8; ++c) {  // k = 8c .. 8c+7
           int8x16_t act[kPairs];
 #pragma GCC unroll 16

@@ -1,20 +1,23 @@
 // aarch64 Advanced SIMD packed kernels (packed_api.h over the layout of quant/packed.h):
 // activation quantisation (bit-exact with the reference), the A16 matmul of every kind
-// (W4 sym/asym, W8, W6) and an A8 matmul by widening multiplies for CPUs without the dot
-// product (arm_dotprod/ and arm_i8mm/ replace it where they run). The loop nest is
-// kernels/packed_blocking.h; this file holds the A16 register tile and the A8 tile's
-// widening-multiply primitive (the tile and the cell unpacking: arm_neon/packed_neon_tile.h).
+// (W4 sym/asym, W8, W6; Q4K through its own tile, shared by every aarch64 table) and A8
+// matmuls by widening multiplies for CPUs without the dot product (arm_dotprod/ and
+// arm_i8mm/ replace them where they run). The loop nest is kernels/packed_blocking.h; this
+// file holds the A16 register tiles and the A8 tiles' widening-multiply primitive (the
+// tiles and the cell unpacking: arm_neon/packed_neon_tile.h, packed_q4k_tile.h).
 #include <arm_neon.h>
 
 #include "core/check.h"
 #include "kernels/arm_neon/neon_math.h"
 #include "kernels/arm_neon/packed_neon_tile.h"
+#include "kernels/arm_neon/packed_q4k_tile.h"
 #include "kernels/packed_api.h"
 #include "kernels/packed_blocking.h"
 
 namespace edge {
 namespace {
 
+using arm_packed::zero;
 using neon::store_panel;
 
 // Per block: amax, inv = 127 / amax, q = round-half-even(x * inv) clamped to +-127, exactly
@@ -65,6 +68,30 @@ inline void fma_by_k(int8x16_t c, float32x4_t xv, float32x4_t& dot) {
   dot = vfmaq_laneq_f32(dot, vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi))), xv, 3);
 }
 
+// dot[t][q] (rows 4q..4q+3 of token t) += the integer-valued weights (code - offset) of
+// code blocks [b0, b1) of `codes` times x in f32, xg[t] token t's x at the group's first k.
+// Each weight quarter is unpacked once and used for every token.
+template <PackedKind K, int T>
+inline void dot_blocks_a16(const uint8_t* codes, int32_t group, int b0, int b1,
+                           const float* const (&xg)[T], float32x4_t (&dot)[T][4]) {
+  constexpr int kP = arm_packed::planes(K);
+  const int8x16_t off = vdupq_n_s8(static_cast<int8_t>(arm_packed::offset(K)));
+  static constexpr uint8_t kPerm[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+  const uint8x16_t perm = vld1q_u8(kPerm);
+  for (int b = b0; b < b1; ++b)
+#pragma GCC unroll 16
+    for (int q = 0; q < 4; ++q) {
+      uint8x16_t c[kP];
+      arm_packed::quarter<K>(codes, group, b, q, c);
+#pragma GCC unroll 16
+      for (int h = 0; h < kP; ++h) {
+        const int8x16_t ck = by_k(c[h], off, perm);
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) fma_by_k(ck, vld1q_f32(xg[t] + 4 * (kP * b + h)), dot[t][q]);
+      }
+    }
+}
+
 // f32 activations, every kind: per group, dot[t][q] = the integer-valued weights (code -
 // offset) times x in f32, then y += dot * scale (+ min * sum(x) for W4 asym), the same
 // per-group arithmetic as the reference's dequantised sum up to f32 rounding. Each weight
@@ -78,61 +105,38 @@ struct A16Tile {
 
   template <PackedKind K, int T>
   void panels(int64_t pb, int64_t pe, int64_t t0) const {
+    arm_packed::each_cell<T>(w, arm_packed::cell_bytes(K, w.fmt.group), pb, pe, t0, ahead, y,
+                             [&](const uint8_t* cell, int64_t g, float32x4_t(&y16)[T][4]) {
+                               group<K, T>(cell, g, t0, y16);
+                             });
+  }
+
+  // y16 (tokens t0.., the panel's rows) += group g's share from its cell.
+  template <PackedKind K, int T>
+  void group(const uint8_t* cell, int64_t g, int64_t t0, float32x4_t (&y16)[T][4]) const {
     constexpr int kP = arm_packed::planes(K);
     const int32_t G = w.fmt.group;
-    const int64_t ng = w.k / G, cb = arm_packed::cell_bytes(K, G);
     const int64_t soff = arm_packed::scale_offset(K, G);
-    const int8x16_t off = vdupq_n_s8(static_cast<int8_t>(arm_packed::offset(K)));
-    static constexpr uint8_t kPerm[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
-    const uint8x16_t perm = vld1q_u8(kPerm);
-    for (int64_t p = pb; p < pe; ++p) {
-      float32x4_t y16[T][4];
+    const float* xg[T];
 #pragma GCC unroll 16
-      for (auto& yt : y16)
+    for (int t = 0; t < T; ++t) xg[t] = x + (t0 + t) * w.k + g * G;
+    float32x4_t dot[T][4];
+    zero(dot);
+    dot_blocks_a16<K, T>(cell, G, 0, G / (4 * kP), xg, dot);
 #pragma GCC unroll 16
-        for (float32x4_t& v : yt) v = vdupq_n_f32(0.0f);
-      for (int64_t g = 0; g < ng; ++g) {
-        const uint8_t* cell = w.data + (p * ng + g) * cb;
-        if (ahead > 0) arm_packed::prefetch_cell(cell, cb, ahead);
-        const float* xg[T];
-#pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) xg[t] = x + (t0 + t) * w.k + g * G;
-        float32x4_t dot[T][4];
-#pragma GCC unroll 16
-        for (auto& dt : dot)
-#pragma GCC unroll 16
-          for (float32x4_t& v : dt) v = vdupq_n_f32(0.0f);
-        for (int b = 0; b < G / (4 * kP); ++b)
-#pragma GCC unroll 16
-          for (int q = 0; q < 4; ++q) {
-            uint8x16_t c[kP];
-            arm_packed::quarter<K>(cell, G, b, q, c);
-#pragma GCC unroll 16
-            for (int h = 0; h < kP; ++h) {
-              const int8x16_t ck = by_k(c[h], off, perm);
-#pragma GCC unroll 16
-              for (int t = 0; t < T; ++t)
-                fma_by_k(ck, vld1q_f32(xg[t] + 4 * (kP * b + h)), dot[t][q]);
-            }
-          }
-#pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) {
-          float xsum = 0.0f;
-          if constexpr (K == PackedKind::kW4Asym) {
-            float32x4_t xs = vdupq_n_f32(0.0f);
-            for (int i = 0; i < G; i += 4) xs = vaddq_f32(xs, vld1q_f32(xg[t] + i));
-            xsum = vaddvq_f32(xs);
-          }
-#pragma GCC unroll 16
-          for (int q = 0; q < 4; ++q) {
-            y16[t][q] = vfmaq_f32(y16[t][q], dot[t][q], arm_packed::halves4(cell, soff, q));
-            if constexpr (K == PackedKind::kW4Asym)
-              y16[t][q] = vfmaq_n_f32(y16[t][q], arm_packed::halves4(cell, soff + 32, q), xsum);
-          }
-        }
+    for (int t = 0; t < T; ++t) {
+      float xsum = 0.0f;
+      if constexpr (K == PackedKind::kW4Asym) {
+        float32x4_t xs = vdupq_n_f32(0.0f);
+        for (int i = 0; i < G; i += 4) xs = vaddq_f32(xs, vld1q_f32(xg[t] + i));
+        xsum = vaddvq_f32(xs);
       }
 #pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) store_panel(w, p, t0 + t, y16[t], y);
+      for (int q = 0; q < 4; ++q) {
+        y16[t][q] = vfmaq_f32(y16[t][q], dot[t][q], arm_packed::halves4(cell, soff, q));
+        if constexpr (K == PackedKind::kW4Asym)
+          y16[t][q] = vfmaq_n_f32(y16[t][q], arm_packed::halves4(cell, soff + 32, q), xsum);
+      }
     }
   }
 
@@ -147,6 +151,66 @@ void matmul_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0
   CHECK(w.k % w.fmt.group == 0);
   const int64_t ahead = n <= A16Tile::kTokens ? packed_tiling().prefetch_bytes : 0;
   packed::over_panels(A16Tile{w, x, y, ahead}, w, n, p0, p1);
+}
+
+// Q4K cells (arm_neon/packed_q4k_tile.h) with f32 activations, every aarch64 table's (the
+// integer variants have no better f32 form). Per sub-block j of 32 k, as A16Tile per group:
+// dot = codes times x in f32, then y += dot * (d sc_j) - (dmin m_j) * sum(x over the 32 k),
+// which is w = d sc_j code - dmin m_j summed, up to f32 rounding.
+struct Q4KA16Tile {
+  static constexpr int kTokens = A16Tile::kTokens;
+  const PackedMatrixView& w;
+  const float* x;  // [n, w.k]
+  float* y;        // [n, w.n]
+  int64_t ahead;   // prefetch distance on the weight stream (decode only; 0: none)
+
+  template <int T>
+  void run(int64_t pb, int64_t pe, int64_t t0) const {
+    arm_packed::each_cell<T>(w, arm_packed::kQ4KCellBytes, pb, pe, t0, ahead, y,
+                             [&](const uint8_t* cell, int64_t g, float32x4_t(&y16)[T][4]) {
+                               const float* xg[T];
+#pragma GCC unroll 16
+                               for (int t = 0; t < T; ++t) xg[t] = x + (t0 + t) * w.k + g * 256;
+                               for (int j = 0; j < 8; ++j) sub_block<T>(cell, j, xg, y16);
+                             });
+  }
+
+  // y16[t][q] += sub-block j's share: dot * (d sc_j) - (dmin m_j) * xsum, rows 4q..4q+3.
+  template <int T>
+  static void sub_block(const uint8_t* cell, int j, const float* const (&xg)[T],
+                        float32x4_t (&y16)[T][4]) {
+    using namespace arm_packed;
+    float32x4_t dot[T][4];
+    zero(dot);
+    dot_blocks_a16<PackedKind::kQ4K, T>(cell + kQ4KCodes, 256, 4 * j, 4 * j + 4, xg, dot);
+    int32x4_t sc[4];
+    q4k_scales(cell, j, sc);
+    float xsum[T];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      float32x4_t xs = vld1q_f32(xg[t] + 32 * j);
+#pragma GCC unroll 8
+      for (int i = 4; i < 32; i += 4) xs = vaddq_f32(xs, vld1q_f32(xg[t] + 32 * j + i));
+      xsum[t] = vaddvq_f32(xs);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      const float32x4_t s = vmulq_f32(halves4(cell, kQ4KD, q), vcvtq_f32_s32(sc[q]));
+      const float32x4_t m = vmulq_f32(halves4(cell, kQ4KDmin, q), q4k_mins_f32(cell, j, q));
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) {
+        y16[t][q] = vfmaq_f32(y16[t][q], dot[t][q], s);
+        y16[t][q] = vfmsq_f32(y16[t][q], m, vdupq_n_f32(xsum[t]));
+      }
+    }
+  }
+};
+
+void matmul_q4k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                    float* y) {
+  CHECK(w.fmt.kind == PackedKind::kQ4K && w.fmt.group == 256 && w.k % 256 == 0);
+  const int64_t ahead = n <= Q4KA16Tile::kTokens ? packed_tiling().prefetch_bytes : 0;
+  packed::over_panels(Q4KA16Tile{w, x, y, ahead}, w, n, p0, p1);
 }
 
 // int8 activations without the dot product, the row-lane A8 tile's primitive
@@ -185,6 +249,8 @@ void install_packed_neon(PackedKernels* t) {
   t->matmul_w4_a8 = matmul_a8;
   t->matmul_w8_a8 = matmul_a8;
   t->matmul_w6_a8 = matmul_a8;
+  t->matmul_q4k_a16 = matmul_q4k_a16;
+  t->matmul_q4k_a8 = arm_packed::q4k_matmul_a8<WideningDot>;
 }
 
 }  // namespace edge

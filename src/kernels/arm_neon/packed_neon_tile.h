@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "core/check.h"
 #include "kernels/arm_neon/neon_math.h"
 #include "kernels/packed_api.h"
 
@@ -31,6 +32,7 @@ constexpr int64_t cell_bytes(PackedKind kind, int32_t group) {
          : kind == PackedKind::kW4Asym ? int64_t{group} * 8 + 64
          : kind == PackedKind::kW6     ? int64_t{group} * 12 + 32
          : kind == PackedKind::kQ4K    ? int64_t{group} * 8 + 320
+         : kind == PackedKind::kQ6K    ? int64_t{group} * 12 + 288
                                        : int64_t{group} * 8 + 32;
 }
 
@@ -41,13 +43,14 @@ constexpr int64_t scale_offset(PackedKind kind, int32_t group) {
                                    : int64_t{group} * 8;
 }
 
-// Planes (4 k each) per 64-byte code block: two nibble planes for W4/W6, one for W8.
+// Planes (4 k each) per 64-byte code block: two nibble planes for W4/W6/Q4K, one for W8.
 constexpr int planes(PackedKind kind) {
   return kind == PackedKind::kW8 ? 1 : 2;
 }
 
 // The unsigned codes (as stored, no offset) of quarter q of code block b, one 16-byte
-// vector per plane in the layout's lane order (W4 0..15, W6 0..63, W8 int8 bits).
+// vector per plane in the layout's lane order (W4 0..15, W6 0..63, W8 int8 bits; Q4K: the
+// W4 nibbles, `cell` then pointing at its codes, byte 320).
 template <PackedKind K>
 inline void quarter(const uint8_t* cell, int32_t group, int b, int q, uint8x16_t* c) {
   const uint8x16_t raw = vld1q_u8(cell + 64 * b + 16 * q);
@@ -67,7 +70,8 @@ inline void quarter(const uint8_t* cell, int32_t group, int b, int q, uint8x16_t
   }
 }
 
-// The offset the reference subtracts from a stored code (w = (code - offset) * scale).
+// The offset the reference subtracts from a stored code (w = (code - offset) * scale; Q4K
+// has none: its mins are per sub-block, applied apart).
 constexpr int offset(PackedKind kind) {
   return kind == PackedKind::kW4Sym ? 8 : kind == PackedKind::kW6 ? 32 : 0;
 }
@@ -75,6 +79,15 @@ constexpr int offset(PackedKind kind) {
 // Rows 4q..4q+3 of the cell's fp16 scales (or, at +16 halves, W4 asym mins) as f32.
 inline float32x4_t halves4(const uint8_t* cell, int64_t off, int q) {
   return vcvt_f32_f16(vld1_f16(reinterpret_cast<const float16_t*>(cell + off) + 4 * q));
+}
+
+// Every vector of a register array [T][N] (f32 or int32 accumulators) set to zero.
+template <class V, int T, int N>
+inline void zero(V (&v)[T][N]) {
+#pragma GCC unroll 16
+  for (auto& vt : v)
+#pragma GCC unroll 16
+    for (V& x : vt) x = V{};
 }
 
 // The 4 int8 codes at q broadcast to every 32-bit lane (the activation operand of a row
@@ -91,6 +104,27 @@ inline void prefetch_cell(const uint8_t* cell, int64_t cell_bytes, int64_t ahead
   for (int64_t off = 0; off < cell_bytes; off += 64) __builtin_prefetch(cell + ahead + off);
 }
 
+// The loop of every aarch64 panel tile: per panel p in [pb, pe), y16 (tokens t0..t0+T-1 x
+// the panel's 16 rows, 4 per vector) starts at zero, each (panel, group) cell of `cb` bytes
+// adds its share through body(cell, g, y16), and the panel is stored to y [n, w.n]; `ahead`
+// is the decode prefetch distance on the weight stream (0: none).
+template <int T, class Body>
+inline void each_cell(const PackedMatrixView& w, int64_t cb, int64_t pb, int64_t pe, int64_t t0,
+                      int64_t ahead, float* y, const Body& body) {
+  const int64_t ng = w.k / w.fmt.group;
+  for (int64_t p = pb; p < pe; ++p) {
+    float32x4_t y16[T][4];
+    zero(y16);
+    for (int64_t g = 0; g < ng; ++g) {
+      const uint8_t* cell = w.data + (p * ng + g) * cb;
+      if (ahead > 0) prefetch_cell(cell, cb, ahead);
+      body(cell, g, y16);
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) neon::store_panel(w, p, t0 + t, y16[t], y);
+  }
+}
+
 // tile.panels<K, T>(pb, pe, t0) for the matrix's kind: a tile's run<T> (packed_blocking.h)
 // reads the kind once per call, and the inner loops are compiled per kind.
 template <int T, class Tile>
@@ -104,6 +138,9 @@ inline void panels_by_kind(const Tile& tile, int64_t pb, int64_t pe, int64_t t0)
       return tile.template panels<PackedKind::kW8, T>(pb, pe, t0);
     case PackedKind::kW6:
       return tile.template panels<PackedKind::kW6, T>(pb, pe, t0);
+    case PackedKind::kQ4K:  // super-blocks: tiles of their own (packed_q4k_tile.h)
+    case PackedKind::kQ6K:  // (none on aarch64: the reference's)
+      CHECK_MSG(false, "k-quant cells go through their own matmul entries");
   }
 }
 
@@ -119,10 +156,33 @@ inline void combine_a8(const uint8_t* cell, int64_t soff, int q, int32x4_t d, fl
     y4 = vfmaq_n_f32(y4, halves4(cell, soff + 32, q), sa * static_cast<float>(qsum));
 }
 
-// The A8 register tile over row lanes: up to Dot::kTokens tokens x one 16-row panel. Per
-// code block each quarter's planes (4 rows x 4 k, a 32-bit lane per row) are unpacked once
-// and dotted with every token's 4 activation codes broadcast to the lanes; per group the
-// int32 dots (exact) go through combine_a8. Dot is the ISA's primitive:
+// acc[t][q] += code block b of `codes` (rows 4q..4q+3 of quarter q) x token t's
+// activation codes from xq[t] (the group's first k): each quarter's planes (4 rows x 4 k, a
+// 32-bit lane per row) are unpacked once and dotted with every token's 4 codes of those k
+// broadcast to the lanes. Exact int32 (Dot below).
+template <class Dot, PackedKind K, int T>
+inline void dot_block(const uint8_t* codes, int32_t group, int b, const int8_t* const (&xq)[T],
+                      typename Dot::Acc (&acc)[T][4]) {
+  constexpr int kP = planes(K);
+  int8x16_t act[T][kP];
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t)
+#pragma GCC unroll 16
+    for (int h = 0; h < kP; ++h) act[t][h] = broadcast4(xq[t] + 4 * (kP * b + h));
+#pragma GCC unroll 16
+  for (int q = 0; q < 4; ++q) {
+    uint8x16_t c[kP];
+    quarter<K>(codes, group, b, q, c);
+#pragma GCC unroll 16
+    for (int h = 0; h < kP; ++h)
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) Dot::add(acc[t][q], vreinterpretq_s8_u8(c[h]), act[t][h]);
+  }
+}
+
+// The A8 register tile over row lanes: up to Dot::kTokens tokens x one 16-row panel, code
+// block by code block through dot_block; per group the int32 dots (exact) go through
+// combine_a8. Dot is the ISA's primitive:
 //   struct Dot {
 //     static constexpr int kTokens;  // tokens per tile (its accumulators must fit)
 //     struct Acc;                    // one token's int32 partial dots of 4 rows
@@ -142,48 +202,26 @@ struct RowA8Tile {
   void panels(int64_t pb, int64_t pe, int64_t t0) const {
     constexpr int kP = planes(K);
     const int32_t G = w.fmt.group;
-    const int64_t ng = w.k / G, cb = cell_bytes(K, G), soff = scale_offset(K, G);
-    for (int64_t p = pb; p < pe; ++p) {
-      float32x4_t y16[T][4];
+    const int64_t ng = w.k / G, soff = scale_offset(K, G);
+    each_cell<T>(w, cell_bytes(K, G), pb, pe, t0, ahead, y,
+                 [&](const uint8_t* cell, int64_t g, float32x4_t(&y16)[T][4]) {
+                   typename Dot::Acc acc[T][4];
 #pragma GCC unroll 16
-      for (auto& yt : y16)
+                   for (auto& at : acc)
 #pragma GCC unroll 16
-        for (float32x4_t& v : yt) v = vdupq_n_f32(0.0f);
-      for (int64_t g = 0; g < ng; ++g) {
-        const uint8_t* cell = w.data + (p * ng + g) * cb;
-        if (ahead > 0) prefetch_cell(cell, cb, ahead);
-        typename Dot::Acc acc[T][4];
+                     for (auto& v : at) v = Dot::zero();
+                   const int8_t* xq[T];
 #pragma GCC unroll 16
-        for (auto& at : acc)
+                   for (int t = 0; t < T; ++t) xq[t] = a.q + (t0 + t) * a.k + g * G;
+                   for (int b = 0; b < G / (4 * kP); ++b) dot_block<Dot, K, T>(cell, G, b, xq, acc);
 #pragma GCC unroll 16
-          for (auto& v : at) v = Dot::zero();
-        for (int b = 0; b < G / (4 * kP); ++b) {
-          int8x16_t act[T][kP];
+                   for (int t = 0; t < T; ++t)
 #pragma GCC unroll 16
-          for (int t = 0; t < T; ++t)
-#pragma GCC unroll 16
-            for (int h = 0; h < kP; ++h)
-              act[t][h] = broadcast4(a.q + (t0 + t) * a.k + g * G + 4 * (kP * b + h));
-#pragma GCC unroll 16
-          for (int q = 0; q < 4; ++q) {
-            uint8x16_t c[kP];
-            quarter<K>(cell, G, b, q, c);
-#pragma GCC unroll 16
-            for (int h = 0; h < kP; ++h)
-#pragma GCC unroll 16
-              for (int t = 0; t < T; ++t) Dot::add(acc[t][q], vreinterpretq_s8_u8(c[h]), act[t][h]);
-          }
-        }
-#pragma GCC unroll 16
-        for (int t = 0; t < T; ++t)
-#pragma GCC unroll 16
-          for (int q = 0; q < 4; ++q)
-            combine_a8<K>(cell, soff, q, Dot::sum(acc[t][q]), a.scales[(t0 + t) * ng + g],
-                          a.sums[(t0 + t) * ng + g], y16[t][q]);
-      }
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) neon::store_panel(w, p, t0 + t, y16[t], y);
-    }
+                     for (int q = 0; q < 4; ++q)
+                       combine_a8<K>(cell, soff, q, Dot::sum(acc[t][q]),
+                                     a.scales[(t0 + t) * ng + g], a.sums[(t0 + t) * ng + g],
+                                     y16[t][q]);
+                 });
   }
 
   template <int T>
