@@ -164,7 +164,8 @@ void packed_matmul_a8(const PackedKernels& kern, const PackedMatrixView& w, cons
 // reference table). Only call them after checking the CPU (available_packed_kernels() does,
 // through kernels/isa.h).
 void install_packed_avx512vnni(PackedKernels* t);  // x86_avx512/packed_avx512vnni.cpp
-void install_packed_q4k_avx512vnni(PackedKernels* t);  // x86_avx512/packed_q4k_avx512vnni.cpp
+void install_packed_q4k_avx512vnni(
+    PackedKernels* t);                             // x86_avx512/packed_q4k_avx512vnni.cpp: Q4K, Q6K
 void install_packed_avxvnni(PackedKernels* t);     // x86_avx2/packed_avxvnni.cpp
 void install_packed_avx2(PackedKernels* t);        // x86_avx2/packed_avx2.cpp
 void install_packed_neon(PackedKernels* t);        // arm_neon/packed_neon.cpp

@@ -1,6 +1,7 @@
 // A model whose weights are Q4_K (the bulk of llama.cpp's Q4_K_M files) loads with them
-// repacked where the engine's kernels want them (q4k_g256 cells on the AVX2 variants,
-// w4a_g32 elsewhere: engine_kquant_cells().q4k) and computes what its Q4_K values mean: with
+// repacked where the engine's kernels want them (q4k_g256 cells on every SIMD variant, x86
+// and aarch64; w4a_g32 with the scalar reference alone: engine_kquant_cells().q4k) and
+// computes what its Q4_K values mean: with
 // f32 activations its logits and greedy tokens equal those of an F32 model holding the
 // decoded Q4_K values (q4k cells are exact; w4a_g32 rounds d * sc_j to fp16, within 5e-3),
 // and with int8 activations (per 256 for q4k cells, as GGML's Q8_K) its logits stay close.

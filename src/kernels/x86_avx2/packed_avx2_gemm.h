@@ -161,9 +161,10 @@ inline void q4k_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const uint8_t
 // rows from the pair layout (lane = row: (sc_2i, sc_2i+1) as s16). maddubs: the scale goes
 // to both s16 halves of the lane (one vpshufb) and one madd widens and scales; VNNI: the
 // scale sign-extended to int32, one vpmulld.
-template <int T, bool kVnni>
-inline void q6k_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const uint8_t* c, int j) {
-  __m256i sc[2];
+// The scales are prepared once per sub-block (q6k_scales; maddubs rounds are half of one)
+// and kept in registers for its rounds.
+template <bool kVnni>
+inline void q6k_scales(const uint8_t* c, int j, __m256i (&sc)[2]) {
   for (int h = 0; h < 2; ++h) {
     const __m256i sp = _mm256_cvtepi8_epi16(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 32 * (j / 2) + 16 * h)));
@@ -176,6 +177,10 @@ inline void q6k_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const uint8_t
       sc[h] = _mm256_shuffle_epi8(sp, j % 2 ? odd : even);
     }
   }
+}
+
+template <int T, bool kVnni>
+inline void q6k_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const __m256i (&sc)[2]) {
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < 2; ++h)
       d[t][h] = _mm256_add_epi32(
@@ -265,6 +270,7 @@ void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w,
   const __m256i nib = _mm256_set1_epi8(0x0F);
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  __m256i sc6[2];  // Q6K: the current sub-block's scales (q6k_scales)
   for (int64_t g = 0; g < ng; ++g, c += cb, q += G, u += kPre ? G * 16 : 0) {
     if constexpr (!kPre) prefetch_ahead(c, pf, cb);
     __m256i d[T][2];
@@ -305,7 +311,8 @@ void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w,
         continue;
       }
       if constexpr (kQ6K) {
-        q6k_fold<T, kVnni>(d, s, c, r / 2);
+        if (kVnni || r % 2 == 0) q6k_scales<kVnni>(c, r / 2, sc6);
+        q6k_fold<T, kVnni>(d, s, sc6);
         continue;
       }
       for (int t = 0; t < T; ++t)

@@ -453,7 +453,8 @@ void install_packed_avx512vnni(PackedKernels* t) {
   t->matmul_w4_a16 = matmul_w4_a16;
   t->matmul_w8_a16 = matmul_w8_a16;
   t->matmul_w6_a8 = matmul_w6_a8;
-  install_packed_q4k_avx512vnni(t);  // its own file: Q4K A8; Q4K A16 is AVX2's (borrowed)
+  install_packed_q4k_avx512vnni(
+      t);  // its own file: Q4K and Q6K A8; their A16 are AVX2's (borrowed)
 }
 
 }  // namespace edge

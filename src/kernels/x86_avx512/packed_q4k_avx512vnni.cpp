@@ -1,7 +1,13 @@
-// AVX-512 VNNI int8 matmul over Q4K cells (quant/packed.h: GGUF Q4_K super-blocks of 256,
-// per-row fields first, then the codes in the W4 block layout). A 64-byte code block is one
-// zmm: 16 int32 lanes = the 16 rows of a panel, each lane 4 consecutive k; vpdpbusd(u8
-// codes, s8 activations) sums 4 products per lane.
+// AVX-512 VNNI int8 matmuls over Q4K and Q6K cells (quant/packed.h: GGUF Q4_K and Q6_K
+// super-blocks of 256, per-row fields first, then the codes: Q4K in the W4 block layout, Q6K
+// in chunks of 192 bytes per 16 k, two nibble blocks and their high block). A 64-byte code
+// block is one zmm: 16 int32 lanes = the 16 rows of a panel, each lane 4 consecutive k;
+// vpdpbusd(u8 codes, s8 activations) sums 4 products per lane.
+//
+// Q6K: per sub-block j (16 k = 2 blocks, codes 0..63 with bits 4-5 from the high block) the
+// int32 dot is multiplied by its int8 sc_j (vpmulld); per super-block the -32 offset is
+// 32 * sum_j sc_j * sums16_j, 8 vpmaddwd per (panel, token) (sc pairs widened from s8), and
+// one FMA applies d * sa.
 //
 // Per sub-block j (32 k = 4 blocks) the int32 dot of each row is multiplied by its 6-bit
 // sc_j (vpmulld) into the super-block's int32 sum; per super-block the mins term
@@ -29,17 +35,57 @@
 namespace edge {
 namespace {
 
-constexpr int kMaxTile = 8;      // tokens sharing one loaded code block
-constexpr int64_t kCell = 2368;  // bytes of a Q4K cell (16 rows x 256)
-constexpr int64_t kCodes = 320;  // the codes' offset in a cell
-constexpr int64_t kMinPairs = 128, kD = 256, kDmin = 288;
+constexpr int kMaxTile = 8;  // tokens sharing one loaded code block
+// Q4K: bytes of a cell (16 rows x 256), the codes' offset, the mins' pairs, d and dmin.
+constexpr int64_t kCell = 2368, kCodes = 320, kMinPairs = 128, kD = 256, kDmin = 288;
+// Q6K: bytes of a cell, the codes' offset (sc pairs at 0, d at 256 as Q4K's).
+constexpr int64_t kCell6 = 3360, kCodes6 = 288;
 
-// Panels [p, p + P) x tokens [t0, t0 + T): y rows of those panels.
-template <int P, int T>
-void q4k_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
-               float* y) {
-  const int64_t ng = w.k / 256, ld32 = a.k / 32;
+// Q6K sub-block scales sc_j of the 16 rows as int32 lanes, from the pair layout.
+inline __m512i q6k_scales(const uint8_t* cell, int j) {
+  const __m512i sp = _mm512_cvtepi8_epi16(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cell + 32 * (j / 2))));
+  return j % 2 ? _mm512_srai_epi32(sp, 16) : _mm512_srai_epi32(_mm512_slli_epi32(sp, 16), 16);
+}
+
+// Q6K: acc += sa * d * (isum - 32 * sum_j sc_j * sums16_j) for one (panel, token).
+inline __m512 q6k_combine(const uint8_t* cell, __m512i isum, const int16_t* s16, float sa,
+                          __m512 acc) {
+  __m512i os = _mm512_setzero_si512();
+  for (int i = 0; i < 8; ++i) {
+    const __m512i sp =
+        _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cell + 32 * i)));
+    os = _mm512_add_epi32(os, _mm512_madd_epi16(sp, bcast32(s16 + 2 * i)));
+  }
+  isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(os, 5));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                         _mm512_mul_ps(load_half16(cell + kD), _mm512_set1_ps(sa)), acc);
+}
+
+// The unpacked codes of block b (8 k) of a cell: lo = k 8b..8b+3, hi = 8b+4..8b+7.
+template <bool kQ6K>
+inline void unpack_block(const uint8_t* cell, int b, __m512i* lo, __m512i* hi) {
   const __m512i nib = _mm512_set1_epi8(0x0F);
+  const __m512i v =
+      _mm512_loadu_si512(cell + (kQ6K ? kCodes6 + (b / 2) * 192 + (b % 2) * 64 : kCodes + b * 64));
+  *lo = _mm512_and_si512(v, nib);
+  *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+  if constexpr (kQ6K) {  // high block: bit pairs 0-3 for even b, 4-7 for odd b -> bits 4-5
+    __m512i h = _mm512_loadu_si512(cell + kCodes6 + (b / 2) * 192 + 128);
+    if (b % 2 == 0) h = _mm512_slli_epi16(h, 4);
+    const __m512i m = _mm512_set1_epi8(0x30);
+    *lo = _mm512_or_si512(*lo, _mm512_and_si512(h, m));
+    *hi = _mm512_or_si512(*hi, _mm512_and_si512(_mm512_srli_epi16(h, 2), m));
+  }
+}
+
+// Panels [p, p + P) x tokens [t0, t0 + T): y rows of those panels (Q4K, or Q6K: kQ6K).
+template <bool kQ6K, int P, int T>
+void kquant_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
+                  float* y) {
+  constexpr int64_t cb = kQ6K ? kCell6 : kCell;
+  constexpr int kSubBlocks = kQ6K ? 16 : 8, kBlocksPerSub = kQ6K ? 2 : 4;
+  const int64_t ng = w.k / 256, ld32 = a.k / 32;
   // Touched once per sub-block (isum) or super-block (acc): in memory, beside the P x T
   // dots the register allocator must keep (see w4a8_block).
   alignas(64) float acc[P][T][16] = {};
@@ -47,37 +93,43 @@ void q4k_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
   for (int64_t g = 0; g < ng; ++g) {
     const int8_t* q = a.q + t0 * a.k + g * 256;
     const uint8_t* cell[P];
-    for (int i = 0; i < P; ++i) cell[i] = w.data + ((p + i) * ng + g) * kCell;
-    for (int j = 0; j < 8; ++j) {
+    for (int i = 0; i < P; ++i) cell[i] = w.data + ((p + i) * ng + g) * cb;
+    for (int j = 0; j < kSubBlocks; ++j) {
       __m512i dot[P][T];
       for (int i = 0; i < P; ++i)
         for (int t = 0; t < T; ++t) dot[i][t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
-      for (int b = 4 * j; b < 4 * j + 4; ++b) {
-        __m512i v[P], c[P];
-        for (int i = 0; i < P; ++i) {
-          v[i] = _mm512_loadu_si512(cell[i] + kCodes + b * 64);
-          c[i] = _mm512_and_si512(v[i], nib);
-        }
+      for (int b = kBlocksPerSub * j; b < kBlocksPerSub * (j + 1); ++b) {
+        __m512i lo[P], hi[P];
+        for (int i = 0; i < P; ++i) unpack_block<kQ6K>(cell[i], b, &lo[i], &hi[i]);
         for (int t = 0; t < T; ++t) {
           const __m512i qa = bcast32(q + t * a.k + 8 * b);
-          for (int i = 0; i < P; ++i) dot[i][t] = _mm512_dpbusd_epi32(dot[i][t], c[i], qa);
+          for (int i = 0; i < P; ++i) dot[i][t] = _mm512_dpbusd_epi32(dot[i][t], lo[i], qa);
         }
-        for (int i = 0; i < P; ++i) c[i] = _mm512_and_si512(_mm512_srli_epi16(v[i], 4), nib);
         for (int t = 0; t < T; ++t) {
           const __m512i qb = bcast32(q + t * a.k + 8 * b + 4);
-          for (int i = 0; i < P; ++i) dot[i][t] = _mm512_dpbusd_epi32(dot[i][t], c[i], qb);
+          for (int i = 0; i < P; ++i) dot[i][t] = _mm512_dpbusd_epi32(dot[i][t], hi[i], qb);
         }
       }
       for (int i = 0; i < P; ++i) {
-        const __m512i sc = _mm512_cvtepu8_epi32(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(cell[i] + 16 * j)));
+        const __m512i sc = kQ6K ? q6k_scales(cell[i], j)
+                                : _mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                      reinterpret_cast<const __m128i*>(cell[i] + 16 * j)));
         for (int t = 0; t < T; ++t) {
           __m512i s = _mm512_mullo_epi32(dot[i][t], sc);
           if (j > 0) s = _mm512_add_epi32(s, _mm512_load_si512(isum[i][t]));
           _mm512_store_si512(isum[i][t], s);
         }
       }
+    }
+    if constexpr (kQ6K) {
+      for (int i = 0; i < P; ++i)
+        for (int t = 0; t < T; ++t)
+          _mm512_store_ps(acc[i][t],
+                          q6k_combine(cell[i], _mm512_load_si512(isum[i][t]),
+                                      a.sums16 + (t0 + t) * (a.k / 16) + g * 16,
+                                      a.scales[(t0 + t) * ng + g], _mm512_load_ps(acc[i][t])));
+      continue;
     }
     for (int i = 0; i < P; ++i) {
       __m512i mp[4];  // lane r: (m_2k, m_2k+1) of row r
@@ -107,7 +159,8 @@ void q4k_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
 
 // The register tile for packed_blocking.h: panel pairs [pb, pe) x T tokens; one token (the
 // GEMV) a panel at a time, so each thread reads one stream.
-struct Q4KBlocks {
+template <bool kQ6K>
+struct KQuantBlocks {
   static constexpr int kTokens = kMaxTile;
   const PackedMatrixView& w;
   const QuantizedActivations& a;
@@ -116,23 +169,29 @@ struct Q4KBlocks {
   void run(int64_t pb, int64_t pe, int64_t t0) const {
     int64_t p = pb;
     if constexpr (T == 1) {
-      for (; p < pe; ++p) q4k_block<1, 1>(w, a, p, t0, y);
+      for (; p < pe; ++p) kquant_block<kQ6K, 1, 1>(w, a, p, t0, y);
       return;
     }
-    for (; p + 2 <= pe; p += 2) q4k_block<2, T>(w, a, p, t0, y);
-    if (p < pe) q4k_block<1, T>(w, a, p, t0, y);
+    for (; p + 2 <= pe; p += 2) kquant_block<kQ6K, 2, T>(w, a, p, t0, y);
+    if (p < pe) kquant_block<kQ6K, 1, T>(w, a, p, t0, y);
   }
 };
 
 void matmul_q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                    float* y) {
-  packed::over_panels(Q4KBlocks{w, a, y}, w, a.n, p0, p1);
+  packed::over_panels(KQuantBlocks<false>{w, a, y}, w, a.n, p0, p1);
+}
+
+void matmul_q6k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                   float* y) {
+  packed::over_panels(KQuantBlocks<true>{w, a, y}, w, a.n, p0, p1);
 }
 
 }  // namespace
 
 void install_packed_q4k_avx512vnni(PackedKernels* t) {
   t->matmul_q4k_a8 = matmul_q4k_a8;
+  t->matmul_q6k_a8 = matmul_q6k_a8;
 }
 
 }  // namespace edge
