@@ -324,8 +324,9 @@ TEST(KQuantActivations, QuantizeActivationsFillsSumsOf16And32) {
         int want = 0;
         for (int i = 0; i < 16; ++i) want += qa.q[t * k + b * 16 + i];
         ASSERT_EQ(qa.sums16[t * (k / 16) + b], want) << v->name << " t " << t << " b " << b;
-        if (b % 2 == 1)
+        if (b % 2 == 1) {
           ASSERT_EQ(qa.sums32[t * (k / 32) + b / 2], qa.sums16[t * (k / 16) + b - 1] + want);
+        }
       }
   }
   ActivationBuffer other;
