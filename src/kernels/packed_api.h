@@ -14,7 +14,7 @@
 // scale per (row, block), plus the block's sum of codes (for the W4 -8 offset / asymmetric
 // min, the W6 -32 offset and the W8 +128 correction). The activation block must equal the
 // weight group. Q4K takes blocks of 256 (one scale, as GGML's Q8_K) with the sums of each
-// 32 codes (its mins are per sub-block of 32).
+// 32 codes (its mins are per sub-block of 32), as does Q5K; Q6K the sums of each 16.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +41,7 @@ struct QuantizedActivations {
   int8_t* q = nullptr;      // [n, k]
   float* scales = nullptr;  // [n, k / group]
   int32_t* sums = nullptr;  // [n, k / group]
-  // [n, k / 32]: sum of each 32 codes, for Q4K weights (group 256), else null. Filled by
+  // [n, k / 32]: sum of each 32 codes, for Q4K / Q5K weights (group 256), else null. Filled by
   // quantize_activations() after the variant's quantize_act.
   int16_t* sums32 = nullptr;
   int64_t n = 0, k = 0;
@@ -68,6 +68,7 @@ constexpr int64_t packed_cell_bytes(PackedKind kind, int32_t group) {
          : kind == PackedKind::kW6     ? group * 12 + 32   // nibbles, high bits, scales
          : kind == PackedKind::kQ4K    ? group * 8 + 320   // nibbles, sc, m, d, dmin
          : kind == PackedKind::kQ6K    ? group * 12 + 288  // 6-bit codes, sc, d
+         : kind == PackedKind::kQ5K    ? group * 10 + 320  // nibbles + 1 bit, sc, m, d, dmin
                                        : group * 8 + 32;      // codes, scales
 }
 
@@ -97,6 +98,8 @@ struct PackedKernels {
   PackedMatmulA8Fn matmul_q4k_a8 = nullptr;
   PackedMatmulA16Fn matmul_q6k_a16 = nullptr;  // kQ6K
   PackedMatmulA8Fn matmul_q6k_a8 = nullptr;
+  PackedMatmulA16Fn matmul_q5k_a16 = nullptr;  // kQ5K
+  PackedMatmulA8Fn matmul_q5k_a8 = nullptr;
   DequantRowFn dequant_row = nullptr;  // any kind
 
   PackedMatmulA16Fn a16(PackedKind k) const {
@@ -104,6 +107,7 @@ struct PackedKernels {
            : k == PackedKind::kW6  ? matmul_w6_a16
            : k == PackedKind::kQ4K ? matmul_q4k_a16
            : k == PackedKind::kQ6K ? matmul_q6k_a16
+           : k == PackedKind::kQ5K ? matmul_q5k_a16
                                    : matmul_w4_a16;
   }
   PackedMatmulA8Fn a8(PackedKind k) const {
@@ -111,6 +115,7 @@ struct PackedKernels {
            : k == PackedKind::kW6  ? matmul_w6_a8
            : k == PackedKind::kQ4K ? matmul_q4k_a8
            : k == PackedKind::kQ6K ? matmul_q6k_a8
+           : k == PackedKind::kQ5K ? matmul_q5k_a8
                                    : matmul_w4_a8;
   }
 };
@@ -142,6 +147,8 @@ const PackedKernels& packed_kernels();
 bool packed_kernels_run_q4k();
 // The same for Q6K cells (x86 today); elsewhere a GGUF Q6_K is requantised into w6_g32.
 bool packed_kernels_run_q6k();
+// The same for Q5K cells (x86 today); elsewhere a GGUF Q5_K is requantised into w6_g32.
+bool packed_kernels_run_q5k();
 // kern.quantize_act over rows [t0, t1), then a.sums32 and a.sums16 where the view has them.
 void quantize_activations(const PackedKernels& kern, const float* x, const QuantizedActivations& a,
                           int64_t t0, int64_t t1);
@@ -165,7 +172,7 @@ void packed_matmul_a8(const PackedKernels& kern, const PackedMatrixView& w, cons
 // through kernels/isa.h).
 void install_packed_avx512vnni(PackedKernels* t);  // x86_avx512/packed_avx512vnni.cpp
 void install_packed_q4k_avx512vnni(
-    PackedKernels* t);                             // x86_avx512/packed_q4k_avx512vnni.cpp: Q4K, Q6K
+    PackedKernels* t);  // x86_avx512/packed_q4k_avx512vnni.cpp: Q4K, Q5K, Q6K
 void install_packed_avxvnni(PackedKernels* t);     // x86_avx2/packed_avxvnni.cpp
 void install_packed_avx2(PackedKernels* t);        // x86_avx2/packed_avx2.cpp
 void install_packed_neon(PackedKernels* t);        // arm_neon/packed_neon.cpp

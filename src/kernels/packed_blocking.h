@@ -55,6 +55,7 @@ void over_panels(const Tile& tile, const PackedMatrixView& w, int64_t n, int64_t
                        : kind == PackedKind::kW6     ? g * 12 + 32
                        : kind == PackedKind::kQ4K    ? g * 8 + 320
                        : kind == PackedKind::kQ6K    ? g * 12 + 288
+                       : kind == PackedKind::kQ5K    ? g * 10 + 320
                                                      : g * 8 + 32;
   const int64_t panel_bytes = (w.k / g) * cell;
   const int64_t fit = packed_tiling().block_bytes / panel_bytes;

@@ -27,18 +27,19 @@ struct Variants {
   std::vector<const PackedKernels*> list;  // runnable here, reference first, narrow to wide
 };
 
-// A variant without its own W6 kernels (or Q4K A16) takes those of the next narrower
+// A variant without its own W6 kernels (or Q4K / Q5K A16) takes those of the next narrower
 // variant in the list (runnable here too: AVX-512 on top of AVX2) rather than the scalar
-// reference. Q4K A8 is not borrowed: a variant without its own (none today; the aarch64
-// i8mm table installs the SDOT one itself) would make GGUF Q4_K repack into w4a_g32
-// instead (packed_kernels_run_q4k()); a borrowed narrower one
-// would be slower than the variant's own W4 tile (on a Zen 5 the ymm Q4K tile ran prefill
-// at 57% of the zmm w4a_g32 one). Q6K A8 is borrowed like W6, which it replaces.
+// reference. Q4K A8 (and Q5K A8, which every x86 SIMD table installs) is not borrowed: a variant
+// without its own (none today; the aarch64 i8mm table installs the SDOT one itself) would make GGUF
+// Q4_K repack into w4a_g32 instead (packed_kernels_run_q4k()); a borrowed narrower one would be
+// slower than the variant's own W4 tile (on a Zen 5 the ymm Q4K tile ran prefill at 57% of the zmm
+// w4a_g32 one). Q6K A8 is borrowed like W6, which it replaces.
 void borrow_w6(const PackedKernels* narrower, PackedKernels* t) {
   const PackedKernels& ref = reference_packed_kernels();
   if (t->matmul_w6_a8 == ref.matmul_w6_a8) t->matmul_w6_a8 = narrower->matmul_w6_a8;
   if (t->matmul_w6_a16 == ref.matmul_w6_a16) t->matmul_w6_a16 = narrower->matmul_w6_a16;
   if (t->matmul_q4k_a16 == ref.matmul_q4k_a16) t->matmul_q4k_a16 = narrower->matmul_q4k_a16;
+  if (t->matmul_q5k_a16 == ref.matmul_q5k_a16) t->matmul_q5k_a16 = narrower->matmul_q5k_a16;
   if (t->matmul_q6k_a8 == ref.matmul_q6k_a8) t->matmul_q6k_a8 = narrower->matmul_q6k_a8;
   if (t->matmul_q6k_a16 == ref.matmul_q6k_a16) t->matmul_q6k_a16 = narrower->matmul_q6k_a16;
 }
@@ -243,6 +244,10 @@ bool packed_kernels_run_q6k() {
   return packed_kernels().matmul_q6k_a8 != reference_packed_kernels().matmul_q6k_a8;
 }
 
+bool packed_kernels_run_q5k() {
+  return packed_kernels().matmul_q5k_a8 != reference_packed_kernels().matmul_q5k_a8;
+}
+
 PackedMatrixView packed_matrix_view(const TensorView& w) {
   PackedMatrixView v;
   CHECK(w.shape.size() == 2 && packed_format_of(w.dtype, &v.fmt));
@@ -301,13 +306,14 @@ std::string packed_kernels_description() {
       if (v->*op == choice().table.*op) return v->name;
     return "ref";
   };
-  // Without Q4K / Q6K kernels no such cell is ever run: GGUF Q4_K becomes w4a_g32 (w4_a8
-  // above), Q6_K w6_g32 (w6_a8).
+  // Without Q4K / Q5K / Q6K kernels no such cell is ever run: GGUF Q4_K becomes w4a_g32
+  // (w4_a8 above), Q5_K and Q6_K w6_g32 (w6_a8).
   const bool q4k_runs = packed_kernels_run_q4k(), q6k_runs = packed_kernels_run_q6k();
+  const bool q5k_runs = packed_kernels_run_q5k();
   return fmt::format(
       "CPU: {}\nfeatures: {}\npacked kernel variants: {}\nnot runnable here: {}\nchosen per "
       "op:\n{}  {:7} -> {:12} (the chosen table's, or the nearest narrower variant's)\n"
-      "  {:7} -> {:12} ({})\n  {:7} -> {:12} ({})\n"
+      "  {:7} -> {:12} ({})\n  {:7} -> {:12} ({})\n  {:7} -> {:12} ({})\n"
       "tiling: {}\n",
       cpu.model_name, cpu.features.empty() ? "none" : cpu.features_string(), runnable,
       missing.empty() ? "none" : missing, choice().why, "w6_a8",
@@ -319,6 +325,9 @@ std::string packed_kernels_description() {
       q6k_runs ? "the chosen table's or the nearest narrower one's; GGUF Q6_K keeps its "
                  "super-blocks"
                : "no Q6K kernels here: GGUF Q6_K is requantised to w6_g32 and runs w6_a8",
+      "q5k_a8", q5k_runs ? owner(&PackedKernels::matmul_q5k_a8) : "none",
+      q5k_runs ? "the chosen table's; GGUF Q5_K keeps its super-blocks"
+               : "no Q5K kernels here: GGUF Q5_K is requantised to w6_g32 and runs w6_a8",
       packed_tiling().why);
 }
 

@@ -43,7 +43,8 @@ KQuantCells engine_kquant_cells() {
       return env != nullptr && std::string(env) == "0";
     };
     return KQuantCells{packed_kernels_run_q4k() && !off("EDGE_Q4K_CELLS"),
-                       packed_kernels_run_q6k() && !off("EDGE_Q6K_CELLS")};
+                       packed_kernels_run_q6k() && !off("EDGE_Q6K_CELLS"),
+                       packed_kernels_run_q5k() && !off("EDGE_Q5K_CELLS")};
   }();
   return cells;
 }

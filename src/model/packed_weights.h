@@ -40,9 +40,10 @@ struct PreparedTensors {
 
 Expected<PreparedTensors> prepare_gguf_tensors(const GgufFile& g, int threads);
 
-// Where this engine repacks GGUF Q4_K and Q6_K: q4k_g256 / q6k_g256 when the chosen kernels
-// run those cells (packed_kernels_run_q4k() / _q6k()), else w4a_g32 / w6_g32.
-// EDGE_Q4K_CELLS=0 / EDGE_Q6K_CELLS=0 force the portable formats (A/B runs).
+// Where this engine repacks GGUF Q4_K, Q5_K and Q6_K: q4k_g256 / q5k_g256 / q6k_g256 when
+// the chosen kernels run those cells (packed_kernels_run_q4k() / _q5k() / _q6k()), else
+// w4a_g32 / w6_g32. EDGE_Q4K_CELLS=0 / EDGE_Q5K_CELLS=0 / EDGE_Q6K_CELLS=0 force the portable
+// formats (A/B runs).
 KQuantCells engine_kquant_cells();
 
 }  // namespace edge

@@ -72,6 +72,7 @@ inline void set_w6_code(uint8_t* cell, int32_t group, int row, int kk, int code)
 // Offsets of the per-row tails after the codes.
 inline int64_t codes_bytes(const PackedFormat& f) {
   return f.is_w4() || f.kind == PackedKind::kQ4K                   ? 8 * f.group
+         : f.kind == PackedKind::kQ5K                              ? 10 * f.group
          : f.kind == PackedKind::kW6 || f.kind == PackedKind::kQ6K ? 12 * f.group
                                                                    : 16 * f.group;
 }
@@ -100,6 +101,31 @@ inline const uint8_t* q6k_chunk(const uint8_t* cell, int kk) {
 }
 inline uint8_t* q6k_chunk(uint8_t* cell, int kk) {
   return cell + kQ6KCodes + 192 * (kk / 16);
+}
+// Q5K (packed.h): the per-row fields of Q4K (q4k_sc_byte, q4k_m_byte, kQ4KDOffset,
+// kQ4KDminOffset), then the codes from byte kQ5KCodes in chunks of 320 bytes per 32 k: the
+// W4 nibble blocks of a group of 32, then a high block whose byte 4 r + kk % 4 holds bit 4
+// of code (r, kk) in bit kk / 4 (kk within the chunk, 0..31).
+constexpr int64_t kQ5KCodes = 320;
+constexpr int64_t kQ5KChunk = 320;
+inline const uint8_t* q5k_chunk(const uint8_t* cell, int kk) {
+  return cell + kQ5KCodes + kQ5KChunk * (kk / 32);
+}
+inline uint8_t* q5k_chunk(uint8_t* cell, int kk) {
+  return cell + kQ5KCodes + kQ5KChunk * (kk / 32);
+}
+// Code (0..31) of row r at kk (0..31) of a Q5K chunk.
+inline int q5k_code(const uint8_t* chunk, int row, int kk) {
+  return w4_code(chunk, row, kk) | ((chunk[256 + 4 * row + kk % 4] >> (kk / 4)) & 1) << 4;
+}
+// Row `row`'s 32 codes (0..31) of one Q5K chunk, whole bytes at a time (as put_w6_row).
+inline void put_q5k_row(uint8_t* chunk, int row, const uint8_t* code) {
+  put_w4_row(chunk, row, code, 32);
+  for (int i = 0; i < 4; ++i) {
+    int bits = 0;
+    for (int m = 0; m < 8; ++m) bits |= ((code[4 * m + i] >> 4) & 1) << m;
+    chunk[256 + 4 * row + i] = static_cast<uint8_t>(bits);
+  }
 }
 inline int64_t scales_offset(const PackedFormat& f) { return codes_bytes(f); }
 inline int64_t mins_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W4 asym

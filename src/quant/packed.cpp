@@ -17,12 +17,14 @@ int group_index(int64_t g) {
   }
 }
 
-constexpr uint32_t kPackedTypeCount = 14;  // 4 kinds x 3 groups, then q4k_g256, q6k_g256
+// 4 kinds x 3 groups, then q4k_g256, q6k_g256, q5k_g256.
+constexpr uint32_t kPackedTypeCount = 15;
 constexpr uint32_t kQ4KType = 12;
 constexpr uint32_t kQ6KType = 13;
+constexpr uint32_t kQ5KType = 14;
 
 bool is_super_block(PackedKind k) {
-  return k == PackedKind::kQ4K || k == PackedKind::kQ6K;
+  return k == PackedKind::kQ4K || k == PackedKind::kQ5K || k == PackedKind::kQ6K;
 }
 
 }  // namespace
@@ -44,6 +46,8 @@ int64_t PackedFormat::group_bytes() const {
       return 8 * g + 16 * 16 + 64;  // nibbles, u8 sc + m, fp16 d + dmin
     case PackedKind::kQ6K:
       return 12 * g + 16 * 16 + 32;  // 6-bit codes, s8 sc, fp16 d
+    case PackedKind::kQ5K:
+      return 10 * g + 16 * 16 + 64;  // nibbles + 1 bit, u8 sc + m, fp16 d + dmin
   }
   return 0;
 }
@@ -58,15 +62,17 @@ std::string PackedFormat::name() const {
                   : kind == PackedKind::kW6     ? "w6"
                   : kind == PackedKind::kQ4K    ? "q4k"
                   : kind == PackedKind::kQ6K    ? "q6k"
+                  : kind == PackedKind::kQ5K    ? "q5k"
                                                 : "w8";
   return std::string(k) + "_g" + std::to_string(group);
 }
 
 DType packed_dtype(const PackedFormat& f) {
   if (is_super_block(f.kind)) {
-    CHECK_MSG(f.group == 256, "q4k and q6k cells are groups of 256");
-    return static_cast<DType>(kFirstPackedType +
-                              (f.kind == PackedKind::kQ4K ? kQ4KType : kQ6KType));
+    CHECK_MSG(f.group == 256, "q4k, q5k and q6k cells are groups of 256");
+    return static_cast<DType>(kFirstPackedType + (f.kind == PackedKind::kQ4K   ? kQ4KType
+                                                  : f.kind == PackedKind::kQ5K ? kQ5KType
+                                                                               : kQ6KType));
   }
   const int gi = group_index(f.group);
   CHECK_MSG(gi >= 0, "packed group must be 32, 64 or 128");
@@ -78,8 +84,11 @@ bool packed_format_of(DType t, PackedFormat* out) {
   const uint32_t id = static_cast<uint32_t>(t);
   if (id < kFirstPackedType || id >= kFirstPackedType + kPackedTypeCount) return false;
   const uint32_t rel = id - kFirstPackedType;
-  if (out && (rel == kQ4KType || rel == kQ6KType)) {
-    *out = PackedFormat{rel == kQ4KType ? PackedKind::kQ4K : PackedKind::kQ6K, 256};
+  if (out && rel >= kQ4KType) {
+    *out = PackedFormat{rel == kQ4KType   ? PackedKind::kQ4K
+                        : rel == kQ5KType ? PackedKind::kQ5K
+                                          : PackedKind::kQ6K,
+                        256};
   } else if (out) {
     out->kind = static_cast<PackedKind>(rel / 3);
     out->group = 32 << (rel % 3);

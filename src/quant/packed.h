@@ -68,6 +68,17 @@
 //          nibbles, as W6 keeps it, each block's high bits lay 2 KiB ahead of its nibbles:
 //          the single-thread Q4_K_M decode ran at 57% of its rate)
 //   3360 bytes a cell: 6.5625 bits per weight, exactly Q6_K's (w6_g32: 6.5, requantised).
+//
+// Q5K group (G = 256 only: GGUF Q5_K's super-block, kept as it is; w = d * sc_j * code -
+// dmin * m_j for sub-block j = kk / 32, code 0..31). The per-row fields are Q4K's (bytes 0 to
+// 319: sc, m pairs, d, dmin), then the codes:
+//   codes  at byte 320: 8 chunks of 320 bytes, chunk j = sub-block j (k 32j .. 32j+31): its
+//          low nibbles in the W4 block layout of a group of 32 (4 blocks of 64 bytes), then
+//          one high block of 64 bytes: byte 4 r + i holds bit 4 of code(row r, 32j + 4m + i)
+//          in bit m (m = 0..7), i.e. bit 2b + e for W4 block b's low (e = 0) or high (e = 1)
+//          nibble plane, so one load and a shift + mask (0x10) per nibble plane gives bit 4 of
+//          the bytes the nibble unpack produced. Read front to back by a GEMV, as Q6K's.
+//   2880 bytes a cell: 5.625 bits per weight (Q5_K: 5.5; w6_g32: 6.5, requantised).
 #pragma once
 
 #include <cstdint>
@@ -83,11 +94,11 @@ namespace edge {
 constexpr int64_t kPanelRows = 16;
 
 // The numeric values are part of the GGUF type ids below: never reorder.
-enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8, kW6, kQ4K, kQ6K };
+enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8, kW6, kQ4K, kQ6K, kQ5K };
 
 struct PackedFormat {
   PackedKind kind = PackedKind::kW4Sym;
-  int32_t group = 128;  // 32, 64 or 128 (kQ4K, kQ6K: 256)
+  int32_t group = 128;  // 32, 64 or 128 (kQ4K, kQ5K, kQ6K: 256)
 
   bool is_w4() const { return kind == PackedKind::kW4Sym || kind == PackedKind::kW4Asym; }
   // Bytes of one (panel, group) cell.
@@ -101,7 +112,8 @@ struct PackedFormat {
   }
   // Bits per weight including scales (for reports): e.g. W4 sym g128 = 4.125.
   double bits_per_weight() const;
-  std::string name() const;  // "w4s_g128", "w4a_g64", "w8_g32", "w6_g32", "q4k_g256", "q6k_g256"
+  std::string name()
+      const;  // "w4s_g128", "w4a_g64", "w8_g32", "w6_g32", "q4k_g256", "q5k_g256", "q6k_g256"
 };
 
 // GGUF type ids of the packed formats (a reserved range; recorded in metadata as well).
@@ -110,13 +122,13 @@ struct PackedFormat {
 //   1003 w4a_g32   1004 w4a_g64   1005 w4a_g128
 //   1006 w8_g32    1007 w8_g64    1008 w8_g128
 //   1009 w6_g32    1010 w6_g64    1011 w6_g128
-//   1012 q4k_g256  1013 q6k_g256
+//   1012 q4k_g256  1013 q6k_g256  1014 q5k_g256
 DType packed_dtype(const PackedFormat& f);
 // The packed format of a dtype id, or false if the id is not one of ours.
 bool packed_format_of(DType t, PackedFormat* out);
 bool is_packed_dtype(DType t);
-// True for the group sizes the W4/W6/W8 layouts support (32, 64, 128; kQ4K and kQ6K have
-// 256 only).
+// True for the group sizes the W4/W6/W8 layouts support (32, 64, 128; kQ4K, kQ5K and kQ6K
+// have 256 only).
 bool is_valid_group(int64_t group);
 // True when `kind` comes with group `group`.
 bool is_valid_format(const PackedFormat& f);

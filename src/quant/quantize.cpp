@@ -236,13 +236,16 @@ void dequantize_row(const PackedFormat& f, const uint8_t* matrix, int64_t n, int
   const int g = f.group;
   for (int64_t gi = 0; gi < k / g; ++gi) {
     const uint8_t* cell = matrix + f.cell_offset(p, gi, k);
-    if (f.kind == PackedKind::kQ4K) {  // GGML's order: (d * sc) * q - dmin * m
+    if (f.kind == PackedKind::kQ4K || f.kind == PackedKind::kQ5K) {
+      // GGML's order: (d * sc) * q - dmin * m; Q5K's per-row fields are Q4K's.
       const float d = f16_to_f32(cell::get_u16(cell + cell::kQ4KDOffset, r));
       const float dmin = f16_to_f32(cell::get_u16(cell + cell::kQ4KDminOffset, r));
       for (int i = 0; i < g; ++i) {
         const float sc = cell[cell::q4k_sc_byte(i / 32, r)], mn = cell[cell::q4k_m_byte(i / 32, r)];
-        out[gi * g + i] =
-            d * sc * static_cast<float>(cell::w4_code(cell + cell::kQ4KCodes, r, i)) - dmin * mn;
+        const int q = f.kind == PackedKind::kQ4K
+                          ? cell::w4_code(cell + cell::kQ4KCodes, r, i)
+                          : cell::q5k_code(cell::q5k_chunk(cell, i), r, i % 32);
+        out[gi * g + i] = d * sc * static_cast<float>(q) - dmin * mn;
       }
       continue;
     }

@@ -130,7 +130,8 @@ Status produce_packed(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
     if (!in.row_order.empty()) return Status::unsupported("row reordering of a GGUF block type");
     return repack_matrix_stream(
         in.view, sink, job.threads, done,
-        KQuantCells{p.format.kind == PackedKind::kQ4K, p.format.kind == PackedKind::kQ6K});
+        KQuantCells{p.format.kind == PackedKind::kQ4K, p.format.kind == PackedKind::kQ6K,
+                    p.format.kind == PackedKind::kQ5K});
   }
   ASSIGN_OR_RETURN(RowSource rows, ordered_rows(in));
   return quantize_matrix_stream(p.format, n, in.view.shape[1], rows, sink, job.threads, done);

@@ -48,8 +48,8 @@ struct QuantizeOptions {
   int group = 0;      // 0: the default (128 for w4, 32 for w8); else 32, 64 or 128
   bool asym = false;  // w4 only: w = q s + min instead of (q - 8) s
   int threads = 0;    // 0: ThreadPool::default_threads()
-  // GGUF Q4_K / Q6_K tensors: w4a_g32 / w6_g32 (portable: every kernel variant runs them)
-  // or q4k_g256 / q6k_g256.
+  // GGUF Q4_K / Q5_K / Q6_K tensors: w4a_g32 / w6_g32 (portable: every kernel variant runs
+  // them) or q4k_g256 / q5k_g256 / q6k_g256.
   KQuantCells kcells;
 };
 

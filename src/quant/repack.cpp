@@ -78,8 +78,9 @@ Status put_q4_k(const uint8_t* b, const PackedFormat& f, uint8_t* cells, int r) 
   return {};
 }
 
-// One Q4_K super-block into row r of a q4k_g256 cell: every field as stored (exact).
-void put_q4_k_cell(const uint8_t* b, uint8_t* cell, int r) {
+// The per-row fields of a Q4_K or Q5_K super-block (fp16 d, dmin | 12 bytes of 6-bit sc and
+// m), which q4k_g256 and q5k_g256 cells share, into row r of the cell.
+void put_k45_fields(const uint8_t* b, uint8_t* cell, int r) {
   cell::set_u16(cell + cell::kQ4KDOffset, r, ld_u16(b));
   cell::set_u16(cell + cell::kQ4KDminOffset, r, ld_u16(b + 2));
   for (int j = 0; j < 8; ++j) {
@@ -88,6 +89,11 @@ void put_q4_k_cell(const uint8_t* b, uint8_t* cell, int r) {
     cell[cell::q4k_sc_byte(j, r)] = sc;
     cell[cell::q4k_m_byte(j, r)] = mn;
   }
+}
+
+// One Q4_K super-block into row r of a q4k_g256 cell: every field as stored (exact).
+void put_q4_k_cell(const uint8_t* b, uint8_t* cell, int r) {
+  put_k45_fields(b, cell, r);
   uint8_t code[256];
   for (int j = 0; j < 8; ++j) {
     const uint8_t* q = b + 16 + 32 * (j / 2);
@@ -118,6 +124,22 @@ void put_q6_k_cell(const uint8_t* b, uint8_t* cell, int r) {
   }
 }
 
+// One Q5_K super-block (fp16 d, dmin | 12 bytes of 6-bit sc / m | qh[32] | qs[128]; element
+// 32 j + l: nibble j % 2 of qs[32 (j / 2) + l], bit 4 = bit j of qh[l]) into row r of a
+// q5k_g256 cell: every field as stored (exact).
+void put_q5_k_cell(const uint8_t* b, uint8_t* cell, int r) {
+  put_k45_fields(b, cell, r);
+  const uint8_t* qh = b + 16;
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t* q = b + 48 + 32 * (j / 2);
+    uint8_t code[32];
+    for (int l = 0; l < 32; ++l)
+      code[l] =
+          static_cast<uint8_t>(((j % 2) ? (q[l] >> 4) : (q[l] & 15)) | ((qh[l] >> j) & 1) << 4);
+    cell::put_q5k_row(cell::q5k_chunk(cell, 32 * j), r, code);
+  }
+}
+
 }  // namespace
 
 Expected<PackedFormat> repack_format(DType src, KQuantCells cells) {
@@ -131,12 +153,14 @@ Expected<PackedFormat> repack_format(DType src, KQuantCells cells) {
     // W6 rather than W8: the 5/6-bit sources keep (about) their own bytes, 6.5 bits per
     // weight instead of 9. No exact repack: Q6_K has an int8 scale per 16 weights and Q5_K
     // / Q5_1 a min per block, our W6 one fp16 scale per 32, so these are requantised.
-    case DType::Q5_0:
-    case DType::Q5_1:
     case DType::Q6_K:
       if (cells.q6k) return PackedFormat{PackedKind::kQ6K, 256};
       return PackedFormat{PackedKind::kW6, 32};
     case DType::Q5_K:
+      if (cells.q5k) return PackedFormat{PackedKind::kQ5K, 256};
+      return PackedFormat{PackedKind::kW6, 32};
+    case DType::Q5_0:
+    case DType::Q5_1:
     case DType::Q3_K: return PackedFormat{PackedKind::kW6, 32};
     case DType::Q8_0:
     case DType::Q2_K: return PackedFormat{PackedKind::kW8, 32};
@@ -156,7 +180,7 @@ Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel,
   const uint8_t* rows = src.data + static_cast<uint64_t>(panel * kPanelRows) * rb;
   const bool direct = src.dtype == DType::Q4_0 || src.dtype == DType::Q4_1 ||
                       src.dtype == DType::Q8_0 || src.dtype == DType::Q4_K ||
-                      f.kind == PackedKind::kQ6K;
+                      f.kind == PackedKind::kQ6K || f.kind == PackedKind::kQ5K;
   if (!direct) {
     for (int64_t r = 0; r < valid; ++r)
       RETURN_IF_ERROR(dequantize_gguf_row(src.dtype, rows + r * rb, k, scratch + r * k));
@@ -181,6 +205,9 @@ Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel,
         break;
       case DType::Q6_K:  // into q6k_g256 (`direct` only then)
         for (int64_t b = 0; b < k / 256; ++b) put_q6_k_cell(row + b * 210, dst + b * cb, ri);
+        break;
+      case DType::Q5_K:  // into q5k_g256 (`direct` only then)
+        for (int64_t b = 0; b < k / 256; ++b) put_q5_k_cell(row + b * 176, dst + b * cb, ri);
         break;
       default:  // Q4_K
         if (f.kind == PackedKind::kQ4K) {

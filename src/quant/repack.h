@@ -14,7 +14,11 @@
 //                    that overflows fp16 is refused. 5 bits per weight.
 //   Q6_K -> q6k_g256 lossless where the kernels have Q6K cells (KQuantCells::q6k): codes,
 //                    the int8 sc_j and d as stored (6.5625 bits per weight, as Q6_K).
-//   Q5_0, Q5_1, Q5_K, Q6_K, Q3_K -> w6_g32: the exactly dequantised values requantised by
+//   Q5_K -> q5k_g256 lossless where the kernels have Q5K cells (KQuantCells::q5k): codes,
+//                    the 6-bit sc_j and m_j, d and dmin as stored (5.625 bits per weight;
+//                    Q5_K: 5.5).
+//   Q5_0, Q5_1, Q5_K, Q6_K, Q3_K -> w6_g32 (Q5_K / Q6_K: where their cells are not kept): the
+//   exactly dequantised values requantised by
 //                    the W6 scale search (quantize.h; least squared error per group of 32).
 //                    Not exact: Q6_K's int8 scale per 16 weights (and the K/_1 mins) have
 //                    no W6 counterpart. The winner's squared error is at most that of the
@@ -33,13 +37,15 @@
 
 namespace edge {
 
-// Which GGUF K-quant super-blocks keep cells of their own: Q4_K as q4k_g256 and Q6_K as
-// q6k_g256, which keep the source's bytes and let the integer kernels apply its sub-scales
-// inside the dot, or else the portable w4a_g32 / w6_g32 that every kernel variant runs (the
-// engine asks for each where its kernels have the entries: packed_kernels_run_q4k/q6k()).
+// Which GGUF K-quant super-blocks keep cells of their own: Q4_K as q4k_g256, Q5_K as
+// q5k_g256 and Q6_K as q6k_g256, which keep the source's bytes and let the integer kernels apply
+// its sub-scales inside the dot, or else the portable w4a_g32 / w6_g32 that every kernel variant
+// runs (the engine asks for each where its kernels have the entries:
+// packed_kernels_run_q4k/q5k/q6k()).
 struct KQuantCells {
   bool q4k = false;
   bool q6k = false;
+  bool q5k = false;  // Q5_K as q5k_g256
 };
 
 // The packed format a GGUF quantised type repacks into, or unsupported.

@@ -1,10 +1,10 @@
-// Q4K and Q6K cells (quant/packed.h: GGUF Q4_K's and Q6_K's super-blocks kept whole), one
-// suite for both: the reference against a dense float matmul of the weights the layout
-// defines, and every variant this CPU runs against the reference, for int8 activations (per
-// 256, with per-32 sums for Q4K and per-16 sums for Q6K) and f32 activations. Test matrices
+// Q4K, Q5K and Q6K cells (quant/packed.h: GGUF Q4_K's, Q5_K's and Q6_K's super-blocks kept
+// whole), one suite for all three: the reference against a dense float matmul of the weights the
+// layout defines, and every variant this CPU runs against the reference, for int8 activations (per
+// 256, with per-32 sums for Q4K / Q5K and per-16 sums for Q6K) and f32 activations. Test matrices
 // are written here byte by byte from the layout definition. A variant without kernels of
-// its own for a kind holds the reference's entries and is skipped (aarch64 has no Q6K
-// kernels yet: the report test below says what runs where).
+// its own for a kind holds the reference's entries and is skipped (aarch64 has no Q5K or
+// Q6K kernels yet: the report test below says what runs where).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -55,10 +55,28 @@ KQuantMatrix blank(PackedKind kind, int64_t n, int64_t k) {
   return m;
 }
 
-// Q4K: extreme 1 = every code 15, sc and m 63 (the integer kernels' worst case).
-KQuantMatrix make_q4k(int64_t n, int64_t k, uint32_t seed, int extreme) {
-  KQuantMatrix m = blank(PackedKind::kQ4K, n, k);
-  const int64_t ng = k / 256, cb = packed_cell_bytes(PackedKind::kQ4K, 256);
+// Q4K code (row r, kk): the W4 block layout from byte 320.
+void put_q4k_code(uint8_t* c, int r, int kk, int code) {
+  c[320 + (kk / 8) * 64 + r * 4 + kk % 4] |= static_cast<uint8_t>((kk % 8) < 4 ? code : code << 4);
+}
+
+// Q5K code (row r, kk): in chunk kk / 32 of 320 bytes from byte 320, the low nibble in the
+// W4 block layout (blocks 0..3), bit 4 in the high block after them: byte 4 r + i % 4, bit
+// i / 4 (i = kk % 32).
+void put_q5k_code(uint8_t* c, int r, int kk, int code) {
+  uint8_t* chunk = c + 320 + 320 * (kk / 32);
+  const int i = kk % 32;
+  chunk[(i / 8) * 64 + r * 4 + i % 4] |=
+      static_cast<uint8_t>((i % 8) < 4 ? (code & 15) : (code & 15) << 4);
+  chunk[256 + r * 4 + i % 4] |= static_cast<uint8_t>((code >> 4) << (i / 4));
+}
+
+// Q4K (codes 0..15) and Q5K (0..31), the same per-row fields: extreme 1 = every code at its
+// largest, sc and m 63 (the integer kernels' worst case).
+KQuantMatrix make_q4k_fields(PackedKind kind, int64_t n, int64_t k, uint32_t seed, int extreme) {
+  KQuantMatrix m = blank(kind, n, k);
+  const int64_t ng = k / 256, cb = packed_cell_bytes(kind, 256);
+  const int codes = kind == PackedKind::kQ4K ? 16 : 32;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> ud(0.0002f, 0.002f), udm(0.0f, 0.003f);
   for (int64_t row = 0; row < n; ++row) {
@@ -75,8 +93,11 @@ KQuantMatrix make_q4k(int64_t n, int64_t k, uint32_t seed, int extreme) {
         c[128 + 32 * (j / 2) + 2 * r + j % 2] = static_cast<uint8_t>(mn);
         for (int l = 0; l < 32; ++l) {
           const int kk = 32 * j + l;
-          const int code = extreme ? 15 : static_cast<int>(rng() % 16);
-          c[320 + (kk / 8) * 64 + r * 4 + kk % 4] |= (kk % 8) < 4 ? code : code << 4;
+          const int code = extreme ? codes - 1 : static_cast<int>(rng() % codes);
+          if (kind == PackedKind::kQ4K)
+            put_q4k_code(c, r, kk, code);
+          else
+            put_q5k_code(c, r, kk, code);
           m.dense[row * k + g * 256 + kk] =
               d * static_cast<float>(sc) * static_cast<float>(code) - dmin * static_cast<float>(mn);
         }
@@ -84,6 +105,13 @@ KQuantMatrix make_q4k(int64_t n, int64_t k, uint32_t seed, int extreme) {
     }
   }
   return m;
+}
+
+KQuantMatrix make_q4k(int64_t n, int64_t k, uint32_t seed, int extreme) {
+  return make_q4k_fields(PackedKind::kQ4K, n, k, seed, extreme);
+}
+KQuantMatrix make_q5k(int64_t n, int64_t k, uint32_t seed, int extreme) {
+  return make_q4k_fields(PackedKind::kQ5K, n, k, seed, extreme);
 }
 
 // Q6K code (row r, kk): in chunk kk / 16 of 192 bytes from byte 288, the low nibble in the
@@ -125,7 +153,7 @@ KQuantMatrix make_q6k(int64_t n, int64_t k, uint32_t seed, int extreme) {
   return m;
 }
 
-// What differs between the two kinds.
+// What differs between the kinds.
 struct Kind {
   const char* name;
   PackedKind kind;
@@ -149,6 +177,8 @@ const Kind kKinds[] = {
      &PackedKernels::matmul_q4k_a16},
     {"q6k", PackedKind::kQ6K, 3360, 6.5625, 13, make_q6k, 3, &PackedKernels::matmul_q6k_a8,
      &PackedKernels::matmul_q6k_a16},
+    {"q5k", PackedKind::kQ5K, 2880, 5.625, 14, make_q5k, 1, &PackedKernels::matmul_q5k_a8,
+     &PackedKernels::matmul_q5k_a16},
 };
 
 struct Shape {
@@ -182,7 +212,7 @@ TEST_P(KQuantCells, FormatBookkeeping) {
   EXPECT_EQ(static_cast<uint32_t>(packed_dtype(f)), kFirstPackedType + kd.type_id);
   EXPECT_TRUE(is_valid_format(f));
   EXPECT_FALSE(is_valid_format(PackedFormat{kd.kind, 128}));
-  EXPECT_FALSE(packed_format_of(static_cast<DType>(kFirstPackedType + 14), &back));
+  EXPECT_FALSE(packed_format_of(static_cast<DType>(kFirstPackedType + 15), &back));
 }
 
 TEST_P(KQuantCells, ReferenceDequantAndA16MatchTheLayout) {
@@ -352,8 +382,8 @@ void expect_report_names_owner(PackedMatmulA8Fn PackedKernels::*op, const std::s
 // Every SIMD variant runs Q4K cells in SIMD, A8 and A16 (its own or a narrower variant's:
 // x86 AVX-512 borrows AVX2's A16, the aarch64 tables share NEON's A16 and i8mm takes the
 // SDOT A8), so the engine keeps GGUF Q4_K's super-blocks wherever a SIMD variant runs.
-// Q6K: every x86 variant (AVX-512 borrows AVX-VNNI's A8 and AVX2's A16); aarch64 has none
-// yet, so the engine requantises Q6_K to w6_g32 there and the report says none.
+// Q6K and Q5K: every x86 variant (AVX-512 borrows AVX2's A16); aarch64 has no Q5K kernels
+// yet, so the engine requantises Q5_K to w6_g32 there and the report says none.
 TEST(KQuantDispatch, SimdVariantsRunTheCellsAndTheReportSaysWhere) {
   const PackedKernels& ref = reference_packed_kernels();
   bool any_simd = false;
@@ -365,12 +395,16 @@ TEST(KQuantDispatch, SimdVariantsRunTheCellsAndTheReportSaysWhere) {
 #if defined(__x86_64__)
     EXPECT_NE(v->matmul_q6k_a8, ref.matmul_q6k_a8) << v->name;
     EXPECT_NE(v->matmul_q6k_a16, ref.matmul_q6k_a16) << v->name;
+    EXPECT_NE(v->matmul_q5k_a8, ref.matmul_q5k_a8) << v->name;
+    EXPECT_NE(v->matmul_q5k_a16, ref.matmul_q5k_a16) << v->name;
 #endif
   }
   EXPECT_EQ(packed_kernels_run_q4k(), any_simd);
   EXPECT_EQ(packed_kernels_run_q6k(), packed_kernels().matmul_q6k_a8 != ref.matmul_q6k_a8);
+  EXPECT_EQ(packed_kernels_run_q5k(), packed_kernels().matmul_q5k_a8 != ref.matmul_q5k_a8);
   expect_report_names_owner(&PackedKernels::matmul_q4k_a8, "q4k_a8", packed_kernels_run_q4k());
   expect_report_names_owner(&PackedKernels::matmul_q6k_a8, "q6k_a8", packed_kernels_run_q6k());
+  expect_report_names_owner(&PackedKernels::matmul_q5k_a8, "q5k_a8", packed_kernels_run_q5k());
   // With a SIMD variant no op is reported as the scalar reference (the aarch64 dispatch
   // test holds the same).
   if (any_simd) {

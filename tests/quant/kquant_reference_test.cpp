@@ -70,22 +70,25 @@ TEST_P(KQuantReference, DecoderEqualsLlamaCppDequantiser) {
   }
 }
 
-// Q4_K into q4k_g256 and Q6_K into q6k_g256 cells keep every field: the repacked weights
-// are llama.cpp's own dequantised values, to the ulp the decoder test above allows.
+// Q4_K into q4k_g256, Q5_K into q5k_g256 and Q6_K into q6k_g256 cells keep every field: the
+// repacked weights are llama.cpp's own dequantised values, to the ulp the decoder test above
+// allows.
 void expect_exact_cells(DType type, const char* name, const char* format) {
   auto blocks = read_bytes(std::string(name) + ".blocks");
   const auto want = read_f32(std::string(name) + ".values");
   TensorView v{"blk.0.ffn_down.weight", type, {kRows, kCols}, blocks.data(), blocks.size()};
-  const KQuantCells cells{.q4k = true, .q6k = true};
+  const KQuantCells cells{.q4k = true, .q6k = true, .q5k = true};
   auto f = repack_format(type, cells);
   ASSERT_TRUE(f.ok());
   ASSERT_EQ(f->name(), format);
   std::vector<uint8_t> packed(static_cast<size_t>(f->matrix_bytes(kRows, kCols)));
   ASSERT_TRUE(repack_matrix(v, packed.data(), packed.size(), 2, cells).ok());
-  // Bytes: Q4_K 4.625 bits per weight, fewer than w4a_g32's 5 (Q4_K: 4.5); Q6_K 6.5625,
-  // exactly its own, where w6_g32's 6.5 bits are requantised.
+  // Bytes: Q4_K 4.625 bits per weight, fewer than w4a_g32's 5 (Q4_K: 4.5); Q5_K 5.625,
+  // fewer than w6_g32's 6.5 (Q5_K: 5.5); Q6_K 6.5625, exactly its own, where w6_g32's 6.5
+  // bits are requantised.
   const int64_t portable = repack_format(type)->matrix_bytes(kRows, kCols);
-  if (type == DType::Q4_K) EXPECT_LT(static_cast<int64_t>(packed.size()), portable);
+  if (type != DType::Q6_K) EXPECT_LT(static_cast<int64_t>(packed.size()), portable);
+  if (type == DType::Q5_K) EXPECT_DOUBLE_EQ(f->bits_per_weight(), 5.625);
   if (type == DType::Q6_K) EXPECT_DOUBLE_EQ(f->bits_per_weight(), 210.0 * 8 / 256);
   const auto got = dequantize_matrix(*f, packed.data(), kRows, kCols);
   for (size_t i = 0; i < got.size(); ++i)
@@ -94,6 +97,10 @@ void expect_exact_cells(DType type, const char* name, const char* format) {
 
 TEST(KQuantReferenceCells, Q4KCellsRepackExactly) {
   expect_exact_cells(DType::Q4_K, "q4_k", "q4k_g256");
+}
+
+TEST(KQuantReferenceCells, Q5KCellsRepackExactly) {
+  expect_exact_cells(DType::Q5_K, "q5_k", "q5k_g256");
 }
 
 TEST(KQuantReferenceCells, Q6KCellsRepackExactly) {

@@ -55,8 +55,8 @@ TEST(Packed, TypeIdsAreFixedAndRoundTrip) {
   }
   EXPECT_EQ(want, 1012u);
   EXPECT_EQ(static_cast<uint32_t>(packed_dtype(PackedFormat{PackedKind::kW6, 32})), 1009u);
-  // 1012: q4k_g256, 1013: q6k_g256 (GGUF Q4_K's and Q6_K's super-blocks, group 256 only);
-  // 1014 is not ours.
+  // 1012: q4k_g256, 1013: q6k_g256, 1014: q5k_g256 (GGUF Q4_K's, Q6_K's and Q5_K's
+  // super-blocks, group 256 only); 1015 is not ours.
   PackedFormat q4k;
   ASSERT_TRUE(packed_format_of(static_cast<DType>(1012), &q4k));
   EXPECT_EQ(q4k.kind, PackedKind::kQ4K);
@@ -67,7 +67,12 @@ TEST(Packed, TypeIdsAreFixedAndRoundTrip) {
   EXPECT_EQ(q6k.kind, PackedKind::kQ6K);
   EXPECT_EQ(q6k.group, 256);
   EXPECT_EQ(q6k.name(), "q6k_g256");
-  EXPECT_FALSE(is_packed_dtype(static_cast<DType>(1014)));
+  PackedFormat q5k;
+  ASSERT_TRUE(packed_format_of(static_cast<DType>(1014), &q5k));
+  EXPECT_EQ(q5k.kind, PackedKind::kQ5K);
+  EXPECT_EQ(q5k.group, 256);
+  EXPECT_EQ(q5k.name(), "q5k_g256");
+  EXPECT_FALSE(is_packed_dtype(static_cast<DType>(1015)));
   EXPECT_FALSE(is_packed_dtype(DType::Q4_0));
   EXPECT_EQ((PackedFormat{PackedKind::kW4Sym, 128}).name(), "w4s_g128");
   EXPECT_EQ((PackedFormat{PackedKind::kW4Asym, 64}).name(), "w4a_g64");

@@ -9,6 +9,7 @@
 
 #include "core/half.h"
 #include "quant/block_builders.h"
+#include "quant/cell.h"
 #include "quant/gguf_blocks.h"
 #include "quant/quantize.h"
 
@@ -23,7 +24,8 @@ struct Repacked {
 };
 
 // A [n, k] tensor of random blocks (row-major: k / block_elems blocks per row).
-Repacked repack(DType t, int64_t n, int64_t k, uint32_t seed, int threads = 1) {
+Repacked repack(DType t, int64_t n, int64_t k, uint32_t seed, int threads = 1,
+                KQuantCells cells = {}) {
   Repacked r;
   r.n = n;
   r.k = k;
@@ -31,11 +33,11 @@ Repacked repack(DType t, int64_t n, int64_t k, uint32_t seed, int threads = 1) {
   EXPECT_TRUE(dtype_block_info(t, &be, &bb));
   r.src = test::build_blocks(t, static_cast<int>(n * k / be), seed);
   TensorView v{"blk.0.ffn_up.weight", t, {n, k}, r.src.bytes.data(), r.src.bytes.size()};
-  auto f = repack_format(t);
+  auto f = repack_format(t, cells);
   EXPECT_TRUE(f.ok());
   r.f = *f;
   r.packed.assign(static_cast<size_t>(r.f.matrix_bytes(n, k)), 0xCD);
-  Status st = repack_matrix(v, r.packed.data(), r.packed.size(), threads);
+  Status st = repack_matrix(v, r.packed.data(), r.packed.size(), threads, cells);
   EXPECT_TRUE(st.ok()) << st.to_string();
   return r;
 }
@@ -48,6 +50,16 @@ TEST(Repack, FormatsPerSourceType) {
     EXPECT_EQ(repack_format(t)->name(), "w8_g32") << dtype_name(t);
   for (DType t : {DType::Q5_0, DType::Q5_1, DType::Q5_K, DType::Q6_K, DType::Q3_K})
     EXPECT_EQ(repack_format(t)->name(), "w6_g32") << dtype_name(t);
+  // With every K-quant cell kept, only Q4_K, Q5_K and Q6_K change: the 32-wide Q5_0 / Q5_1
+  // blocks are not super-blocks (they once were sent to q6k_g256 with the Q6_K ones).
+  const KQuantCells all{.q4k = true, .q6k = true, .q5k = true};
+  EXPECT_EQ(repack_format(DType::Q4_K, all)->name(), "q4k_g256");
+  EXPECT_EQ(repack_format(DType::Q5_K, all)->name(), "q5k_g256");
+  EXPECT_EQ(repack_format(DType::Q6_K, all)->name(), "q6k_g256");
+  for (DType t : {DType::Q5_0, DType::Q5_1, DType::Q3_K})
+    EXPECT_EQ(repack_format(t, all)->name(), "w6_g32") << dtype_name(t);
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q2_K})
+    EXPECT_EQ(repack_format(t, all)->name(), repack_format(t)->name()) << dtype_name(t);
   EXPECT_EQ(repack_format(DType::F32).status().code(), StatusCode::kUnsupported);
   EXPECT_EQ(repack_format(DType::Q8_K).status().code(), StatusCode::kUnsupported);
 }
@@ -134,6 +146,26 @@ INSTANTIATE_TEST_SUITE_P(Types, ToW8, testing::Values(DType::Q2_K),
                          [](const testing::TestParamInfo<DType>& i) {
                            return std::string(dtype_name(i.param));
                          });
+
+// Q4_K, Q5_K and Q6_K into their own cells: every value as the GGUF decoder gives it, over
+// panels whose last one is partial (its padding rows zeroed over a dirty buffer), 2 threads.
+TEST(Repack, KQuantCellsKeepEveryValue) {
+  const KQuantCells all{.q4k = true, .q6k = true, .q5k = true};
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    Repacked r = repack(t, 37, 512, 29, /*threads=*/2, all);
+    EXPECT_EQ(r.f.group, 256) << dtype_name(t);
+    std::vector<float> y = dequantize_matrix(r.f, r.packed.data(), r.n, r.k);
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_NEAR(y[i], r.src.values[i], std::fabs(r.src.values[i]) * 2.4e-7f + 1e-12f)
+          << dtype_name(t) << " at " << i;
+    // The padding rows of the last panel (rows 37..47) are zeros, not the buffer's 0xCD.
+    const int64_t cb = r.f.group_bytes(), last = 2 * (512 / 256) * cb;
+    for (int64_t g = 0; g < 2; ++g)
+      for (int row = 37 - 32; row < 16; ++row)
+        ASSERT_EQ(r.packed[static_cast<size_t>(last + g * cb + cell::kQ4KDOffset + 2 * row)], 0)
+            << dtype_name(t) << " padding row " << row;
+  }
+}
 
 class ToW6 : public testing::TestWithParam<DType> {};
 

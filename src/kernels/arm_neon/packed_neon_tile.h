@@ -33,6 +33,7 @@ constexpr int64_t cell_bytes(PackedKind kind, int32_t group) {
          : kind == PackedKind::kW6     ? int64_t{group} * 12 + 32
          : kind == PackedKind::kQ4K    ? int64_t{group} * 8 + 320
          : kind == PackedKind::kQ6K    ? int64_t{group} * 12 + 288
+         : kind == PackedKind::kQ5K    ? int64_t{group} * 10 + 320
                                        : int64_t{group} * 8 + 32;
 }
 
@@ -140,6 +141,7 @@ inline void panels_by_kind(const Tile& tile, int64_t pb, int64_t pe, int64_t t0)
       return tile.template panels<PackedKind::kW6, T>(pb, pe, t0);
     case PackedKind::kQ4K:  // super-blocks: tiles of their own (packed_q4k_tile.h)
     case PackedKind::kQ6K:  // (none on aarch64: the reference's)
+    case PackedKind::kQ5K:  // (none on aarch64: the reference's)
       CHECK_MSG(false, "k-quant cells go through their own matmul entries");
   }
 }

@@ -48,6 +48,14 @@ struct Cell {
   float q4k_d(int r) const { return half_at(256, r); }
   float q4k_dmin(int r) const { return half_at(288, r); }
   int q4k_code(int r, int kk) const { return Cell{p + 320, group}.w4_code(r, kk); }
+  // Q5K (G = 256): Q4K's per-row fields, then the codes (0..31) from byte 320 in chunks of
+  // 320 bytes per 32 k: the W4 layout of a group of 32, then a high block whose byte
+  // 4 r + kk % 4 holds bit 4 of code (r, kk) in bit kk / 4 (kk within the chunk).
+  int q5k_code(int r, int kk) const {
+    const uint8_t* chunk = p + 320 + 320 * (kk / 32);
+    const int k32 = kk % 32;
+    return Cell{chunk, 32}.w4_code(r, k32) | ((chunk[256 + 4 * r + k32 % 4] >> (k32 / 4)) & 1) << 4;
+  }
   // Q6K (G = 256): int8 scale of sub-block j (16 weights), d (fp16), then the codes (0..63)
   // from byte 288 in chunks of 192 bytes, each the W6 layout of a group of 16.
   int q6k_sc(int j, int r) const { return static_cast<int8_t>(p[32 * (j / 2) + 2 * r + j % 2]); }
@@ -78,10 +86,11 @@ float weight(const Cell& c, PackedKind kind, int r, int kk) {
       return static_cast<float>(c.w8_code(r, kk)) * c.w8_scale(r);
     case PackedKind::kW6:
       return static_cast<float>(c.w6_code(r, kk) - 32) * c.w6_scale(r);
-    case PackedKind::kQ4K: {  // GGML's order: (d * sc) * q - dmin * m, so a repack is exact
+    case PackedKind::kQ4K:    // GGML's order: (d * sc) * q - dmin * m, so a repack is exact
+    case PackedKind::kQ5K: {  // the same fields, 5-bit codes
       const int j = kk / 32;
-      return c.q4k_d(r) * static_cast<float>(c.q4k_sc(j, r)) *
-                 static_cast<float>(c.q4k_code(r, kk)) -
+      const int q = kind == PackedKind::kQ4K ? c.q4k_code(r, kk) : c.q5k_code(r, kk);
+      return c.q4k_d(r) * static_cast<float>(c.q4k_sc(j, r)) * static_cast<float>(q) -
              c.q4k_dmin(r) * static_cast<float>(c.q4k_m(j, r));
     }
     case PackedKind::kQ6K:  // GGML's order: (d * sc) * (q - 32)
@@ -92,7 +101,8 @@ float weight(const Cell& c, PackedKind kind, int r, int kk) {
 }
 
 void check_view(const PackedMatrixView& w) {
-  if (w.fmt.kind == PackedKind::kQ4K || w.fmt.kind == PackedKind::kQ6K)
+  if (w.fmt.kind == PackedKind::kQ4K || w.fmt.kind == PackedKind::kQ5K ||
+      w.fmt.kind == PackedKind::kQ6K)
     CHECK(w.fmt.group == 256);
   else
     CHECK(w.fmt.group == 32 || w.fmt.group == 64 || w.fmt.group == 128);
@@ -187,8 +197,9 @@ float group_a8(const Cell& c, PackedKind kind, int r, const int8_t* q, float sa,
     case PackedKind::kW6:
       return static_cast<float>(dot - 32 * qsum) * (c.w6_scale(r) * sa);
     case PackedKind::kQ4K:  // per super-block, not per group: matmul_q4k_a8
+    case PackedKind::kQ5K:  // matmul_q5k_a8
     case PackedKind::kQ6K:  // matmul_q6k_a8
-      CHECK_MSG(false, "group_a8: q4k and q6k cells go through their own matmuls");
+      CHECK_MSG(false, "group_a8: q4k, q5k and q6k cells go through their own matmuls");
   }
   return 0.0f;
 }
@@ -247,12 +258,12 @@ void matmul_q4k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_
   matmul_a16(w, x, n, p0, p1, y);
 }
 
-// Q4K with activations quantised per 256 (a.sums32: per 32): per super-block an int32
-// sum_j sc_j * dot_j and an int32 sum_j m_j * sums32_j, then two float terms, as the SIMD
-// kernels do.
-void matmul_q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
-                   float* y) {
-  CHECK(w.fmt.kind == PackedKind::kQ4K && a.sums32 != nullptr);
+// Q4K (and Q5K: kind) with activations quantised per 256 (a.sums32: per 32): per
+// super-block an int32 sum_j sc_j * dot_j and an int32 sum_j m_j * sums32_j, then two float
+// terms, as the SIMD kernels do.
+void matmul_q4k_q5k_a8(PackedKind kind, const PackedMatrixView& w, const QuantizedActivations& a,
+                       int64_t p0, int64_t p1, float* y) {
+  CHECK(w.fmt.kind == kind && a.sums32 != nullptr);
   const int64_t ng = w.k / 256;
   over_cells_a8(w, a, p0, p1, y, [&](const Cell& c, int r, int64_t t, int64_t g) {
     const int8_t* q = a.q + t * a.k + g * 256;
@@ -260,7 +271,8 @@ void matmul_q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int
     int32_t isum = 0, msum = 0;
     for (int j = 0; j < 8; ++j) {
       int32_t dot = 0;
-      for (int kk = 32 * j; kk < 32 * j + 32; ++kk) dot += c.q4k_code(r, kk) * q[kk];
+      for (int kk = 32 * j; kk < 32 * j + 32; ++kk)
+        dot += (kind == PackedKind::kQ4K ? c.q4k_code(r, kk) : c.q5k_code(r, kk)) * q[kk];
       isum += c.q4k_sc(j, r) * dot;
       msum += c.q4k_m(j, r) * s32[j];
     }
@@ -268,6 +280,22 @@ void matmul_q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int
     return static_cast<float>(isum) * (c.q4k_d(r) * sa) -
            static_cast<float>(msum) * (c.q4k_dmin(r) * sa);
   });
+}
+
+void matmul_q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                   float* y) {
+  matmul_q4k_q5k_a8(PackedKind::kQ4K, w, a, p0, p1, y);
+}
+
+void matmul_q5k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                    float* y) {
+  CHECK(w.fmt.kind == PackedKind::kQ5K);
+  matmul_a16(w, x, n, p0, p1, y);
+}
+
+void matmul_q5k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                   float* y) {
+  matmul_q4k_q5k_a8(PackedKind::kQ5K, w, a, p0, p1, y);
 }
 
 void matmul_q6k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
@@ -324,6 +352,8 @@ const PackedKernels& reference_packed_kernels() {
     t.matmul_q4k_a8 = matmul_q4k_a8;
     t.matmul_q6k_a16 = matmul_q6k_a16;
     t.matmul_q6k_a8 = matmul_q6k_a8;
+    t.matmul_q5k_a16 = matmul_q5k_a16;
+    t.matmul_q5k_a8 = matmul_q5k_a8;
     t.dequant_row = dequant_row;
     return t;
   }();

@@ -13,8 +13,9 @@
 //   W6A8  the W4 sym tiles with the high plane or-ed into each nibble plane (u8 codes
 //         0..63; pairs <= 2 * 63 * 127), offset 32 instead of 8.
 //   W6A16 the W4A16 tile with the 2 high bits added per k.
-//   Q4K, Q6K (A8) the W4 / W6 tiles with the sub-block scales folded into the widening;
-//         (A16) the W4A16 / W6A16 tiles with a float scale per sub-block.
+//   Q4K, Q5K, Q6K (A8) the W4 / W6 tiles with the sub-block scales folded into the
+//         widening (Q5K: bit 4 of each code from its high block); (A16) the W4A16 / W6A16
+//         tiles with a float scale per sub-block.
 //
 // Compiled with -mavx2 -mfma -mf16c only (kernels/isa.h): the AVX-VNNI variant lives in
 // packed_avxvnni.cpp. Like the AVX-512 file, it instantiates nothing shared with portable
@@ -25,21 +26,25 @@ namespace edge {
 namespace {
 
 void w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
-  packed::over_panel_tiles<W4A16Tile<false>>(w, x, n, p0, p1, y);
+  packed::over_panel_tiles<W4A16Tile<PackedKind::kW4Sym>>(w, x, n, p0, p1, y);
 }
 void w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
   packed::over_panel_tiles<W8A16Tile>(w, x, n, p0, p1, y);
 }
 void w6_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
-  packed::over_panel_tiles<W4A16Tile<true>>(w, x, n, p0, p1, y);
+  packed::over_panel_tiles<W4A16Tile<PackedKind::kW6>>(w, x, n, p0, p1, y);
 }
 void q4k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
              float* y) {
-  packed::over_panel_tiles<W4A16Tile<false, true>>(w, x, n, p0, p1, y);
+  packed::over_panel_tiles<W4A16Tile<PackedKind::kQ4K>>(w, x, n, p0, p1, y);
 }
 void q6k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
              float* y) {
-  packed::over_panel_tiles<W4A16Tile<true, false, true>>(w, x, n, p0, p1, y);
+  packed::over_panel_tiles<W4A16Tile<PackedKind::kQ6K>>(w, x, n, p0, p1, y);
+}
+void q5k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+             float* y) {
+  packed::over_panel_tiles<W4A16Tile<PackedKind::kQ5K>>(w, x, n, p0, p1, y);
 }
 
 // Bit-identical to the reference: amax, inv = 127 / amax, round-to-nearest-even of x*inv.
@@ -93,6 +98,8 @@ void install_packed_avx2(PackedKernels* t) {
   t->matmul_q4k_a16 = q4k_a16;
   t->matmul_q6k_a8 = q6k_a8<false>;
   t->matmul_q6k_a16 = q6k_a16;
+  t->matmul_q5k_a8 = q5k_a8<false>;
+  t->matmul_q5k_a16 = q5k_a16;
 }
 
 }  // namespace edge

@@ -30,10 +30,12 @@
 // maddubs pairs reach 2 * 63 * 127 = 16002 and only two of them fit an s16 lane (32004): with
 // maddubs the round is one 64-byte block (2 maddubs per lane) before the widening madd.
 //
-// Q4K and Q6K (G = 256, GGUF's super-blocks kept as they are) fold their integer sub-block
-// scales into the widening: maddubs' madd takes the scales in place of ones (Q4K: 6-bit per
-// 32 k; Q6K: int8 per 16 k, its rounds of one block), vpdpbusd's int32 sums take one
-// vpmulld per sub-block. One float step per 256 applies d (and Q4K's dmin term).
+// Q4K, Q5K and Q6K (G = 256, GGUF's super-blocks kept as they are) fold their integer
+// sub-block scales into the widening: maddubs' madd takes the scales in place of ones (Q4K:
+// 6-bit per 32 k; Q5K: the same, codes 0..31 with bit 4 from its high block, so its maddubs
+// rounds are two blocks: 4 pairs of <= 2 * 31 * 127 = 7874 per s16 lane; Q6K: int8 per 16 k,
+// its rounds of one block), vpdpbusd's int32 sums take one vpmulld per sub-block. One float
+// step per 256 applies d (and the Q4K / Q5K dmin term).
 #pragma once
 
 #include <cstdlib>
@@ -110,7 +112,7 @@ inline void w4_group_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], con
 }
 
 // Q4K (G = 256): acc[t][h] += sa * (d * dot - dmin * sum_j m_j * sums32_j) per super-block,
-// dot = sum_j sc_j * dot_j already folded in (see q4k_fold). The mins' integer sum is 4
+// dot = sum_j sc_j * dot_j already folded in (kquant_fold). The mins' integer sum is 4
 // madds per (token, half): lane = row, (m_2i, m_2i+1) . (sums32_2i, sums32_2i+1).
 template <int T>
 inline void q4k_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const uint8_t* c,
@@ -139,30 +141,22 @@ inline void q4k_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const ui
   }
 }
 
-// Q4K: d[t][h] += sc_j * s[t][h] for sub-block j of cell c, the 6-bit scales of 8 rows as
+// Q4K / Q5K: the 6-bit scales sc_j of sub-block j (32 k) of cell c for 8 rows (half h) as
 // int32 lanes. maddubs: s holds s16 pairs, so the scale goes to both halves of each lane
 // and one madd both widens and scales (it replaces the madd with ones: no extra op);
-// VNNI: s is int32, one vpmulld.
-template <int T, bool kVnni>
-inline void q4k_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const uint8_t* c, int j) {
-  __m256i sc[2];
+// VNNI: s is int32, one vpmulld (kquant_fold).
+template <bool kVnni>
+inline void q4k_scales(const uint8_t* c, int j, __m256i (&sc)[2]) {
   for (int h = 0; h < 2; ++h) {
     sc[h] =
         _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c + 16 * j + 8 * h)));
     if constexpr (!kVnni) sc[h] = _mm256_or_si256(sc[h], _mm256_slli_epi32(sc[h], 16));
   }
-  for (int t = 0; t < T; ++t)
-    for (int h = 0; h < 2; ++h)
-      d[t][h] = _mm256_add_epi32(
-          d[t][h], kVnni ? _mm256_mullo_epi32(s[t][h], sc[h]) : _mm256_madd_epi16(s[t][h], sc[h]));
 }
 
-// Q6K: d[t][h] += sc_j * s[t][h] for sub-block j (16 k) of cell c, the int8 scales of 8
-// rows from the pair layout (lane = row: (sc_2i, sc_2i+1) as s16). maddubs: the scale goes
-// to both s16 halves of the lane (one vpshufb) and one madd widens and scales; VNNI: the
-// scale sign-extended to int32, one vpmulld.
-// The scales are prepared once per sub-block (q6k_scales; maddubs rounds are half of one)
-// and kept in registers for its rounds.
+// Q6K: the int8 scales sc_j of sub-block j (16 k) of cell c for 8 rows from the pair layout
+// (lane = row: (sc_2i, sc_2i+1) as s16). maddubs: the scale goes to both s16 halves of the
+// lane (one vpshufb); VNNI: the scale sign-extended to int32.
 template <bool kVnni>
 inline void q6k_scales(const uint8_t* c, int j, __m256i (&sc)[2]) {
   for (int h = 0; h < 2; ++h) {
@@ -179,8 +173,11 @@ inline void q6k_scales(const uint8_t* c, int j, __m256i (&sc)[2]) {
   }
 }
 
+// K-quants: d[t][h] += sc_j * s[t][h], the sub-block's scales prepared once (q4k_scales /
+// q6k_scales) and kept in registers for its rounds (preparing them every maddubs round
+// made the Q6K tile slower than W6's).
 template <int T, bool kVnni>
-inline void q6k_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const __m256i (&sc)[2]) {
+inline void kquant_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const __m256i (&sc)[2]) {
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < 2; ++h)
       d[t][h] = _mm256_add_epi32(
@@ -188,7 +185,7 @@ inline void q6k_fold(__m256i (&d)[T][2], const __m256i (&s)[T][2], const __m256i
 }
 
 // Q6K (G = 256): acc[t][h] += sa * d * (dot - 32 * sum_j sc_j * sums16_j) per super-block,
-// dot = sum_j sc_j * dot_j already folded in (q6k_fold). The offset's integer sum is 8
+// dot = sum_j sc_j * dot_j already folded in (kquant_fold). The offset's integer sum is 8
 // madds per (token, half): lane = row, (sc_2i, sc_2i+1) . (sums16_2i, sums16_2i+1).
 template <int T>
 inline void q6k_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const uint8_t* c,
@@ -215,32 +212,69 @@ inline void q6k_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const ui
   }
 }
 
-// The packed kind of a W4A8Gemm instantiation, and where its codes start in a cell.
-constexpr PackedKind gemm_kind(bool asym, bool w6, bool q4k, bool q6k) {
-  return q4k    ? PackedKind::kQ4K
-         : q6k  ? PackedKind::kQ6K
-         : w6   ? PackedKind::kW6
-         : asym ? PackedKind::kW4Asym
-                : PackedKind::kW4Sym;
-}
-constexpr int64_t gemm_code0(bool q4k, bool q6k) {
-  return q4k ? 320 : q6k ? 288 : 0;
-}
-// Where 64-byte code block b (8 k) and its high block (W6: bits 4-5, shared by blocks 2m and
-// 2m + 1) lie in a cell of G: W6 keeps the high plane after the G * 8 nibble bytes, Q6K
-// interleaves them in chunks of 192 bytes per 16 k (quant/packed.h).
-template <int G, bool kQ6K>
-constexpr int64_t low_block(int64_t code0, int b) {
-  return kQ6K ? code0 + (b / 2) * 192 + (b % 2) * 64 : code0 + b * 64;
-}
-template <int G, bool kQ6K>
-constexpr int64_t high_block(int64_t code0, int b) {
-  return kQ6K ? code0 + (b / 2) * 192 + 128 : code0 + G * 8 + (b / 2) * 64;
+// What a packed kind means to the int8 tile: its codes' offset in a cell, where 64-byte code
+// block b (8 k) and its high bits lie, and how a round of blocks is summed before widening.
+template <int G, PackedKind K>
+struct GemmKind {
+  static constexpr bool kAsym = K == PackedKind::kW4Asym;
+  static constexpr bool kW6 = K == PackedKind::kW6 || K == PackedKind::kQ6K;  // 2 high bits
+  static constexpr bool kQ5 = K == PackedKind::kQ5K;                          // 1 high bit
+  static constexpr bool kQ4Fields = K == PackedKind::kQ4K || kQ5;  // sc, m, d, dmin: Q4K's
+  static constexpr bool kQ6 = K == PackedKind::kQ6K;
+  static constexpr bool kSuper = kQ4Fields || kQ6;  // G = 256, sub-block scales folded in
+  static constexpr int64_t kCode0 = kQ4Fields ? 320 : kQ6 ? 288 : 0;
+  static constexpr int64_t kCellBytes = cell_bytes(K, G);
+  // Blocks of 8 k per sub-block (the scale folded by kquant_fold).
+  static constexpr int kSubBlock = kQ6 ? 2 : 4;
+  // Blocks summed in s16 (maddubs) or int32 (VNNI) before widening / folding, see the
+  // header comment: maddubs pairs of codes <= 15 take 4 blocks (32 k), <= 31 two, <= 63 one.
+  static constexpr int round(bool vnni) {
+    return kSuper ? (vnni || K == PackedKind::kQ4K ? kSubBlock
+                     : kQ5                         ? 2
+                                                   : 1)
+                  : (vnni  ? G / 8
+                     : kW6 ? 1
+                           : 4);
+  }
+  // W6 keeps the high plane after the G * 8 nibble bytes; Q6K interleaves chunks of 192
+  // bytes per 16 k (two nibble blocks, their high block), Q5K chunks of 320 bytes per 32 k
+  // (four nibble blocks, their high block): quant/packed.h.
+  static constexpr int64_t low_block(int b) {
+    return kQ6   ? kCode0 + (b / 2) * 192 + (b % 2) * 64
+           : kQ5 ? kCode0 + (b / 4) * 320 + (b % 4) * 64
+                 : kCode0 + b * 64;
+  }
+  static constexpr int64_t high_block(int b) {
+    return kQ6   ? kCode0 + (b / 2) * 192 + 128
+           : kQ5 ? kCode0 + (b / 4) * 320 + 256
+                 : kCode0 + G * 8 + (b / 2) * 64;
+  }
+};
+
+// Block b's high bits (the 32 bytes of half h at hp) or-ed into its two nibble planes lo
+// (k 8b .. 8b+3) and hi (8b+4 .. 8b+7). W6 / Q6K: bit pairs 0-3 of an even block, 4-7 of an
+// odd one, to bits 4-5. Q5K: bits 2 (b % 4) and 2 (b % 4) + 1 to bit 4 (16-bit shifts whose
+// bits crossing a byte border are masked off).
+template <class KK>
+inline void merge_high(const uint8_t* hp, int b, __m256i* lo, __m256i* hi) {
+  __m256i h = load256(hp);
+  if constexpr (KK::kQ5) {
+    if (b % 4 >= 2) h = _mm256_srli_epi16(h, 4);
+    h = b % 2 ? _mm256_slli_epi16(h, 2) : _mm256_slli_epi16(h, 4);  // lo's bit -> 4, hi's -> 5
+    const __m256i m = _mm256_set1_epi8(0x10);
+    *lo = _mm256_or_si256(*lo, _mm256_and_si256(h, m));
+    *hi = _mm256_or_si256(*hi, _mm256_and_si256(_mm256_srli_epi16(h, 1), m));
+  } else {
+    if (b % 2 == 0) h = _mm256_slli_epi16(h, 4);
+    const __m256i m = _mm256_set1_epi8(0x30);
+    *lo = _mm256_or_si256(*lo, _mm256_and_si256(h, m));
+    *hi = _mm256_or_si256(*hi, _mm256_and_si256(_mm256_srli_epi16(h, 2), m));
+  }
 }
 
-// y[t0 .. t0+T, rows of panel p] for W4 (sym or asym), W6, Q4K or Q6K (G = 256; Q6K with
-// kW6) with int8 activations.
-template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K = false, bool kQ6K = false>
+// y[t0 .. t0+T, rows of panel p] for W4 (sym or asym), W6, Q4K, Q5K or Q6K (G = 256) with
+// int8 activations.
+template <int G, PackedKind K, bool kVnni>
 struct W4A8Gemm {
   static constexpr int kTokens = kGemmTokens;
   // kPre: the panel's codes come unpacked from u (see w4a8_gemm_pre), the cells supply
@@ -250,27 +284,22 @@ struct W4A8Gemm {
                    float* y, int64_t pf, const uint8_t* u = nullptr, const float* off = nullptr);
 };
 
-template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K, bool kQ6K>
+template <int G, PackedKind K, bool kVnni>
 template <int T, bool kPre>
-void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w,
-                                                      const QuantizedActivations& a, int64_t p,
-                                                      int64_t t0, float* y, int64_t pf,
-                                                      const uint8_t* u, const float* off) {
-  static_assert(!kQ4K || (G == 256 && !kAsym && !kW6 && !kQ6K));
-  static_assert(!kQ6K || (G == 256 && !kAsym && kW6));
-  constexpr int64_t cb = cell_bytes(gemm_kind(kAsym, kW6, kQ4K, kQ6K), G);
-  constexpr int64_t code0 = gemm_code0(kQ4K, kQ6K);
-  // 64-byte blocks (8 k) summed in s16 before widening (see the header comment); Q4K: one
-  // sub-block of 32 k, whose scale the widening applies; Q6K: the W6 round (maddubs: one
-  // block, half a sub-block) or one sub-block of 16 k (VNNI), then its scale.
-  constexpr int kRound = kQ4K ? 4 : kQ6K ? (kVnni ? 2 : 1) : kVnni ? G / 8 : kW6 ? 1 : 4;
+void W4A8Gemm<G, K, kVnni>::tile(const PackedMatrixView& w, const QuantizedActivations& a,
+                                 int64_t p, int64_t t0, float* y, int64_t pf, const uint8_t* u,
+                                 const float* off) {
+  using KK = GemmKind<G, K>;
+  static_assert(!KK::kSuper || G == 256);
+  constexpr int64_t cb = KK::kCellBytes;
+  constexpr int kRound = KK::round(kVnni);
   const int64_t ng = w.k / G;
   const uint8_t* c = w.data + p * ng * cb;
   const int8_t* q = a.q + t0 * a.k;
   const __m256i nib = _mm256_set1_epi8(0x0F);
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-  __m256i sc6[2];  // Q6K: the current sub-block's scales (q6k_scales)
+  __m256i sc[2];  // K-quants: the current sub-block's scales (q4k_scales / q6k_scales)
   for (int64_t g = 0; g < ng; ++g, c += cb, q += G, u += kPre ? G * 16 : 0) {
     if constexpr (!kPre) prefetch_ahead(c, pf, cb);
     __m256i d[T][2];
@@ -285,34 +314,27 @@ void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w,
           lo0 = load256(u + b * 128), lo1 = load256(u + b * 128 + 32);
           hi0 = load256(u + b * 128 + 64), hi1 = load256(u + b * 128 + 96);
         } else {
-          // Q4K and Q6K cells keep their codes after the per-row fields.
-          const uint8_t* cc = c + low_block<G, kQ6K>(code0, b);
+          const uint8_t* cc = c + KK::low_block(b);
           const __m256i v0 = load256(cc), v1 = load256(cc + 32);
           lo0 = _mm256_and_si256(v0, nib), lo1 = _mm256_and_si256(v1, nib);
           hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
           hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib);
-        }
-        if constexpr (kW6 && !kPre) {
-          // High block b/2; an even block's pairs are bits 0-3, an odd block's bits 4-7.
-          const uint8_t* hp = c + high_block<G, kQ6K>(code0, b);
-          __m256i h0 = load256(hp), h1 = load256(hp + 32);
-          if (b % 2 == 0) h0 = _mm256_slli_epi16(h0, 4), h1 = _mm256_slli_epi16(h1, 4);
-          const __m256i m = _mm256_set1_epi8(0x30);
-          lo0 = _mm256_or_si256(lo0, _mm256_and_si256(h0, m));
-          lo1 = _mm256_or_si256(lo1, _mm256_and_si256(h1, m));
-          hi0 = _mm256_or_si256(hi0, _mm256_and_si256(_mm256_srli_epi16(h0, 2), m));
-          hi1 = _mm256_or_si256(hi1, _mm256_and_si256(_mm256_srli_epi16(h1, 2), m));
+          if constexpr (KK::kW6 || KK::kQ5) {
+            merge_high<KK>(c + KK::high_block(b), b, &lo0, &hi0);
+            merge_high<KK>(c + KK::high_block(b) + 32, b, &lo1, &hi1);
+          }
         }
         gemm_step<T, kVnni>(s, lo0, lo1, q + 8 * b, a.k);
         gemm_step<T, kVnni>(s, hi0, hi1, q + 8 * b + 4, a.k);
       }
-      if constexpr (kQ4K) {
-        q4k_fold<T, kVnni>(d, s, c, r / 4);
-        continue;
-      }
-      if constexpr (kQ6K) {
-        if (kVnni || r % 2 == 0) q6k_scales<kVnni>(c, r / 2, sc6);
-        q6k_fold<T, kVnni>(d, s, sc6);
+      if constexpr (KK::kSuper) {
+        if (r % KK::kSubBlock == 0) {
+          if constexpr (KK::kQ6)
+            q6k_scales<kVnni>(c, r / 2, sc);
+          else
+            q4k_scales<kVnni>(c, r / 4, sc);
+        }
+        kquant_fold<T, kVnni>(d, s, sc);
         continue;
       }
       for (int t = 0; t < T; ++t)
@@ -321,16 +343,16 @@ void W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w,
               kVnni ? _mm256_add_epi32(d[t][h], s[t][h])
                     : _mm256_add_epi32(d[t][h], _mm256_madd_epi16(s[t][h], _mm256_set1_epi16(1)));
     }
-    if constexpr (kQ4K)
+    if constexpr (KK::kQ4Fields)
       q4k_epilogue<T>(acc, d, c, a.scales + t0 * ng + g, a.sums32 + t0 * (a.k / 32) + g * 8, ng,
                       a.k / 32);
-    else if constexpr (kQ6K)
+    else if constexpr (KK::kQ6)
       q6k_epilogue<T>(acc, d, c, a.scales + t0 * ng + g, a.sums16 + t0 * (a.k / 16) + g * 16, ng,
                       a.k / 16);
     else
-      w4_group_epilogue<G, T, kAsym, kW6, kPre>(acc, d, c, a.scales + t0 * ng + g,
-                                                a.sums + t0 * ng + g, ng,
-                                                kPre ? off + t0 * ng + g : nullptr);
+      w4_group_epilogue<G, T, KK::kAsym, KK::kW6, kPre>(acc, d, c, a.scales + t0 * ng + g,
+                                                        a.sums + t0 * ng + g, ng,
+                                                        kPre ? off + t0 * ng + g : nullptr);
   }
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < 2; ++h) store_rows(y + (t0 + t) * w.n, p * 16 + h * 8, w.n, acc[t][h]);
@@ -367,55 +389,54 @@ class UnpackScratch {
   size_t n_ = 0;
 };
 
-// Panel cells (ng of cb bytes, codes from byte code0: 0, Q4K 320, Q6K 288) -> planes
-// [ng * G / 8][4][32] of u8 codes; W6 codes (0..63) get bits 4-5 from the cell's high plane,
-// as the tile's in-register path does.
-template <int G, bool kW6, bool kQ6K = false>
-inline void unpack_panel(const uint8_t* c, int64_t ng, int64_t cb, uint8_t* out, int64_t code0) {
-  const __m256i nib = _mm256_set1_epi8(0x0F), m = _mm256_set1_epi8(0x30);
-  for (int64_t g = 0; g < ng; ++g, c += cb)
+// Panel cells (ng of KK::kCellBytes) -> planes [ng * G / 8][4][32] of u8 codes; W6 / Q6K
+// codes (0..63) and Q5K codes (0..31) get their high bits as the tile's in-register path
+// does (merge_high).
+template <class KK, int G>
+inline void unpack_panel(const uint8_t* c, int64_t ng, uint8_t* out) {
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  for (int64_t g = 0; g < ng; ++g, c += KK::kCellBytes)
     for (int b = 0; b < G / 8; ++b, out += 128)
       for (int h = 0; h < 2; ++h) {
-        const __m256i v = load256(c + low_block<G, kQ6K>(code0, b) + h * 32);
+        const __m256i v = load256(c + KK::low_block(b) + h * 32);
         __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
-        if constexpr (kW6) {
-          __m256i hb = load256(c + high_block<G, kQ6K>(code0, b) + h * 32);
-          if (b % 2 == 0) hb = _mm256_slli_epi16(hb, 4);
-          lo = _mm256_or_si256(lo, _mm256_and_si256(hb, m));
-          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(hb, 2), m));
-        }
+        if constexpr (KK::kW6 || KK::kQ5)
+          merge_high<KK>(c + KK::high_block(b) + h * 32, b, &lo, &hi);
         _mm256_store_si256(reinterpret_cast<__m256i*>(out + h * 32), lo);
         _mm256_store_si256(reinterpret_cast<__m256i*>(out + 64 + h * 32), hi);
       }
 }
 
-template <class K, int T>
+template <class Gemm, int T>
 inline void pre_rest(const PackedMatrixView& w, const QuantizedActivations& a, int64_t pb,
                      int64_t pe, int64_t t0, float* y, const uint8_t* buf, int64_t panel_codes,
                      const float* off) {
   if constexpr (T > 0) {
     if (a.n - t0 == T) {
       for (int64_t p = pb; p < pe; ++p)
-        K::template tile<T, true>(w, a, p, t0, y, 0, buf + (p - pb) * panel_codes, off);
+        Gemm::template tile<T, true>(w, a, p, t0, y, 0, buf + (p - pb) * panel_codes, off);
       return;
     }
-    pre_rest<K, T - 1>(w, a, pb, pe, t0, y, buf, panel_codes, off);
+    pre_rest<Gemm, T - 1>(w, a, pb, pe, t0, y, buf, panel_codes, off);
   }
 }
 
-template <int G, bool kAsym, bool kVnni, bool kW6, bool kQ4K, bool kQ6K>
+template <int G, PackedKind K, bool kVnni>
 void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                    float* y) {
-  using K = W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>;
-  constexpr int kT = K::kTokens;
+  using Gemm = W4A8Gemm<G, K, kVnni>;
+  using KK = GemmKind<G, K>;
+  constexpr int kT = Gemm::kTokens;
   thread_local UnpackScratch scratch, off_scratch;
   const int64_t ng = w.k / G;
-  // The epilogue's offset factors [a.n, ng] (w4_group_epilogue; Q4K and Q6K have their own).
+  // The epilogue's offset factors [a.n, ng] (w4_group_epilogue; the K-quants have their own).
   auto* off = reinterpret_cast<float*>(off_scratch.get(static_cast<size_t>(a.n * ng) * 4));
-  if constexpr (!kQ4K && !kQ6K)
+  if constexpr (!KK::kSuper)
     for (int64_t i = 0; i < a.n * ng; ++i)
-      off[i] = (kAsym ? 1.0f : kW6 ? -32.0f : -8.0f) * a.scales[i] * static_cast<float>(a.sums[i]);
-  const int64_t cb = cell_bytes(gemm_kind(kAsym, kW6, kQ4K, kQ6K), G);
+      off[i] = (KK::kAsym ? 1.0f
+                : KK::kW6 ? -32.0f
+                          : -8.0f) *
+               a.scales[i] * static_cast<float>(a.sums[i]);
   const int64_t panel_codes = w.k * 16;
   const int64_t fit = packed_tiling().block_bytes / panel_codes;
   const int64_t block = fit > 1 ? fit : 1;
@@ -423,52 +444,50 @@ void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int
   for (int64_t pb = p0; pb < p1; pb += block) {
     const int64_t pe = pb + block < p1 ? pb + block : p1;
     for (int64_t p = pb; p < pe; ++p)
-      unpack_panel<G, kW6, kQ6K>(w.data + p * ng * cb, ng, cb, buf + (p - pb) * panel_codes,
-                                 gemm_code0(kQ4K, kQ6K));
+      unpack_panel<KK, G>(w.data + p * ng * KK::kCellBytes, ng, buf + (p - pb) * panel_codes);
     int64_t t0 = 0;
     for (; t0 + kT <= a.n; t0 += kT)
       for (int64_t p = pb; p < pe; ++p)
-        K::template tile<kT, true>(w, a, p, t0, y, 0, buf + (p - pb) * panel_codes, off);
-    pre_rest<K, kT - 1>(w, a, pb, pe, t0, y, buf, panel_codes, off);
+        Gemm::template tile<kT, true>(w, a, p, t0, y, 0, buf + (p - pb) * panel_codes, off);
+    pre_rest<Gemm, kT - 1>(w, a, pb, pe, t0, y, buf, panel_codes, off);
   }
 }
 
-template <int G, bool kAsym, bool kVnni, bool kW6 = false, bool kQ4K = false, bool kQ6K = false>
+template <int G, PackedKind K, bool kVnni>
 void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
   if constexpr (!kVnni) {
-    if (a.n >= kPreUnpackFromTokens)
-      return w4a8_gemm_pre<G, kAsym, kVnni, kW6, kQ4K, kQ6K>(w, a, p0, p1, y);
+    if (a.n >= kPreUnpackFromTokens) return w4a8_gemm_pre<G, K, kVnni>(w, a, p0, p1, y);
   }
-  packed::over_panel_tiles<W4A8Gemm<G, kAsym, kVnni, kW6, kQ4K, kQ6K>>(w, a, a.n, p0, p1, y);
+  packed::over_panel_tiles<W4A8Gemm<G, K, kVnni>>(w, a, a.n, p0, p1, y);
 }
 
 using A8Fn = void (*)(const PackedMatrixView&, const QuantizedActivations&, int64_t, int64_t,
                       float*);
 
-template <bool kVnni>
-A8Fn w4a8_gemm_for(const PackedMatrixView& w) {
-  const bool asym = w.fmt.kind == PackedKind::kW4Asym;
-  switch (w.fmt.group) {
+// W4 (sym, asym) and W6 over the groups the layout allows (32, 64 and 128).
+template <PackedKind K, bool kVnni>
+A8Fn w4a8_gemm_for_group(int32_t group) {
+  switch (group) {
     case 32:
-      return asym ? w4a8_gemm<32, true, kVnni> : w4a8_gemm<32, false, kVnni>;
+      return w4a8_gemm<32, K, kVnni>;
     case 64:
-      return asym ? w4a8_gemm<64, true, kVnni> : w4a8_gemm<64, false, kVnni>;
-    default:  // 128: the layout allows groups of 32, 64 and 128 only
-      return asym ? w4a8_gemm<128, true, kVnni> : w4a8_gemm<128, false, kVnni>;
+      return w4a8_gemm<64, K, kVnni>;
+    default:
+      return w4a8_gemm<128, K, kVnni>;
   }
 }
 
 template <bool kVnni>
+A8Fn w4a8_gemm_for(const PackedMatrixView& w) {
+  return w.fmt.kind == PackedKind::kW4Asym
+             ? w4a8_gemm_for_group<PackedKind::kW4Asym, kVnni>(w.fmt.group)
+             : w4a8_gemm_for_group<PackedKind::kW4Sym, kVnni>(w.fmt.group);
+}
+
+template <bool kVnni>
 A8Fn w6a8_gemm_for(const PackedMatrixView& w) {
-  switch (w.fmt.group) {
-    case 32:
-      return w4a8_gemm<32, false, kVnni, true>;
-    case 64:
-      return w4a8_gemm<64, false, kVnni, true>;
-    default:  // 128: the layout allows groups of 32, 64 and 128 only
-      return w4a8_gemm<128, false, kVnni, true>;
-  }
+  return w4a8_gemm_for_group<PackedKind::kW6, kVnni>(w.fmt.group);
 }
 
 // ---- W8A8 ------------------------------------------------------------------------
@@ -583,7 +602,7 @@ template <bool kVnni>
 void q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
             float* y) {
   CHECK(w.fmt.group == 256 && a.group == 256 && a.sums32 != nullptr);
-  w4a8_gemm<256, false, kVnni, false, true>(w, a, p0, p1, y);
+  w4a8_gemm<256, PackedKind::kQ4K, kVnni>(w, a, p0, p1, y);
 }
 
 // Q6K cells are always G = 256 (quant/packed.h); activations per 256 with sums16.
@@ -591,7 +610,15 @@ template <bool kVnni>
 void q6k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
             float* y) {
   CHECK(w.fmt.group == 256 && a.group == 256 && a.sums16 != nullptr);
-  w4a8_gemm<256, false, kVnni, true, false, true>(w, a, p0, p1, y);
+  w4a8_gemm<256, PackedKind::kQ6K, kVnni>(w, a, p0, p1, y);
+}
+
+// Q5K cells are always G = 256 (quant/packed.h); activations per 256 with sums32.
+template <bool kVnni>
+void q5k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+            float* y) {
+  CHECK(w.fmt.group == 256 && a.group == 256 && a.sums32 != nullptr);
+  w4a8_gemm<256, PackedKind::kQ5K, kVnni>(w, a, p0, p1, y);
 }
 
 }  // namespace

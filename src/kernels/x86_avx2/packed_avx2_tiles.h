@@ -25,6 +25,7 @@ constexpr int64_t cell_bytes(PackedKind kind, int32_t g) {
          : kind == PackedKind::kW6     ? g * 12 + 32
          : kind == PackedKind::kQ4K    ? g * 8 + 320
          : kind == PackedKind::kQ6K    ? g * 12 + 288
+         : kind == PackedKind::kQ5K    ? g * 10 + 320
                                        : g * 8 + 32;
 }
 
@@ -76,7 +77,7 @@ inline void store_rows(float* yt, int64_t row0, int64_t n, __m256 v) {
   for (int64_t r = row0; r < n; ++r) yt[r] = tmp[r - row0];
 }
 
-// Q4K (G = 256): the f32 scale and offset of sub-block j for 8 rows (half h) of cell c,
+// Q4K and Q5K (G = 256): the f32 scale and offset of sub-block j for 8 rows (half h) of cell c,
 // w = code * s + m with s = d * sc_j, m = -dmin * m_j (GGML's order up to the FMA).
 inline void q4k_sub_scales(const uint8_t* c, int j, int h, __m256* s, __m256* m) {
   const __m256i sc =
@@ -101,8 +102,8 @@ inline void q6k_sub_scales(const uint8_t* c, int j, int h, __m256* s, __m256* m)
   *m = _mm256_mul_ps(*s, _mm256_set1_ps(-32.0f));
 }
 
-// ---- W4A16 (and W6A16: kW6; Q4K: kQ4K; Q6K: kW6 and kQ6K) ---------------------------
-template <bool kW6, bool kQ4K = false, bool kQ6K = false>
+// ---- W4A16 (K = kW4Sym: W4 sym or asym), W6A16, Q4K, Q5K and Q6K --------------------
+template <PackedKind K>
 struct W4A16Tile {
   static constexpr int kTokens = kMaxTile;
   template <int T>
@@ -110,15 +111,17 @@ struct W4A16Tile {
                    int64_t pf);
 };
 
-template <bool kW6, bool kQ4K, bool kQ6K>
+template <PackedKind K>
 template <int T>
-void W4A16Tile<kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w, const float* x, int64_t p,
-                                      int64_t t0, float* y, int64_t pf) {
-  static_assert(!kQ6K || kW6);
-  constexpr int64_t kCode0 = kQ4K ? 320 : kQ6K ? 288 : 0;  // the codes' offset in a cell
+void W4A16Tile<K>::tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0, float* y,
+                        int64_t pf) {
+  constexpr bool kW6 = K == PackedKind::kW6 || K == PackedKind::kQ6K;  // 2 high bits
+  constexpr bool kQ4 = K == PackedKind::kQ4K, kQ5 = K == PackedKind::kQ5K;
+  constexpr bool kQ6 = K == PackedKind::kQ6K;
+  constexpr int64_t kCode0 = kQ4 || kQ5 ? 320 : kQ6 ? 288 : 0;  // the codes' offset in a cell
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
-  const bool asym = !kW6 && w.fmt.kind == PackedKind::kW4Asym;
+  const bool asym = K == PackedKind::kW4Sym && w.fmt.kind == PackedKind::kW4Asym;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
   const uint8_t* panel = w.data + p * ng * cb;
   const __m256i nib = _mm256_set1_epi32(15);
@@ -133,29 +136,39 @@ void W4A16Tile<kW6, kQ4K, kQ6K>::tile(const PackedMatrixView& w, const float* x,
       if (h == 0) prefetch_ahead(c, pf, cb);  // the second half reads the panel from L2
       const float* xg = x + t0 * w.k + g * G;
       __m256 s = _mm256_setzero_ps(), m = _mm256_setzero_ps();
-      if constexpr (!kQ4K && !kQ6K) {
+      if constexpr (!kQ4 && !kQ5 && !kQ6) {
         s = load_half8(c + G * (kW6 ? 12 : 8) + h * 16);
         m = asym ? load_half8(c + G * 8 + 32 + h * 16)
                  : _mm256_mul_ps(s, _mm256_set1_ps(kW6 ? -32.0f : -8.0f));
       }
       for (int b = 0; b < G / 8; ++b) {
-        if constexpr (kQ4K)
+        if constexpr (kQ4 || kQ5)
           if (b % 4 == 0) q4k_sub_scales(c, b / 4, h, &s, &m);
-        if constexpr (kQ6K)
+        if constexpr (kQ6)
           if (b % 2 == 0) q6k_sub_scales(c, b / 2, h, &s, &m);
-        // Q6K: chunks of 192 bytes per 16 k, the high block after two nibble blocks.
-        const int64_t lo = kQ6K ? kCode0 + (b / 2) * 192 + (b % 2) * 64 : kCode0 + b * 64;
-        const int64_t hi = kQ6K ? kCode0 + (b / 2) * 192 + 128 : kCode0 + G * 8 + (b / 2) * 64;
+        // Q6K: chunks of 192 bytes per 16 k, the high block after two nibble blocks; Q5K:
+        // chunks of 320 bytes per 32 k, the high block after four.
+        const int64_t lo = kQ6   ? kCode0 + (b / 2) * 192 + (b % 2) * 64
+                           : kQ5 ? kCode0 + (b / 4) * 320 + (b % 4) * 64
+                                 : kCode0 + b * 64;
+        const int64_t hi = kQ6   ? kCode0 + (b / 2) * 192 + 128
+                           : kQ5 ? kCode0 + (b / 4) * 320 + 256
+                                 : kCode0 + G * 8 + (b / 2) * 64;
         const __m256i v = load256(c + lo + h * 32);
         __m256i vh = _mm256_setzero_si256();
-        if constexpr (kW6) vh = load256(c + hi + h * 32);
+        if constexpr (kW6 || kQ5) vh = load256(c + hi + h * 32);
         for (int i = 0; i < 8; ++i) {  // k = 8b + i: byte i%4 of the lane, nibble i/4
           const int sh = (i % 4) * 8 + (i / 4) * 4;
           __m256i code = _mm256_and_si256(sh == 0 ? v : _mm256_srli_epi32(v, sh), nib);
           if constexpr (kW6) {  // bit pair 2 * (b%2) + i/4 of the same byte -> bits 4-5
             const int hs = (i % 4) * 8 + 2 * (2 * (b % 2) + i / 4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(vh, hs), _mm256_set1_epi32(3));
-            code = _mm256_or_si256(code, _mm256_slli_epi32(hi, 4));
+            const __m256i hb = _mm256_and_si256(_mm256_srli_epi32(vh, hs), _mm256_set1_epi32(3));
+            code = _mm256_or_si256(code, _mm256_slli_epi32(hb, 4));
+          }
+          if constexpr (kQ5) {  // bit 2 * (b%4) + i/4 of the same byte -> bit 4
+            const int hs = (i % 4) * 8 + 2 * (b % 4) + i / 4;
+            const __m256i hb = _mm256_and_si256(_mm256_srli_epi32(vh, hs), _mm256_set1_epi32(1));
+            code = _mm256_or_si256(code, _mm256_slli_epi32(hb, 4));
           }
           const __m256 wv = _mm256_fmadd_ps(_mm256_cvtepi32_ps(code), s, m);
           for (int t = 0; t < T; ++t)

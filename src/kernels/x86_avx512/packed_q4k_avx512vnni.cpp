@@ -1,7 +1,8 @@
-// AVX-512 VNNI int8 matmuls over Q4K and Q6K cells (quant/packed.h: GGUF Q4_K and Q6_K
-// super-blocks of 256, per-row fields first, then the codes: Q4K in the W4 block layout, Q6K
-// in chunks of 192 bytes per 16 k, two nibble blocks and their high block). A 64-byte code
-// block is one zmm: 16 int32 lanes = the 16 rows of a panel, each lane 4 consecutive k;
+// AVX-512 VNNI int8 matmuls over Q4K, Q5K and Q6K cells (quant/packed.h: GGUF Q4_K, Q5_K
+// and Q6_K super-blocks of 256, per-row fields first, then the codes: Q4K in the W4 block
+// layout, Q5K in chunks of 320 bytes per 32 k (four nibble blocks and their high block of
+// bit 4), Q6K in chunks of 192 bytes per 16 k, two nibble blocks and their high block). A 64-byte
+// code block is one zmm: 16 int32 lanes = the 16 rows of a panel, each lane 4 consecutive k;
 // vpdpbusd(u8 codes, s8 activations) sums 4 products per lane.
 //
 // Q6K: per sub-block j (16 k = 2 blocks, codes 0..63 with bits 4-5 from the high block) the
@@ -9,12 +10,12 @@
 // 32 * sum_j sc_j * sums16_j, 8 vpmaddwd per (panel, token) (sc pairs widened from s8), and
 // one FMA applies d * sa.
 //
-// Per sub-block j (32 k = 4 blocks) the int32 dot of each row is multiplied by its 6-bit
-// sc_j (vpmulld) into the super-block's int32 sum; per super-block the mins term
-// sum_j m_j * sums32_j is 4 vpmaddwd per (panel, token) (m pairs widened from u8, the
-// activations' sums of 32 codes as int16 pairs), and two FMAs apply d * sa and dmin * sa:
-// one float step per 256 weights where w4a_g32 takes one per 32. The same arithmetic as the
-// reference (ref/packed_ref.cpp), so the two differ only by float rounding.
+// Q4K and Q5K: per sub-block j (32 k = 4 blocks) the int32 dot of each row is multiplied by its
+// 6-bit sc_j (vpmulld) into the super-block's int32 sum; per super-block the mins term sum_j m_j *
+// sums32_j is 4 vpmaddwd per (panel, token) (m pairs widened from u8, the activations' sums of 32
+// codes as int16 pairs), and two FMAs apply d * sa and dmin * sa: one float step per 256 weights
+// where w4a_g32 takes one per 32. The same arithmetic as the reference (ref/packed_ref.cpp), so the
+// two differ only by float rounding.
 //
 // Prefill: P = 2 panels x T <= 8 tokens per pass (each unpacked code block feeds T tokens,
 // each activation broadcast P panels), as the W4 block of packed_avx512vnni.cpp; decode:
@@ -40,6 +41,8 @@ constexpr int kMaxTile = 8;  // tokens sharing one loaded code block
 constexpr int64_t kCell = 2368, kCodes = 320, kMinPairs = 128, kD = 256, kDmin = 288;
 // Q6K: bytes of a cell, the codes' offset (sc pairs at 0, d at 256 as Q4K's).
 constexpr int64_t kCell6 = 3360, kCodes6 = 288;
+// Q5K: bytes of a cell (Q4K's per-row fields, then chunks of 320 bytes per 32 k).
+constexpr int64_t kCell5 = 2880;
 
 // Q6K sub-block scales sc_j of the 16 rows as int32 lanes, from the pair layout.
 inline __m512i q6k_scales(const uint8_t* cell, int j) {
@@ -63,13 +66,24 @@ inline __m512 q6k_combine(const uint8_t* cell, __m512i isum, const int16_t* s16,
 }
 
 // The unpacked codes of block b (8 k) of a cell: lo = k 8b..8b+3, hi = 8b+4..8b+7.
-template <bool kQ6K>
+template <PackedKind K>
 inline void unpack_block(const uint8_t* cell, int b, __m512i* lo, __m512i* hi) {
+  constexpr bool kQ6K = K == PackedKind::kQ6K;
   const __m512i nib = _mm512_set1_epi8(0x0F);
   const __m512i v =
-      _mm512_loadu_si512(cell + (kQ6K ? kCodes6 + (b / 2) * 192 + (b % 2) * 64 : kCodes + b * 64));
+      _mm512_loadu_si512(cell + (kQ6K                    ? kCodes6 + (b / 2) * 192 + (b % 2) * 64
+                                 : K == PackedKind::kQ5K ? kCodes + (b / 4) * 320 + (b % 4) * 64
+                                                         : kCodes + b * 64));
   *lo = _mm512_and_si512(v, nib);
   *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+  if constexpr (K == PackedKind::kQ5K) {  // high block: bits 2 (b%4), 2 (b%4) + 1 -> bit 4
+    __m512i h = _mm512_loadu_si512(cell + kCodes + (b / 4) * 320 + 256);
+    if (b % 4 >= 2) h = _mm512_srli_epi16(h, 4);
+    h = b % 2 ? _mm512_slli_epi16(h, 2) : _mm512_slli_epi16(h, 4);  // lo's bit -> 4, hi's -> 5
+    const __m512i m = _mm512_set1_epi8(0x10);
+    *lo = _mm512_or_si512(*lo, _mm512_and_si512(h, m));
+    *hi = _mm512_or_si512(*hi, _mm512_and_si512(_mm512_srli_epi16(h, 1), m));
+  }
   if constexpr (kQ6K) {  // high block: bit pairs 0-3 for even b, 4-7 for odd b -> bits 4-5
     __m512i h = _mm512_loadu_si512(cell + kCodes6 + (b / 2) * 192 + 128);
     if (b % 2 == 0) h = _mm512_slli_epi16(h, 4);
@@ -79,11 +93,12 @@ inline void unpack_block(const uint8_t* cell, int b, __m512i* lo, __m512i* hi) {
   }
 }
 
-// Panels [p, p + P) x tokens [t0, t0 + T): y rows of those panels (Q4K, or Q6K: kQ6K).
-template <bool kQ6K, int P, int T>
+// Panels [p, p + P) x tokens [t0, t0 + T): y rows of those panels (Q4K, Q5K or Q6K).
+template <PackedKind K, int P, int T>
 void kquant_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
                   float* y) {
-  constexpr int64_t cb = kQ6K ? kCell6 : kCell;
+  constexpr bool kQ6K = K == PackedKind::kQ6K;
+  constexpr int64_t cb = kQ6K ? kCell6 : K == PackedKind::kQ5K ? kCell5 : kCell;
   constexpr int kSubBlocks = kQ6K ? 16 : 8, kBlocksPerSub = kQ6K ? 2 : 4;
   const int64_t ng = w.k / 256, ld32 = a.k / 32;
   // Touched once per sub-block (isum) or super-block (acc): in memory, beside the P x T
@@ -101,7 +116,7 @@ void kquant_block(const PackedMatrixView& w, const QuantizedActivations& a, int6
 #pragma GCC unroll 4
       for (int b = kBlocksPerSub * j; b < kBlocksPerSub * (j + 1); ++b) {
         __m512i lo[P], hi[P];
-        for (int i = 0; i < P; ++i) unpack_block<kQ6K>(cell[i], b, &lo[i], &hi[i]);
+        for (int i = 0; i < P; ++i) unpack_block<K>(cell[i], b, &lo[i], &hi[i]);
         for (int t = 0; t < T; ++t) {
           const __m512i qa = bcast32(q + t * a.k + 8 * b);
           for (int i = 0; i < P; ++i) dot[i][t] = _mm512_dpbusd_epi32(dot[i][t], lo[i], qa);
@@ -159,7 +174,7 @@ void kquant_block(const PackedMatrixView& w, const QuantizedActivations& a, int6
 
 // The register tile for packed_blocking.h: panel pairs [pb, pe) x T tokens; one token (the
 // GEMV) a panel at a time, so each thread reads one stream.
-template <bool kQ6K>
+template <PackedKind K>
 struct KQuantBlocks {
   static constexpr int kTokens = kMaxTile;
   const PackedMatrixView& w;
@@ -169,22 +184,27 @@ struct KQuantBlocks {
   void run(int64_t pb, int64_t pe, int64_t t0) const {
     int64_t p = pb;
     if constexpr (T == 1) {
-      for (; p < pe; ++p) kquant_block<kQ6K, 1, 1>(w, a, p, t0, y);
+      for (; p < pe; ++p) kquant_block<K, 1, 1>(w, a, p, t0, y);
       return;
     }
-    for (; p + 2 <= pe; p += 2) kquant_block<kQ6K, 2, T>(w, a, p, t0, y);
-    if (p < pe) kquant_block<kQ6K, 1, T>(w, a, p, t0, y);
+    for (; p + 2 <= pe; p += 2) kquant_block<K, 2, T>(w, a, p, t0, y);
+    if (p < pe) kquant_block<K, 1, T>(w, a, p, t0, y);
   }
 };
 
 void matmul_q4k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                    float* y) {
-  packed::over_panels(KQuantBlocks<false>{w, a, y}, w, a.n, p0, p1);
+  packed::over_panels(KQuantBlocks<PackedKind::kQ4K>{w, a, y}, w, a.n, p0, p1);
+}
+
+void matmul_q5k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                   float* y) {
+  packed::over_panels(KQuantBlocks<PackedKind::kQ5K>{w, a, y}, w, a.n, p0, p1);
 }
 
 void matmul_q6k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                    float* y) {
-  packed::over_panels(KQuantBlocks<true>{w, a, y}, w, a.n, p0, p1);
+  packed::over_panels(KQuantBlocks<PackedKind::kQ6K>{w, a, y}, w, a.n, p0, p1);
 }
 
 }  // namespace
@@ -192,6 +212,7 @@ void matmul_q6k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int
 void install_packed_q4k_avx512vnni(PackedKernels* t) {
   t->matmul_q4k_a8 = matmul_q4k_a8;
   t->matmul_q6k_a8 = matmul_q6k_a8;
+  t->matmul_q5k_a8 = matmul_q5k_a8;
 }
 
 }  // namespace edge
