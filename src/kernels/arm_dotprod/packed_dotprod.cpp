@@ -1,6 +1,6 @@
-// aarch64 dot-product (Armv8.2 SDOT, hwcap asimddp) packed kernels: W4A8, W6A8, W8A8 and
-// Q4K A8. The rest of the table is the NEON variant's (arm_neon/packed_neon.cpp), which
-// every CPU with SDOT also runs.
+// aarch64 dot-product (Armv8.2 SDOT, hwcap asimddp) packed kernels: W4A8, W6A8, W8A8, Q4K
+// A8 and Q6K A8. The rest of the table is the NEON variant's (arm_neon/packed_neon.cpp),
+// which every CPU with SDOT also runs.
 //
 // The layout of quant/packed.h is already SDOT's operand layout: a 16-byte quarter of a
 // code block holds rows 4q..4q+3, lane (4 bytes) = one row over 4 consecutive k. SDOT
@@ -10,15 +10,17 @@
 // comes back per group through the activation block's code sum, as in the reference. W6
 // codes (0..63) are the W4 nibbles with bits 4-5 from the high plane, offset 32. The loop
 // nest is kernels/packed_blocking.h, the tiles arm_neon/packed_neon_tile.h's row-lane A8
-// tile and arm_neon/packed_q4k_tile.h's Q4K one (Q4K codes are W4 nibbles with no offset;
-// the SDOT dot of each sub-block of 32 is scaled by its 6-bit sc_j in int32, d and dmin
-// apply once per 256 with the mins through the activations' sums of 32); this file holds
+// tile and arm_neon/packed_kquant_tile.h's k-quant one (Q4K codes are W4 nibbles with no
+// offset: the SDOT dot of each sub-block of 32 is scaled by its 6-bit sc_j in int32, d and
+// dmin apply once per 256 with the mins through the activations' sums of 32; Q6K codes are
+// W6 codes in chunks of 16 k: the dot of each sub-block of 16 is scaled by its int8 sc_j,
+// d applies once per 256 with the -32 offset through the sums of 16); this file holds
 // their SDOT primitive.
 #include <arm_neon.h>
 
 #include "core/check.h"
+#include "kernels/arm_neon/packed_kquant_tile.h"
 #include "kernels/arm_neon/packed_neon_tile.h"
-#include "kernels/arm_neon/packed_q4k_tile.h"
 #include "kernels/packed_api.h"
 #include "kernels/packed_blocking.h"
 
@@ -55,7 +57,8 @@ void install_packed_dotprod(PackedKernels* t) {
   t->matmul_w4_a8 = matmul_a8;
   t->matmul_w8_a8 = matmul_a8;
   t->matmul_w6_a8 = matmul_a8;
-  t->matmul_q4k_a8 = arm_packed::q4k_matmul_a8<Sdot>;
+  t->matmul_q4k_a8 = arm_packed::kquant_matmul_a8<Sdot, arm_packed::Q4KCells>;
+  t->matmul_q6k_a8 = arm_packed::kquant_matmul_a8<Sdot, arm_packed::Q6KCells>;
 }
 
 }  // namespace edge

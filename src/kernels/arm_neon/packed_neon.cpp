@@ -1,16 +1,16 @@
 // aarch64 Advanced SIMD packed kernels (packed_api.h over the layout of quant/packed.h):
 // activation quantisation (bit-exact with the reference), the A16 matmul of every kind
-// (W4 sym/asym, W8, W6; Q4K through its own tile, shared by every aarch64 table) and A8
-// matmuls by widening multiplies for CPUs without the dot product (arm_dotprod/ and
+// (W4 sym/asym, W8, W6; Q4K and Q6K through their own tile, shared by every aarch64 table)
+// and A8 matmuls by widening multiplies for CPUs without the dot product (arm_dotprod/ and
 // arm_i8mm/ replace them where they run). The loop nest is kernels/packed_blocking.h; this
 // file holds the A16 register tiles and the A8 tiles' widening-multiply primitive (the
-// tiles and the cell unpacking: arm_neon/packed_neon_tile.h, packed_q4k_tile.h).
+// tiles and the cell unpacking: arm_neon/packed_neon_tile.h, packed_kquant_tile.h).
 #include <arm_neon.h>
 
 #include "core/check.h"
 #include "kernels/arm_neon/neon_math.h"
+#include "kernels/arm_neon/packed_kquant_tile.h"
 #include "kernels/arm_neon/packed_neon_tile.h"
-#include "kernels/arm_neon/packed_q4k_tile.h"
 #include "kernels/packed_api.h"
 #include "kernels/packed_blocking.h"
 
@@ -153,11 +153,11 @@ void matmul_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0
   packed::over_panels(A16Tile{w, x, y, ahead}, w, n, p0, p1);
 }
 
-// Q4K cells (arm_neon/packed_q4k_tile.h) with f32 activations, every aarch64 table's (the
-// integer variants have no better f32 form). Per sub-block j of 32 k, as A16Tile per group:
-// dot = codes times x in f32, then y += dot * (d sc_j) - (dmin m_j) * sum(x over the 32 k),
-// which is w = d sc_j code - dmin m_j summed, up to f32 rounding.
-struct Q4KA16Tile {
+// The k-quant cells (arm_neon/packed_kquant_tile.h) with f32 activations, every aarch64
+// table's (the integer variants have no better f32 form): per super-block, sub-block by
+// sub-block through Sub::run (Q4KA16 / Q6KA16 below), each of those as A16Tile per group.
+template <class Sub>
+struct KQuantA16Tile {
   static constexpr int kTokens = A16Tile::kTokens;
   const PackedMatrixView& w;
   const float* x;  // [n, w.k]
@@ -166,19 +166,27 @@ struct Q4KA16Tile {
 
   template <int T>
   void run(int64_t pb, int64_t pe, int64_t t0) const {
-    arm_packed::each_cell<T>(w, arm_packed::kQ4KCellBytes, pb, pe, t0, ahead, y,
+    arm_packed::each_cell<T>(w, Sub::Cells::kCellBytes, pb, pe, t0, ahead, y,
                              [&](const uint8_t* cell, int64_t g, float32x4_t(&y16)[T][4]) {
                                const float* xg[T];
 #pragma GCC unroll 16
                                for (int t = 0; t < T; ++t) xg[t] = x + (t0 + t) * w.k + g * 256;
-                               for (int j = 0; j < 8; ++j) sub_block<T>(cell, j, xg, y16);
+                               for (int j = 0; j < Sub::Cells::kSubBlocks; ++j)
+                                 Sub::template run<T>(cell, j, xg, y16);
                              });
   }
+};
 
-  // y16[t][q] += sub-block j's share: dot * (d sc_j) - (dmin m_j) * xsum, rows 4q..4q+3.
+// Q4K, per sub-block j of 32 k: dot = codes times x in f32, then y += dot * (d sc_j) -
+// (dmin m_j) * sum(x over the 32 k), which is w = d sc_j code - dmin m_j summed, up to f32
+// rounding.
+struct Q4KA16 {
+  using Cells = arm_packed::Q4KCells;
+
+  // y16[t][q] += sub-block j's share, rows 4q..4q+3; xg[t] token t's x at the cell's k 0.
   template <int T>
-  static void sub_block(const uint8_t* cell, int j, const float* const (&xg)[T],
-                        float32x4_t (&y16)[T][4]) {
+  static void run(const uint8_t* cell, int j, const float* const (&xg)[T],
+                  float32x4_t (&y16)[T][4]) {
     using namespace arm_packed;
     float32x4_t dot[T][4];
     zero(dot);
@@ -206,11 +214,40 @@ struct Q4KA16Tile {
   }
 };
 
-void matmul_q4k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
-                    float* y) {
-  CHECK(w.fmt.kind == PackedKind::kQ4K && w.fmt.group == 256 && w.k % 256 == 0);
-  const int64_t ahead = n <= Q4KA16Tile::kTokens ? packed_tiling().prefetch_bytes : 0;
-  packed::over_panels(Q4KA16Tile{w, x, y, ahead}, w, n, p0, p1);
+// Q6K, per sub-block j of 16 k (its chunk: a W6 group of 16): dot = (code - 32) times x in
+// f32, then y += dot * (d sc_j), which is w = d sc_j (code - 32) summed, up to f32 rounding.
+struct Q6KA16 {
+  using Cells = arm_packed::Q6KCells;
+
+  // y16[t][q] += sub-block j's share, rows 4q..4q+3; xg[t] token t's x at the cell's k 0.
+  template <int T>
+  static void run(const uint8_t* cell, int j, const float* const (&xg)[T],
+                  float32x4_t (&y16)[T][4]) {
+    using namespace arm_packed;
+    const float* xj[T];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) xj[t] = xg[t] + 16 * j;
+    float32x4_t dot[T][4];
+    zero(dot);
+    dot_blocks_a16<PackedKind::kW6, T>(q6k_chunk(cell, j), 16, 0, 2, xj, dot);
+    int32x4_t sc[4];
+    q6k_scales(cell, j, sc);
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      const float32x4_t s = vmulq_f32(halves4(cell, kQ6KD, q), vcvtq_f32_s32(sc[q]));
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) y16[t][q] = vfmaq_f32(y16[t][q], dot[t][q], s);
+    }
+  }
+};
+
+// y[n, w.n] (panels [p0, p1)) for k-quant cells of kind Sub::Cells::kKind, f32 activations.
+template <class Sub>
+void kquant_matmul_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                       float* y) {
+  CHECK(w.fmt.kind == Sub::Cells::kKind && w.fmt.group == 256 && w.k % 256 == 0);
+  const int64_t ahead = n <= A16Tile::kTokens ? packed_tiling().prefetch_bytes : 0;
+  packed::over_panels(KQuantA16Tile<Sub>{w, x, y, ahead}, w, n, p0, p1);
 }
 
 // int8 activations without the dot product, the row-lane A8 tile's primitive
@@ -249,8 +286,10 @@ void install_packed_neon(PackedKernels* t) {
   t->matmul_w4_a8 = matmul_a8;
   t->matmul_w8_a8 = matmul_a8;
   t->matmul_w6_a8 = matmul_a8;
-  t->matmul_q4k_a16 = matmul_q4k_a16;
-  t->matmul_q4k_a8 = arm_packed::q4k_matmul_a8<WideningDot>;
+  t->matmul_q4k_a16 = kquant_matmul_a16<Q4KA16>;
+  t->matmul_q4k_a8 = arm_packed::kquant_matmul_a8<WideningDot, arm_packed::Q4KCells>;
+  t->matmul_q6k_a16 = kquant_matmul_a16<Q6KA16>;
+  t->matmul_q6k_a8 = arm_packed::kquant_matmul_a8<WideningDot, arm_packed::Q6KCells>;
 }
 
 }  // namespace edge

@@ -139,8 +139,8 @@ inline void panels_by_kind(const Tile& tile, int64_t pb, int64_t pe, int64_t t0)
       return tile.template panels<PackedKind::kW8, T>(pb, pe, t0);
     case PackedKind::kW6:
       return tile.template panels<PackedKind::kW6, T>(pb, pe, t0);
-    case PackedKind::kQ4K:  // super-blocks: tiles of their own (packed_q4k_tile.h)
-    case PackedKind::kQ6K:  // (none on aarch64: the reference's)
+    case PackedKind::kQ4K:  // super-blocks: tiles of their own (packed_kquant_tile.h)
+    case PackedKind::kQ6K:
     case PackedKind::kQ5K:  // (none on aarch64: the reference's)
       CHECK_MSG(false, "k-quant cells go through their own matmul entries");
   }
