@@ -21,23 +21,26 @@ static std::vector<uint8_t> random_packed(PackedKind kind, int32_t g, int64_t n,
   std::vector<uint8_t> m(PackedFormat::panels(n) * (k / g) * cb);
   std::mt19937 rng(1);
   for (auto& b : m) b = static_cast<uint8_t>(rng() & (kind == PackedKind::kW8 ? 0x3F : 0xFF));
-  // Scales (and mins) start after the codes; Q4K's 6-bit sc and m come first, then d, dmin.
-  const int64_t so = kind == PackedKind::kW8    ? g * 16
-                     : kind == PackedKind::kW6  ? g * 12
-                     : kind == PackedKind::kQ4K ? 256
-                                                : g * 8;
+  // Scales (and mins) start after the codes; Q4K's and Q5K's 6-bit sc and m come first, then
+  // d, dmin.
+  const bool q45 = kind == PackedKind::kQ4K || kind == PackedKind::kQ5K;
+  const int64_t so = kind == PackedKind::kW8   ? g * 16
+                     : kind == PackedKind::kW6 ? g * 12
+                     : q45                     ? 256
+                                               : g * 8;
   const uint16_t s = f32_to_f16(0.01f);
   for (int64_t c = 0; c < static_cast<int64_t>(m.size()) / cb; ++c) {
-    if (kind == PackedKind::kQ4K)
+    if (q45)
       for (int i = 0; i < 256; ++i) m[c * cb + i] &= 0x3F;
-    const bool two = kind == PackedKind::kW4Asym || kind == PackedKind::kQ4K;
+    const bool two = kind == PackedKind::kW4Asym || q45;
     for (int r = 0; r < (two ? 32 : 16); ++r) std::memcpy(&m[c * cb + so + 2 * r], &s, 2);
   }
   return m;
 }
 
 int main(int argc, char** argv) {
-  // packed_bench [threads] [kind: w4s|w4a|w8|w6|q4k|all] [variant name|all] [N or 0 for all shapes]
+  // packed_bench [threads] [kind: w4s|w4a|w8|w6|q4k|q5k|all] [variant name|all] [N or 0 for all
+  // shapes]
   //              [group 32|64|128] [a8|a16|both]
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const std::string kind_f = argc > 2 ? argv[2] : "all", var_f = argc > 3 ? argv[3] : "all";
@@ -52,13 +55,14 @@ int main(int argc, char** argv) {
            : k == PackedKind::kW4Asym ? "w4a"
            : k == PackedKind::kW6     ? "w6"
            : k == PackedKind::kQ4K    ? "q4k"
+           : k == PackedKind::kQ5K    ? "q5k"
                                       : "w4s";
   };
   for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8, PackedKind::kW6,
-                          PackedKind::kQ4K}) {
+                          PackedKind::kQ4K, PackedKind::kQ5K}) {
     const bool in_all = kind == PackedKind::kW4Sym || kind == PackedKind::kW8;
     if (kind_f != (kind_f == "all" && in_all ? "all" : kname(kind))) continue;
-    const int32_t g = kind == PackedKind::kQ4K ? 256 : g_arg;
+    const int32_t g = kind == PackedKind::kQ4K || kind == PackedKind::kQ5K ? 256 : g_arg;
     for (auto& sh : shapes) {
       const int64_t N = sh[0], K = sh[1];
       if (n_f != 0 && n_f != N) continue;

@@ -145,7 +145,8 @@ const PackedKernels& packed_kernels();
 // True when the engine's variant has SIMD kernels for Q4K cells (every x86 and aarch64
 // SIMD variant); elsewhere (the reference alone) a GGUF Q4_K repacks into w4a_g32.
 bool packed_kernels_run_q4k();
-// The same for Q6K cells (x86 today); elsewhere a GGUF Q6_K is requantised into w6_g32.
+// The same for Q6K cells (every x86 and aarch64 SIMD variant); elsewhere a GGUF Q6_K is
+// requantised into w6_g32.
 bool packed_kernels_run_q6k();
 // The same for Q5K cells (x86 today); elsewhere a GGUF Q5_K is requantised into w6_g32.
 bool packed_kernels_run_q5k();

@@ -1,7 +1,7 @@
 // A model whose weights are Q6_K (as in llama.cpp's Q4_K_M files) loads with them kept in
-// q6k_g256 cells where the kernels have them (x86), else repacked to W6 g32 (quant/repack.h,
-// engine_kquant_cells()), and computes exactly what its weights mean: with f32 activations
-// its logits and greedy tokens equal those of an F32 model holding the Q6_K values (q6k
+// q6k_g256 cells where the kernels have them (x86 and aarch64 SIMD variants), else repacked to W6
+// g32 (quant/repack.h, engine_kquant_cells()), and computes exactly what its weights mean: with f32
+// activations its logits and greedy tokens equal those of an F32 model holding the Q6_K values (q6k
 // cells) or the dequantised W6 weights (so the matmuls, the embedding lookup and the tied
 // output head all read the layout right). Against the F32 model of the Q6_K values, the
 // logit error with int8 activations (as the engine runs them) stays within 4x W8 g32's.
