@@ -27,14 +27,15 @@ struct Variants {
   std::vector<const PackedKernels*> list;  // runnable here, reference first, narrow to wide
 };
 
-// A variant without its own W6 kernels (or Q4K / Q5K A16) takes those of the next narrower
-// variant in the list (runnable here too: AVX-512 on top of AVX2) rather than the scalar
-// reference. Q4K A8 (and Q5K A8, which every x86 SIMD table installs) is not borrowed: a variant
-// without its own (none today; the aarch64 i8mm table installs the SDOT one itself) would make GGUF
-// Q4_K repack into w4a_g32 instead (packed_kernels_run_q4k()); a borrowed narrower one would be
-// slower than the variant's own W4 tile (on a Zen 5 the ymm Q4K tile ran prefill at 57% of the zmm
-// w4a_g32 one). Q6K A8 is borrowed like W6, which it replaces.
-void borrow_w6(const PackedKernels* narrower, PackedKernels* t) {
+// A variant without its own W6 kernels (or Q4K / Q5K / Q6K A16, or Q6K A8) takes those of
+// the next narrower variant in the list (runnable here too: AVX-512 on top of AVX2) rather
+// than the scalar reference. Q4K and Q5K A8 are not borrowed: every SIMD table that keeps
+// those cells installs its own (the aarch64 i8mm table installs the SDOT one itself), and a
+// variant without would make GGUF Q4_K / Q5_K repack into w4a_g32 / w6_g32 instead
+// (packed_kernels_run_q4k() / _q5k()); a borrowed narrower one would be slower than the
+// variant's own W4 tile (on a Zen 5 the ymm Q4K tile ran prefill at 57% of the zmm w4a_g32
+// one). Q6K A8 is borrowed like W6, which it replaces.
+void borrow_narrower_entries(const PackedKernels* narrower, PackedKernels* t) {
   const PackedKernels& ref = reference_packed_kernels();
   if (t->matmul_w6_a8 == ref.matmul_w6_a8) t->matmul_w6_a8 = narrower->matmul_w6_a8;
   if (t->matmul_w6_a16 == ref.matmul_w6_a16) t->matmul_w6_a16 = narrower->matmul_w6_a16;
@@ -53,7 +54,7 @@ const Variants& variants() {
       CHECK(kv != nullptr && kv->install_packed != nullptr);
       auto t = std::make_unique<PackedKernels>(reference_packed_kernels());
       kv->install_packed(t.get());
-      borrow_w6(out.list.back(), t.get());
+      borrow_narrower_entries(out.list.back(), t.get());
       out.list.push_back(t.get());
       out.tables.push_back(std::move(t));
     }
@@ -213,9 +214,7 @@ QuantizedActivations ActivationBuffer::view(int64_t n, int64_t k, int32_t group)
     s32 = sums32.data();
     s16 = sums16.data();
   }
-  QuantizedActivations a{q.data(), scales.data(), sums.data(), s32, n, k, group};
-  a.sums16 = s16;
-  return a;
+  return QuantizedActivations{q.data(), scales.data(), sums.data(), s32, n, k, group, s16};
 }
 
 void quantize_activations(const PackedKernels& kern, const float* x, const QuantizedActivations& a,
@@ -299,8 +298,8 @@ std::string packed_kernels_description() {
     missing += fmt::format("{}{} (lacks {})", missing.empty() ? "" : ", ", v.name,
                            isa_missing_features(v.isa, cpu));
   }
-  // W6 is not calibrated: the chosen table's own (or borrowed, see borrow_w6) kernels.
-  // The first variant in the list (reference first) whose kernel is the chosen table's.
+  // W6 is not calibrated: the chosen table's own (or borrowed, see borrow_narrower_entries)
+  // kernels. The first variant in the list (reference first) whose kernel is the chosen table's.
   auto owner = [](PackedMatmulA8Fn PackedKernels::*op) -> const char* {
     for (const PackedKernels* v : variants().list)
       if (v->*op == choice().table.*op) return v->name;
