@@ -87,19 +87,22 @@ TEST(IsaDispatchArm, DispatchReportNamesTheArmVariantsThisCpuRuns) {
   } else {
     EXPECT_NE(report.find("neon_dotprod (lacks asimddp)"), std::string::npos) << report;
   }
-  // Every op runs an ARM variant, W6, Q4K and Q6K too: without the dot product their int8
-  // paths are plain NEON's (widening multiplies); with it Q4K's and Q6K's are SDOT's, which
-  // the i8mm table keeps (so GGUF Q4_K and Q6_K keep their super-blocks: q4k_g256 and
-  // q6k_g256 cells, not w4a_g32 and w6_g32).
+  // Every op runs an ARM variant, W6, Q4K, Q5K and Q6K too: without the dot product their
+  // int8 paths are plain NEON's (widening multiplies); with it the k-quants' are SDOT's,
+  // which the i8mm table keeps (so GGUF Q4_K, Q5_K and Q6_K keep their super-blocks:
+  // q4k_g256, q5k_g256 and q6k_g256 cells, not w4a_g32 and w6_g32).
   if (!cpu.has("asimddp")) {
     EXPECT_NE(report.find("w6_a8   -> neon "), std::string::npos) << report;
     EXPECT_NE(report.find("q4k_a8  -> neon "), std::string::npos) << report;
+    EXPECT_NE(report.find("q5k_a8  -> neon "), std::string::npos) << report;
     EXPECT_NE(report.find("q6k_a8  -> neon "), std::string::npos) << report;
   } else {
     EXPECT_NE(report.find("q4k_a8  -> neon_dotprod"), std::string::npos) << report;
+    EXPECT_NE(report.find("q5k_a8  -> neon_dotprod"), std::string::npos) << report;
     EXPECT_NE(report.find("q6k_a8  -> neon_dotprod"), std::string::npos) << report;
   }
   EXPECT_TRUE(packed_kernels_run_q4k());
+  EXPECT_TRUE(packed_kernels_run_q5k());
   EXPECT_TRUE(packed_kernels_run_q6k());
   EXPECT_EQ(report.find("-> ref"), std::string::npos) << report;
 }

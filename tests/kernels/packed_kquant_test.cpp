@@ -3,8 +3,8 @@
 // layout defines, and every variant this CPU runs against the reference, for int8 activations (per
 // 256, with per-32 sums for Q4K / Q5K and per-16 sums for Q6K) and f32 activations. Test matrices
 // are written here byte by byte from the layout definition. A variant without kernels of
-// its own for a kind holds the reference's entries and is skipped (aarch64 has no Q5K
-// kernels yet: the report test below says what runs where).
+// its own for a kind holds the reference's entries and is skipped (the report test below
+// says what runs where).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -382,9 +382,8 @@ void expect_report_names_owner(PackedMatmulA8Fn PackedKernels::*op, const std::s
 // Every SIMD variant runs Q4K cells in SIMD, A8 and A16 (its own or a narrower variant's:
 // x86 AVX-512 borrows AVX2's A16, the aarch64 tables share NEON's A16 and i8mm takes the
 // SDOT A8), so the engine keeps GGUF Q4_K's super-blocks wherever a SIMD variant runs.
-// Q6K likewise (x86 AVX-512 borrows AVX2's A16; aarch64 shares NEON's A16). Q5K: every x86
-// variant; aarch64 has no Q5K kernels yet, so the engine requantises Q5_K to w6_g32 there
-// and the report says none.
+// Q6K likewise (x86 AVX-512 borrows AVX2's A16; aarch64 shares NEON's A16), and Q5K (x86
+// AVX-512 borrows AVX2's A16; aarch64 shares NEON's A16 and i8mm takes the SDOT A8).
 TEST(KQuantDispatch, SimdVariantsRunTheCellsAndTheReportSaysWhere) {
   const PackedKernels& ref = reference_packed_kernels();
   bool any_simd = false;
@@ -395,10 +394,8 @@ TEST(KQuantDispatch, SimdVariantsRunTheCellsAndTheReportSaysWhere) {
     EXPECT_NE(v->matmul_q4k_a16, ref.matmul_q4k_a16) << v->name;
     EXPECT_NE(v->matmul_q6k_a8, ref.matmul_q6k_a8) << v->name;
     EXPECT_NE(v->matmul_q6k_a16, ref.matmul_q6k_a16) << v->name;
-#if defined(__x86_64__)
     EXPECT_NE(v->matmul_q5k_a8, ref.matmul_q5k_a8) << v->name;
     EXPECT_NE(v->matmul_q5k_a16, ref.matmul_q5k_a16) << v->name;
-#endif
   }
   EXPECT_EQ(packed_kernels_run_q4k(), any_simd);
   EXPECT_EQ(packed_kernels_run_q6k(), packed_kernels().matmul_q6k_a8 != ref.matmul_q6k_a8);

@@ -6,9 +6,10 @@
 // decoded Q4_K values (q4k cells are exact; w4a_g32 rounds d * sc_j to fp16, within 5e-3),
 // and with int8 activations (per 256 for q4k cells, as GGML's Q8_K) its logits stay close.
 // The same for Q5_K (the bulk of Q5_K_M files): q5k_g256 cells where the kernels have them
-// (x86), else w6_g32: symmetric 6-bit codes per 32 re-rounding Q5_K's asymmetric 5-bit ones
-// cost far more (7.4e-2 of the largest logit measured with f32 activations, 7.6e-2 with
-// int8, against 1e-6 and 2.9e-2 with the cells: the bound below is 0.12 for both).
+// (every x86 and aarch64 SIMD variant), else w6_g32: symmetric 6-bit codes per 32
+// re-rounding Q5_K's asymmetric 5-bit ones cost far more (7.4e-2 of the largest logit
+// measured with f32 activations, 7.6e-2 with int8, against 1e-6 and 2.9e-2 with the
+// cells: the bound below is 0.12 for both).
 // The release suite runs this natively and again as an AVX2-only CPU (EDGE_MAX_ISA=avx2),
 // so on an AVX-512 machine both targets are exercised.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // aarch64 dot-product (Armv8.2 SDOT, hwcap asimddp) packed kernels: W4A8, W6A8, W8A8, Q4K
-// A8 and Q6K A8. The rest of the table is the NEON variant's (arm_neon/packed_neon.cpp),
+// A8, Q5K A8 and Q6K A8. The rest of the table is the NEON variant's (arm_neon/packed_neon.cpp),
 // which every CPU with SDOT also runs.
 //
 // The layout of quant/packed.h is already SDOT's operand layout: a 16-byte quarter of a
@@ -12,7 +12,8 @@
 // nest is kernels/packed_blocking.h, the tiles arm_neon/packed_neon_tile.h's row-lane A8
 // tile and arm_neon/packed_kquant_tile.h's k-quant one (Q4K codes are W4 nibbles with no
 // offset: the SDOT dot of each sub-block of 32 is scaled by its 6-bit sc_j in int32, d and
-// dmin apply once per 256 with the mins through the activations' sums of 32; Q6K codes are
+// dmin apply once per 256 with the mins through the activations' sums of 32; Q5K the same
+// with codes 0..31, bit 4 merged from each sub-block's high block; Q6K codes are
 // W6 codes in chunks of 16 k: the dot of each sub-block of 16 is scaled by its int8 sc_j,
 // d applies once per 256 with the -32 offset through the sums of 16); this file holds
 // their SDOT primitive.
@@ -58,6 +59,7 @@ void install_packed_dotprod(PackedKernels* t) {
   t->matmul_w8_a8 = matmul_a8;
   t->matmul_w6_a8 = matmul_a8;
   t->matmul_q4k_a8 = arm_packed::kquant_matmul_a8<Sdot, arm_packed::Q4KCells>;
+  t->matmul_q5k_a8 = arm_packed::kquant_matmul_a8<Sdot, arm_packed::Q5KCells>;
   t->matmul_q6k_a8 = arm_packed::kquant_matmul_a8<Sdot, arm_packed::Q6KCells>;
 }
 

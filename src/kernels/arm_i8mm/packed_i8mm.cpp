@@ -1,9 +1,9 @@
 // aarch64 int8 matrix-multiply (Armv8.6 I8MM SMMLA, hwcap2 i8mm) packed kernels: W4A8, W6A8
 // and W8A8 over two token pairs at a time (the loop nest is kernels/packed_blocking.h). The
-// rest of the table is the dot-product variant's, Q4K and Q6K A8 included: the SDOT
+// rest of the table is the dot-product variant's, Q4K, Q5K and Q6K A8 included: the SDOT
 // row-lane tile of arm_neon/packed_kquant_tile.h, borrowed as it is. An SMMLA k-quant tile
-// would be the W4 / W6 one below with its int32 tiles folded per sub-block (32 k for Q4K,
-// 16 for Q6K) by sc_j (lanes [r r r+1 r+1]) and the per-256 combine of
+// would be the W4 / W6 one below with its int32 tiles folded per sub-block (32 k for Q4K
+// and Q5K, 16 for Q6K) by sc_j (lanes [r r r+1 r+1]) and the per-256 combine of
 // packed_kquant_tile.h; not written yet (prefill would gain what SMMLA gains for W4, decode
 // nothing).
 //

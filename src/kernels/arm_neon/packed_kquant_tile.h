@@ -1,5 +1,6 @@
-// The aarch64 register tiles' view of the k-quant cells (quant/packed.h, "Q4K group" and
-// "Q6K group": GGUF Q4_K's and Q6_K's super-blocks of 256, kept as they are) and their A8
+// The aarch64 register tiles' view of the k-quant cells (quant/packed.h, "Q4K group", "Q5K
+// group" and "Q6K group": GGUF Q4_K's, Q5_K's and Q6_K's super-blocks of 256, kept as they
+// are) and their A8
 // tile, written once over the row-lane dot primitive of arm_neon/packed_neon_tile.h (plain
 // NEON's widening multiplies, SDOT). In an anonymous namespace, as packed_neon_tile.h: each
 // ISA file keeps its own copy.
@@ -10,6 +11,11 @@
 // = k 8b..8b+7, so sub-block j = k 32j..32j+31 is blocks 4j..4j+3). A weight is
 // w = d sc_j code - dmin m_j.
 //
+// Q5K cell (16 rows x 256 k, 2880 bytes): Q4K's fields (bytes 0..319, same weight formula),
+// then codes 0..31 at 320 in 8 chunks of 320 bytes, chunk j = sub-block j: its four W4
+// blocks of 8 k, then a high block whose byte 4 r + i holds bit 4 of row r at k 32j + 4m + i
+// in bit m (packed_neon_tile.h's quarter<kQ5K> merges it).
+//
 // Q6K cell (16 rows x 256 k, 3360 bytes): sc pairs [8 i][16 rows][2] s8 at byte 0 (byte
 // 32 i + 2 r + e = sc_{2i+e} of row r); d [16] fp16 at 256; codes at 288 in 16 chunks of 192
 // bytes, chunk j = sub-block j = k 16j..16j+15 in the W6 layout of a group of 16 (W4 blocks
@@ -17,8 +23,8 @@
 //
 // Both A8 tiles dot each sub-block exactly in int32 (codes as stored, unsigned), fold the
 // dot into one int32 sum per (token, row) with the sub-block's integer scale, and apply the
-// float scales once per 256 (Q4K: d and dmin with the mins through the activations' sums of
-// 32; Q6K: d with the -32 offset through the sums of 16), as the reference and the x86
+// float scales once per 256 (Q4K / Q5K: d and dmin with the mins through the activations'
+// sums of 32; Q6K: d with the -32 offset through the sums of 16), as the reference and the x86
 // kernels do.
 #pragma once
 
@@ -36,7 +42,6 @@ namespace edge {
 namespace {
 namespace arm_packed {
 
-constexpr int64_t kQ4KCellBytes = 2368;
 constexpr int kQ4KMins = 128, kQ4KD = 256, kQ4KDmin = 288, kQ4KCodes = 320;
 constexpr int64_t kQ6KCellBytes = 3360;
 constexpr int kQ6KD = 256, kQ6KCodes = 288, kQ6KChunk = 192;
@@ -114,21 +119,31 @@ inline int32x4_t q4k_min_dot(const uint8_t* cell, int q, const int16_t* s32) {
   return pair_dot<4>([&](int i) { return vreinterpretq_s16_u16(q4k_min_pair(cell, i, q)); }, s32);
 }
 
-// Q4K for KQuantA8Tile: 8 sub-blocks of 32 k, activation sums per 32.
-struct Q4KCells {
-  static constexpr PackedKind kKind = PackedKind::kQ4K;
-  static constexpr int64_t kCellBytes = kQ4KCellBytes;
+// Q4K and Q5K (the same per-row fields) for KQuantA8Tile: 8 sub-blocks of 32 k,
+// activation sums per 32. Sub-block j's codes are 4 blocks of 8 k from chunk(cell, j):
+// Q4K's W4 nibbles (256 bytes per sub-block), Q5K's nibbles with bit 4 from the chunk's
+// high block (320 bytes), both unsigned as stored (quarter<K>).
+template <PackedKind K>
+struct Q4KFieldCells {
+  static_assert(K == PackedKind::kQ4K || K == PackedKind::kQ5K);
+  static constexpr PackedKind kKind = K;
+  static constexpr int64_t kChunk = K == PackedKind::kQ5K ? 320 : 256;
+  static constexpr int64_t kCellBytes = kQ4KCodes + 8 * kChunk;  // 2368 / 2880
   static constexpr int kSubBlocks = 8;
   static const int16_t* sums(const QuantizedActivations& a) { return a.sums32; }
+  static const uint8_t* chunk(const uint8_t* cell, int j) { return cell + kQ4KCodes + kChunk * j; }
 
-  // dq[t][q] += sc_j * (token t's int32 dot over sub-block j's 4 code blocks, the W4
-  // nibbles as stored). The largest folded sum, 8 * 63 * 32 * 15 * 127, is far inside int32.
+  // dq[t][q] += sc_j * (token t's int32 dot over sub-block j's 4 code blocks). The largest
+  // folded sum, 8 * 63 * 32 * 31 * 127 (Q5K), is far inside int32.
   template <class Dot, int T>
   static void sub_block(const uint8_t* cell, int j, const int8_t* const (&xq)[T],
                         int32x4_t (&dq)[T][4]) {
+    const int8_t* xj[T];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) xj[t] = xq[t] + 32 * j;
     int32x4_t sc[4];
     q4k_scales(cell, j, sc);
-    fold_blocks<Dot, PackedKind::kQ4K, T>(cell + kQ4KCodes, 256, 4 * j, 4 * j + 4, xq, sc, dq);
+    fold_blocks<Dot, K, T>(chunk(cell, j), 256, 0, 4, xj, sc, dq);
   }
 
   // y4 (rows 4q..4q+3 of one token) += sa (d isum - dmin msum), the reference's two float
@@ -145,6 +160,8 @@ struct Q4KCells {
     }
   }
 };
+using Q4KCells = Q4KFieldCells<PackedKind::kQ4K>;
+using Q5KCells = Q4KFieldCells<PackedKind::kQ5K>;
 
 // ---- Q6K ---------------------------------------------------------------------------------
 
@@ -211,8 +228,8 @@ struct Q6KCells {
 // ---- the A8 tile -------------------------------------------------------------------------
 
 // The k-quant A8 register tile: up to Dot::kTokens tokens x one 16-row panel, activations
-// quantised per 256 with the sums per sub-block (Cells::sums: sums32 for Q4K, sums16 for
-// Q6K). Per sub-block j Cells::sub_block folds the exact int32 dots into dq with the
+// quantised per 256 with the sums per sub-block (Cells::sums: sums32 for Q4K / Q5K, sums16
+// for Q6K). Per sub-block j Cells::sub_block folds the exact int32 dots into dq with the
 // integer scales sc_j, one multiply-add per (token, quarter); Cells::combine applies the
 // float scales once per super-block. Dot: see RowA8Tile.
 template <class Dot, class Cells>

@@ -1,10 +1,11 @@
 // aarch64 Advanced SIMD packed kernels (packed_api.h over the layout of quant/packed.h):
 // activation quantisation (bit-exact with the reference), the A16 matmul of every kind
-// (W4 sym/asym, W8, W6; Q4K and Q6K through their own tile, shared by every aarch64 table)
-// and A8 matmuls by widening multiplies for CPUs without the dot product (arm_dotprod/ and
-// arm_i8mm/ replace them where they run). The loop nest is kernels/packed_blocking.h; this
-// file holds the A16 register tiles and the A8 tiles' widening-multiply primitive (the
-// tiles and the cell unpacking: arm_neon/packed_neon_tile.h, packed_kquant_tile.h).
+// (W4 sym/asym, W8, W6; Q4K, Q5K and Q6K through their own tile, shared by every aarch64
+// table) and A8 matmuls by widening multiplies for CPUs without the dot product
+// (arm_dotprod/ and arm_i8mm/ replace them where they run). The loop nest is
+// kernels/packed_blocking.h; this file holds the A16 register tiles and the A8 tiles'
+// widening-multiply primitive (the tiles and the cell unpacking: arm_neon/packed_neon_tile.h,
+// packed_kquant_tile.h).
 #include <arm_neon.h>
 
 #include "core/check.h"
@@ -155,7 +156,8 @@ void matmul_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0
 
 // The k-quant cells (arm_neon/packed_kquant_tile.h) with f32 activations, every aarch64
 // table's (the integer variants have no better f32 form): per super-block, sub-block by
-// sub-block through Sub::run (Q4KA16 / Q6KA16 below), each of those as A16Tile per group.
+// sub-block through Sub::run (Q4KFieldA16 / Q6KA16 below), each of those as A16Tile per
+// group.
 template <class Sub>
 struct KQuantA16Tile {
   static constexpr int kTokens = A16Tile::kTokens;
@@ -177,28 +179,32 @@ struct KQuantA16Tile {
   }
 };
 
-// Q4K, per sub-block j of 32 k: dot = codes times x in f32, then y += dot * (d sc_j) -
-// (dmin m_j) * sum(x over the 32 k), which is w = d sc_j code - dmin m_j summed, up to f32
-// rounding.
-struct Q4KA16 {
-  using Cells = arm_packed::Q4KCells;
+// Q4K and Q5K, per sub-block j of 32 k (Cells::chunk's 4 code blocks): dot = codes times x
+// in f32, then y += dot * (d sc_j) - (dmin m_j) * sum(x over the 32 k), which is
+// w = d sc_j code - dmin m_j summed, up to f32 rounding.
+template <PackedKind K>
+struct Q4KFieldA16 {
+  using Cells = arm_packed::Q4KFieldCells<K>;
 
   // y16[t][q] += sub-block j's share, rows 4q..4q+3; xg[t] token t's x at the cell's k 0.
   template <int T>
   static void run(const uint8_t* cell, int j, const float* const (&xg)[T],
                   float32x4_t (&y16)[T][4]) {
     using namespace arm_packed;
+    const float* xj[T];
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) xj[t] = xg[t] + 32 * j;
     float32x4_t dot[T][4];
     zero(dot);
-    dot_blocks_a16<PackedKind::kQ4K, T>(cell + kQ4KCodes, 256, 4 * j, 4 * j + 4, xg, dot);
+    dot_blocks_a16<K, T>(Cells::chunk(cell, j), 256, 0, 4, xj, dot);
     int32x4_t sc[4];
     q4k_scales(cell, j, sc);
     float xsum[T];
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) {
-      float32x4_t xs = vld1q_f32(xg[t] + 32 * j);
+      float32x4_t xs = vld1q_f32(xj[t]);
 #pragma GCC unroll 8
-      for (int i = 4; i < 32; i += 4) xs = vaddq_f32(xs, vld1q_f32(xg[t] + 32 * j + i));
+      for (int i = 4; i < 32; i += 4) xs = vaddq_f32(xs, vld1q_f32(xj[t] + i));
       xsum[t] = vaddvq_f32(xs);
     }
 #pragma GCC unroll 4
@@ -286,8 +292,10 @@ void install_packed_neon(PackedKernels* t) {
   t->matmul_w4_a8 = matmul_a8;
   t->matmul_w8_a8 = matmul_a8;
   t->matmul_w6_a8 = matmul_a8;
-  t->matmul_q4k_a16 = kquant_matmul_a16<Q4KA16>;
+  t->matmul_q4k_a16 = kquant_matmul_a16<Q4KFieldA16<PackedKind::kQ4K>>;
   t->matmul_q4k_a8 = arm_packed::kquant_matmul_a8<WideningDot, arm_packed::Q4KCells>;
+  t->matmul_q5k_a16 = kquant_matmul_a16<Q4KFieldA16<PackedKind::kQ5K>>;
+  t->matmul_q5k_a8 = arm_packed::kquant_matmul_a8<WideningDot, arm_packed::Q5KCells>;
   t->matmul_q6k_a16 = kquant_matmul_a16<Q6KA16>;
   t->matmul_q6k_a8 = arm_packed::kquant_matmul_a8<WideningDot, arm_packed::Q6KCells>;
 }

@@ -44,14 +44,15 @@ constexpr int64_t scale_offset(PackedKind kind, int32_t group) {
                                    : int64_t{group} * 8;
 }
 
-// Planes (4 k each) per 64-byte code block: two nibble planes for W4/W6/Q4K, one for W8.
+// Planes (4 k each) per 64-byte code block: two nibble planes for W4/W6/Q4K/Q5K, one for W8.
 constexpr int planes(PackedKind kind) {
   return kind == PackedKind::kW8 ? 1 : 2;
 }
 
 // The unsigned codes (as stored, no offset) of quarter q of code block b, one 16-byte
 // vector per plane in the layout's lane order (W4 0..15, W6 0..63, W8 int8 bits; Q4K: the
-// W4 nibbles, `cell` then pointing at its codes, byte 320).
+// W4 nibbles, `cell` then pointing at its codes, byte 320; Q5K: 0..31, `cell` pointing at
+// one 320-byte chunk, b = 0..3, its high block at +256).
 template <PackedKind K>
 inline void quarter(const uint8_t* cell, int32_t group, int b, int q, uint8x16_t* c) {
   const uint8x16_t raw = vld1q_u8(cell + 64 * b + 16 * q);
@@ -68,11 +69,20 @@ inline void quarter(const uint8_t* cell, int32_t group, int b, int q, uint8x16_t
       c[0] = vorrq_u8(c[0], vandq_u8(vshlq_n_u8(hb, 4), two));
       c[1] = vorrq_u8(c[1], vandq_u8(vshlq_n_u8(hb, 2), two));
     }
+    if constexpr (K == PackedKind::kQ5K) {
+      // Byte 4 r + i of the high block's quarter holds bit 4 of row 4q + r at k 4m + i in
+      // bit m: the low plane of block b is m = 2b, the high plane 2b + 1. One shift by
+      // 4 - 2b (right for b = 3) puts bit 2b at 4 and bit 2b + 1 at 5.
+      const uint8x16_t hb = vshlq_u8(vld1q_u8(cell + 256 + 16 * q), vdupq_n_s8(4 - 2 * b));
+      const uint8x16_t bit4 = vdupq_n_u8(0x10);
+      c[0] = vorrq_u8(c[0], vandq_u8(hb, bit4));
+      c[1] = vorrq_u8(c[1], vandq_u8(vshrq_n_u8(hb, 1), bit4));
+    }
   }
 }
 
 // The offset the reference subtracts from a stored code (w = (code - offset) * scale; Q4K
-// has none: its mins are per sub-block, applied apart).
+// and Q5K have none: their mins are per sub-block, applied apart).
 constexpr int offset(PackedKind kind) {
   return kind == PackedKind::kW4Sym ? 8 : kind == PackedKind::kW6 ? 32 : 0;
 }
@@ -141,7 +151,7 @@ inline void panels_by_kind(const Tile& tile, int64_t pb, int64_t pe, int64_t t0)
       return tile.template panels<PackedKind::kW6, T>(pb, pe, t0);
     case PackedKind::kQ4K:  // super-blocks: tiles of their own (packed_kquant_tile.h)
     case PackedKind::kQ6K:
-    case PackedKind::kQ5K:  // (none on aarch64: the reference's)
+    case PackedKind::kQ5K:
       CHECK_MSG(false, "k-quant cells go through their own matmul entries");
   }
 }
