@@ -148,7 +148,8 @@ bool packed_kernels_run_q4k();
 // The same for Q6K cells (every x86 and aarch64 SIMD variant); elsewhere a GGUF Q6_K is
 // requantised into w6_g32.
 bool packed_kernels_run_q6k();
-// The same for Q5K cells (x86 today); elsewhere a GGUF Q5_K is requantised into w6_g32.
+// The same for Q5K cells (every x86 and aarch64 SIMD variant); elsewhere a GGUF Q5_K is
+// requantised into w6_g32.
 bool packed_kernels_run_q5k();
 // kern.quantize_act over rows [t0, t1), then a.sums32 and a.sums16 where the view has them.
 void quantize_activations(const PackedKernels& kern, const float* x, const QuantizedActivations& a,

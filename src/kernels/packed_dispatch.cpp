@@ -29,8 +29,8 @@ struct Variants {
 
 // A variant without its own W6 kernels (or Q4K / Q5K / Q6K A16, or Q6K A8) takes those of
 // the next narrower variant in the list (runnable here too: AVX-512 on top of AVX2) rather
-// than the scalar reference. Q4K and Q5K A8 are not borrowed: every SIMD table that keeps
-// those cells installs its own (the aarch64 i8mm table installs the SDOT one itself), and a
+// than the scalar reference. Q4K and Q5K A8 are not borrowed: every SIMD table installs its
+// own (the aarch64 i8mm table installs the SDOT ones itself), and a
 // variant without would make GGUF Q4_K / Q5_K repack into w4a_g32 / w6_g32 instead
 // (packed_kernels_run_q4k() / _q5k()); a borrowed narrower one would be slower than the
 // variant's own W4 tile (on a Zen 5 the ymm Q4K tile ran prefill at 57% of the zmm w4a_g32
