@@ -272,6 +272,57 @@ inline void merge_high(const uint8_t* hp, int b, __m256i* lo, __m256i* hi) {
   }
 }
 
+// Bit M of each byte of h moved to bit 4 (16-bit shifts: what crosses a byte border lands
+// outside bit 4 and is masked off by the caller).
+template <int M>
+inline __m256i q5k_bit_to_4(__m256i h) {
+  if constexpr (M < 4)
+    return _mm256_slli_epi16(h, 4 - M);
+  else if constexpr (M > 4)
+    return _mm256_srli_epi16(h, M - 4);
+  else
+    return h;
+}
+
+// Q5K code block M (0..3) of a 320-byte chunk cc (32 k, quant/packed.h) against T tokens:
+// nibble planes with bits 2M (lo) and 2M + 1 (hi) of the chunk's high block hb as bit 4,
+// the shifts known at compile time (merge_high's depend on a run-time block position).
+template <int M, int T, bool kVnni>
+inline void q5k_block(__m256i (&s)[T][2], const uint8_t* cc, const __m256i (&hb)[2],
+                      const int8_t* q, int64_t ld) {
+  const __m256i nib = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+  __m256i lo[2], hi[2];
+  for (int x = 0; x < 2; ++x) {
+    const __m256i v = load256(cc + 64 * M + 32 * x);
+    lo[x] = _mm256_or_si256(_mm256_and_si256(v, nib),
+                            _mm256_and_si256(q5k_bit_to_4<2 * M>(hb[x]), bit4));
+    hi[x] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nib),
+                            _mm256_and_si256(q5k_bit_to_4<2 * M + 1>(hb[x]), bit4));
+  }
+  gemm_step<T, kVnni>(s, lo[0], lo[1], q + 8 * M, ld);
+  gemm_step<T, kVnni>(s, hi[0], hi[1], q + 8 * M + 4, ld);
+}
+
+// Q5K sub-block (32 k = one chunk, its 6-bit scales sc) in rounds of kRound blocks (2 with
+// maddubs, 4 with VNNI: GemmKind::round), folded into d. The high block is loaded once for
+// the four blocks. Used by decode and small batches; prefill unpacks (unpack_panel).
+template <int T, bool kVnni, int kRound>
+inline void q5k_sub_block(__m256i (&d)[T][2], const uint8_t* cc, const int8_t* q, int64_t ld,
+                          const __m256i (&sc)[2]) {
+  const __m256i hb[2] = {load256(cc + 256), load256(cc + 288)};
+  __m256i s[T][2];
+  for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
+  q5k_block<0, T, kVnni>(s, cc, hb, q, ld);
+  q5k_block<1, T, kVnni>(s, cc, hb, q, ld);
+  if constexpr (kRound == 2) {
+    kquant_fold<T, kVnni>(d, s, sc);
+    for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
+  }
+  q5k_block<2, T, kVnni>(s, cc, hb, q, ld);
+  q5k_block<3, T, kVnni>(s, cc, hb, q, ld);
+  kquant_fold<T, kVnni>(d, s, sc);
+}
+
 // y[t0 .. t0+T, rows of panel p] for W4 (sym or asym), W6, Q4K, Q5K or Q6K (G = 256) with
 // int8 activations.
 template <int G, PackedKind K, bool kVnni>
@@ -299,12 +350,19 @@ void W4A8Gemm<G, K, kVnni>::tile(const PackedMatrixView& w, const QuantizedActiv
   const __m256i nib = _mm256_set1_epi8(0x0F);
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-  __m256i sc[2];  // K-quants: the current sub-block's scales (q4k_scales / q6k_scales)
+  __m256i sc[2] = {};  // K-quants: the current sub-block's scales (q4k_scales / q6k_scales)
   for (int64_t g = 0; g < ng; ++g, c += cb, q += G, u += kPre ? G * 16 : 0) {
     if constexpr (!kPre) prefetch_ahead(c, pf, cb);
     __m256i d[T][2];
     for (int t = 0; t < T; ++t) d[t][0] = d[t][1] = _mm256_setzero_si256();
-    for (int r = 0; r < G / 8; r += kRound) {
+    if constexpr (KK::kQ5 && !kPre) {
+      static_assert(kRound == 2 || kRound == 4);
+      for (int j = 0; j < G / 32; ++j) {
+        q4k_scales<kVnni>(c, j, sc);
+        q5k_sub_block<T, kVnni, kRound>(d, c + KK::low_block(4 * j), q + 32 * j, a.k, sc);
+      }
+    }
+    for (int r = 0; r < (KK::kQ5 && !kPre ? 0 : G / 8); r += kRound) {
       __m256i s[T][2];
       for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
 #pragma GCC unroll 4
