@@ -24,10 +24,10 @@ static std::vector<uint8_t> random_packed(PackedKind kind, int32_t g, int64_t n,
   // Scales (and mins) start after the codes; Q4K's and Q5K's 6-bit sc and m come first, then
   // d, dmin.
   const bool q45 = kind == PackedKind::kQ4K || kind == PackedKind::kQ5K;
-  const int64_t so = kind == PackedKind::kW8   ? g * 16
-                     : kind == PackedKind::kW6 ? g * 12
-                     : q45                     ? 256
-                                               : g * 8;
+  const int64_t so = kind == PackedKind::kW8           ? g * 16
+                     : kind == PackedKind::kW6         ? g * 12
+                     : q45 || kind == PackedKind::kQ6K ? 256
+                                                       : g * 8;
   const uint16_t s = f32_to_f16(0.01f);
   for (int64_t c = 0; c < static_cast<int64_t>(m.size()) / cb; ++c) {
     if (q45)
@@ -39,7 +39,7 @@ static std::vector<uint8_t> random_packed(PackedKind kind, int32_t g, int64_t n,
 }
 
 int main(int argc, char** argv) {
-  // packed_bench [threads] [kind: w4s|w4a|w8|w6|q4k|q5k|all] [variant name|all] [N or 0 for all
+  // packed_bench [threads] [kind: w4s|w4a|w8|w6|q4k|q5k|q6k|all] [variant name|all] [N or 0 for all
   // shapes]
   //              [group 32|64|128] [a8|a16|both]
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
@@ -56,13 +56,16 @@ int main(int argc, char** argv) {
            : k == PackedKind::kW6     ? "w6"
            : k == PackedKind::kQ4K    ? "q4k"
            : k == PackedKind::kQ5K    ? "q5k"
+           : k == PackedKind::kQ6K    ? "q6k"
                                       : "w4s";
   };
   for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8, PackedKind::kW6,
-                          PackedKind::kQ4K, PackedKind::kQ5K}) {
+                          PackedKind::kQ4K, PackedKind::kQ5K, PackedKind::kQ6K}) {
     const bool in_all = kind == PackedKind::kW4Sym || kind == PackedKind::kW8;
     if (kind_f != (kind_f == "all" && in_all ? "all" : kname(kind))) continue;
-    const int32_t g = kind == PackedKind::kQ4K || kind == PackedKind::kQ5K ? 256 : g_arg;
+    const bool super =
+        kind == PackedKind::kQ4K || kind == PackedKind::kQ5K || kind == PackedKind::kQ6K;
+    const int32_t g = super ? 256 : g_arg;
     for (auto& sh : shapes) {
       const int64_t N = sh[0], K = sh[1];
       if (n_f != 0 && n_f != N) continue;
@@ -107,13 +110,14 @@ int main(int argc, char** argv) {
             }
             return best;
           };
-          const double gbs = static_cast<double>(one.size()) / best_of(1, std::getenv("PACKED_BENCH_HOT") == nullptr) / 1e9;
+          const double gbs = static_cast<double>(one.size()) /
+                             best_of(1, std::getenv("PACKED_BENCH_HOT") == nullptr) / 1e9;
           const double gf = 2.0 * 64 * N * K / best_of(64, false) / 1e9;
           std::printf(
               "%-4s g%-3d %-12s %-4s N=%-6lld K=%-5lld decode %6.1f GB/s (%7.1f us)  prefill64 "
               "%7.1f GFLOP/s\n",
-              kname(kind), g, v->name, a8 ? "a8" : "a16", (long long)N,
-              (long long)K, gbs, 1e6 * one.size() / (gbs * 1e9), gf);
+              kname(kind), g, v->name, a8 ? "a8" : "a16", (long long)N, (long long)K, gbs,
+              1e6 * one.size() / (gbs * 1e9), gf);
           std::fflush(stdout);
         }
       }

@@ -254,7 +254,8 @@ struct GemmKind {
 // Block b's high bits (the 32 bytes of half h at hp) or-ed into its two nibble planes lo
 // (k 8b .. 8b+3) and hi (8b+4 .. 8b+7). W6 / Q6K: bit pairs 0-3 of an even block, 4-7 of an
 // odd one, to bits 4-5. Q5K: bits 2 (b % 4) and 2 (b % 4) + 1 to bit 4 (16-bit shifts whose
-// bits crossing a byte border are masked off).
+// bits crossing a byte border are masked off). The prefill unpack's (unpack_panel, once per
+// cache block); the in-register tile has constant shifts instead (w6_pair, q5k_sub_block).
 template <class KK>
 inline void merge_high(const uint8_t* hp, int b, __m256i* lo, __m256i* hi) {
   __m256i h = load256(hp);
@@ -272,10 +273,10 @@ inline void merge_high(const uint8_t* hp, int b, __m256i* lo, __m256i* hi) {
   }
 }
 
-// Bit M of each byte of h moved to bit 4 (16-bit shifts: what crosses a byte border lands
-// outside bit 4 and is masked off by the caller).
+// Bit M of each byte of h moved to bit 4 (and M + 1 to 5): 16-bit shifts, what crosses a byte
+// border lands outside bits 4-5 and is masked off by the caller.
 template <int M>
-inline __m256i q5k_bit_to_4(__m256i h) {
+inline __m256i bits_to_4(__m256i h) {
   if constexpr (M < 4)
     return _mm256_slli_epi16(h, 4 - M);
   else if constexpr (M > 4)
@@ -294,10 +295,10 @@ inline void q5k_block(__m256i (&s)[T][2], const uint8_t* cc, const __m256i (&hb)
   __m256i lo[2], hi[2];
   for (int x = 0; x < 2; ++x) {
     const __m256i v = load256(cc + 64 * M + 32 * x);
-    lo[x] = _mm256_or_si256(_mm256_and_si256(v, nib),
-                            _mm256_and_si256(q5k_bit_to_4<2 * M>(hb[x]), bit4));
+    lo[x] =
+        _mm256_or_si256(_mm256_and_si256(v, nib), _mm256_and_si256(bits_to_4<2 * M>(hb[x]), bit4));
     hi[x] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nib),
-                            _mm256_and_si256(q5k_bit_to_4<2 * M + 1>(hb[x]), bit4));
+                            _mm256_and_si256(bits_to_4<2 * M + 1>(hb[x]), bit4));
   }
   gemm_step<T, kVnni>(s, lo[0], lo[1], q + 8 * M, ld);
   gemm_step<T, kVnni>(s, hi[0], hi[1], q + 8 * M + 4, ld);
@@ -321,6 +322,58 @@ inline void q5k_sub_block(__m256i (&d)[T][2], const uint8_t* cc, const int8_t* q
   q5k_block<2, T, kVnni>(s, cc, hb, q, ld);
   q5k_block<3, T, kVnni>(s, cc, hb, q, ld);
   kquant_fold<T, kVnni>(d, s, sc);
+}
+
+// W6 / Q6K code block M (0: even, 1: odd) of a pair sharing one high block hb (32 bytes per
+// half): bits 4M, 4M + 1 (lo) and 4M + 2, 4M + 3 (hi) of each byte as bits 4-5.
+template <int M, int T, bool kVnni>
+inline void w6_block(__m256i (&s)[T][2], const uint8_t* cc, const __m256i (&hb)[2], const int8_t* q,
+                     int64_t ld) {
+  const __m256i nib = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+  __m256i lo[2], hi[2];
+  for (int x = 0; x < 2; ++x) {
+    const __m256i v = load256(cc + 32 * x);
+    lo[x] = _mm256_or_si256(_mm256_and_si256(v, nib),
+                            _mm256_and_si256(bits_to_4<4 * M>(hb[x]), bits45));
+    hi[x] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nib),
+                            _mm256_and_si256(bits_to_4<4 * M + 2>(hb[x]), bits45));
+  }
+  gemm_step<T, kVnni>(s, lo[0], lo[1], q, ld);
+  gemm_step<T, kVnni>(s, hi[0], hi[1], q + 4, ld);
+}
+
+// d += the round sums s: K-quants scaled by the sub-block's scales sc (kquant_fold), the others
+// widened (maddubs) or added (VNNI).
+template <class KK, int T, bool kVnni>
+inline void add_round(__m256i (&d)[T][2], const __m256i (&s)[T][2], const __m256i (&sc)[2]) {
+  if constexpr (KK::kSuper) {
+    kquant_fold<T, kVnni>(d, s, sc);
+  } else {
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < 2; ++h)
+        d[t][h] = kVnni
+                      ? _mm256_add_epi32(d[t][h], s[t][h])
+                      : _mm256_add_epi32(d[t][h], _mm256_madd_epi16(s[t][h], _mm256_set1_epi16(1)));
+  }
+}
+
+// W6 / Q6K blocks r (even) and r + 1 of cell c, which share a high block (loaded once here,
+// the shifts constants). Rounds (GemmKind::round): maddubs one block (two pairs of <= 63 * 127
+// fill an s16 lane), VNNI the pair (W6's group-long rounds summed a pair at a time).
+template <class KK, int T, bool kVnni>
+inline void w6_pair(__m256i (&d)[T][2], const uint8_t* c, int r, const int8_t* q, int64_t ld,
+                    const __m256i (&sc)[2]) {
+  const uint8_t* hp = c + KK::high_block(r);
+  const __m256i hb[2] = {load256(hp), load256(hp + 32)};
+  __m256i s[T][2];
+  for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
+  w6_block<0, T, kVnni>(s, c + KK::low_block(r), hb, q, ld);
+  if constexpr (!kVnni) {
+    add_round<KK, T, kVnni>(d, s, sc);
+    for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
+  }
+  w6_block<1, T, kVnni>(s, c + KK::low_block(r + 1), hb, q + 8, ld);
+  add_round<KK, T, kVnni>(d, s, sc);
 }
 
 // y[t0 .. t0+T, rows of panel p] for W4 (sym or asym), W6, Q4K, Q5K or Q6K (G = 256) with
@@ -355,51 +408,49 @@ void W4A8Gemm<G, K, kVnni>::tile(const PackedMatrixView& w, const QuantizedActiv
     if constexpr (!kPre) prefetch_ahead(c, pf, cb);
     __m256i d[T][2];
     for (int t = 0; t < T; ++t) d[t][0] = d[t][1] = _mm256_setzero_si256();
+    // Decode and small batches of W6, Q5K and Q6K: the high blocks' bits at constant shifts.
     if constexpr (KK::kQ5 && !kPre) {
       static_assert(kRound == 2 || kRound == 4);
       for (int j = 0; j < G / 32; ++j) {
         q4k_scales<kVnni>(c, j, sc);
         q5k_sub_block<T, kVnni, kRound>(d, c + KK::low_block(4 * j), q + 32 * j, a.k, sc);
       }
-    }
-    for (int r = 0; r < (KK::kQ5 && !kPre ? 0 : G / 8); r += kRound) {
-      __m256i s[T][2];
-      for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
+    } else if constexpr (KK::kW6 && !kPre) {
+      static_assert(KK::round(false) == 1 && (!KK::kSuper || KK::kSubBlock == 2));
+      for (int r = 0; r < G / 8; r += 2) {
+        if constexpr (KK::kSuper) q6k_scales<kVnni>(c, r / 2, sc);
+        w6_pair<KK, T, kVnni>(d, c, r, q + 8 * r, a.k, sc);
+      }
+    } else {  // W4, Q4K; every kind over unpacked codes (kPre)
+      for (int r = 0; r < G / 8; r += kRound) {
+        __m256i s[T][2];
+        for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
 #pragma GCC unroll 4
-      for (int b = r; b < r + kRound; ++b) {
-        __m256i lo0, lo1, hi0, hi1;
-        if constexpr (kPre) {
-          lo0 = load256(u + b * 128), lo1 = load256(u + b * 128 + 32);
-          hi0 = load256(u + b * 128 + 64), hi1 = load256(u + b * 128 + 96);
-        } else {
-          const uint8_t* cc = c + KK::low_block(b);
-          const __m256i v0 = load256(cc), v1 = load256(cc + 32);
-          lo0 = _mm256_and_si256(v0, nib), lo1 = _mm256_and_si256(v1, nib);
-          hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
-          hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib);
-          if constexpr (KK::kW6 || KK::kQ5) {
-            merge_high<KK>(c + KK::high_block(b), b, &lo0, &hi0);
-            merge_high<KK>(c + KK::high_block(b) + 32, b, &lo1, &hi1);
+        for (int b = r; b < r + kRound; ++b) {
+          __m256i lo0, lo1, hi0, hi1;
+          if constexpr (kPre) {
+            lo0 = load256(u + b * 128), lo1 = load256(u + b * 128 + 32);
+            hi0 = load256(u + b * 128 + 64), hi1 = load256(u + b * 128 + 96);
+          } else {
+            const uint8_t* cc = c + KK::low_block(b);
+            const __m256i v0 = load256(cc), v1 = load256(cc + 32);
+            lo0 = _mm256_and_si256(v0, nib), lo1 = _mm256_and_si256(v1, nib);
+            hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
+            hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib);
+          }
+          gemm_step<T, kVnni>(s, lo0, lo1, q + 8 * b, a.k);
+          gemm_step<T, kVnni>(s, hi0, hi1, q + 8 * b + 4, a.k);
+        }
+        if constexpr (KK::kSuper) {
+          if (r % KK::kSubBlock == 0) {
+            if constexpr (KK::kQ6)
+              q6k_scales<kVnni>(c, r / 2, sc);
+            else
+              q4k_scales<kVnni>(c, r / 4, sc);
           }
         }
-        gemm_step<T, kVnni>(s, lo0, lo1, q + 8 * b, a.k);
-        gemm_step<T, kVnni>(s, hi0, hi1, q + 8 * b + 4, a.k);
+        add_round<KK, T, kVnni>(d, s, sc);
       }
-      if constexpr (KK::kSuper) {
-        if (r % KK::kSubBlock == 0) {
-          if constexpr (KK::kQ6)
-            q6k_scales<kVnni>(c, r / 2, sc);
-          else
-            q4k_scales<kVnni>(c, r / 4, sc);
-        }
-        kquant_fold<T, kVnni>(d, s, sc);
-        continue;
-      }
-      for (int t = 0; t < T; ++t)
-        for (int h = 0; h < 2; ++h)
-          d[t][h] =
-              kVnni ? _mm256_add_epi32(d[t][h], s[t][h])
-                    : _mm256_add_epi32(d[t][h], _mm256_madd_epi16(s[t][h], _mm256_set1_epi16(1)));
     }
     if constexpr (KK::kQ4Fields)
       q4k_epilogue<T>(acc, d, c, a.scales + t0 * ng + g, a.sums32 + t0 * (a.k / 32) + g * 8, ng,
@@ -448,8 +499,7 @@ class UnpackScratch {
 };
 
 // Panel cells (ng of KK::kCellBytes) -> planes [ng * G / 8][4][32] of u8 codes; W6 / Q6K
-// codes (0..63) and Q5K codes (0..31) get their high bits as the tile's in-register path
-// does (merge_high).
+// codes (0..63) and Q5K codes (0..31) get their high bits by merge_high.
 template <class KK, int G>
 inline void unpack_panel(const uint8_t* c, int64_t ng, uint8_t* out) {
   const __m256i nib = _mm256_set1_epi8(0x0F);
