@@ -17,7 +17,7 @@
 // where w4a_g32 takes one per 32. The same arithmetic as the reference (ref/packed_ref.cpp), so the
 // two differ only by float rounding.
 //
-// Prefill: P = 2 panels x T <= 8 tokens per pass (each unpacked code block feeds T tokens,
+// Prefill: P = 2 panels x T <= 6 tokens per pass (each unpacked code block feeds T tokens,
 // each activation broadcast P panels), as the W4 block of packed_avx512vnni.cpp; decode:
 // one panel, one token, cells in storage order (one read stream per thread). The loop nest
 // around the tiles is kernels/packed_blocking.h.
@@ -36,7 +36,7 @@
 namespace edge {
 namespace {
 
-constexpr int kMaxTile = 8;  // tokens sharing one loaded code block
+constexpr int kMaxTile = 6;  // tokens sharing one loaded code block (kquant_block: <= 6)
 // Q4K: bytes of a cell (16 rows x 256), the codes' offset, the mins' pairs, d and dmin.
 constexpr int64_t kCell = 2368, kCodes = 320, kMinPairs = 128, kD = 256, kDmin = 288;
 // Q6K: bytes of a cell, the codes' offset (sc pairs at 0, d at 256 as Q4K's).
@@ -101,10 +101,13 @@ void kquant_block(const PackedMatrixView& w, const QuantizedActivations& a, int6
   constexpr int64_t cb = kQ6K ? kCell6 : K == PackedKind::kQ5K ? kCell5 : kCell;
   constexpr int kSubBlocks = kQ6K ? 16 : 8, kBlocksPerSub = kQ6K ? 2 : 4;
   const int64_t ng = w.k / 256, ld32 = a.k / 32;
-  // Touched once per sub-block (isum) or super-block (acc): in memory, beside the P x T
-  // dots the register allocator must keep (see w4a8_block).
+  // The super-block's int32 sums (isum) are updated once per sub-block and stay in registers
+  // beside the P x T dots: 2 x P x T of the 32 zmm, hence T <= 6. With T = 8 they lived in
+  // memory, and their load and store per sub-block cost a fifth of the tile (one thread, in
+  // cache, Zen 4: prefill of 64 tokens, Q4K 301 -> 345 GFLOP/s, Q6K 227 -> 269, Q5K 281 ->
+  // 315). The f32 sums (acc) are touched once per super-block: in memory.
   alignas(64) float acc[P][T][16] = {};
-  alignas(64) int32_t isum[P][T][16];
+  __m512i isum[P][T];
   for (int64_t g = 0; g < ng; ++g) {
     const int8_t* q = a.q + t0 * a.k + g * 256;
     const uint8_t* cell[P];
@@ -131,19 +134,17 @@ void kquant_block(const PackedMatrixView& w, const QuantizedActivations& a, int6
                                 : _mm512_cvtepu8_epi32(_mm_loadu_si128(
                                       reinterpret_cast<const __m128i*>(cell[i] + 16 * j)));
         for (int t = 0; t < T; ++t) {
-          __m512i s = _mm512_mullo_epi32(dot[i][t], sc);
-          if (j > 0) s = _mm512_add_epi32(s, _mm512_load_si512(isum[i][t]));
-          _mm512_store_si512(isum[i][t], s);
+          const __m512i s = _mm512_mullo_epi32(dot[i][t], sc);
+          isum[i][t] = j > 0 ? _mm512_add_epi32(isum[i][t], s) : s;
         }
       }
     }
     if constexpr (kQ6K) {
       for (int i = 0; i < P; ++i)
         for (int t = 0; t < T; ++t)
-          _mm512_store_ps(acc[i][t],
-                          q6k_combine(cell[i], _mm512_load_si512(isum[i][t]),
-                                      a.sums16 + (t0 + t) * (a.k / 16) + g * 16,
-                                      a.scales[(t0 + t) * ng + g], _mm512_load_ps(acc[i][t])));
+          _mm512_store_ps(
+              acc[i][t], q6k_combine(cell[i], isum[i][t], a.sums16 + (t0 + t) * (a.k / 16) + g * 16,
+                                     a.scales[(t0 + t) * ng + g], _mm512_load_ps(acc[i][t])));
       continue;
     }
     for (int i = 0; i < P; ++i) {
@@ -159,8 +160,7 @@ void kquant_block(const PackedMatrixView& w, const QuantizedActivations& a, int6
           ms = _mm512_add_epi32(ms, _mm512_madd_epi16(mp[k], bcast32(s32 + 2 * k)));
         const __m512 sa = _mm512_set1_ps(a.scales[(t0 + t) * ng + g]);
         __m512 r = _mm512_load_ps(acc[i][t]);
-        r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(isum[i][t])),
-                            _mm512_mul_ps(dv, sa), r);
+        r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][t]), _mm512_mul_ps(dv, sa), r);
         r = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dm, sa), r);
         _mm512_store_ps(acc[i][t], r);
       }
