@@ -49,6 +49,7 @@
 #include <cstring>
 
 #include "kernels/api.h"
+#include "kernels/attention_lanes.h"
 
 namespace edge::ref {
 void attention(const AttentionArgs& a, int64_t t0, int64_t t1, float* scratch);
@@ -66,7 +67,7 @@ struct Flash {
   // up to kBK - 1 keys of each row's last block.
   static constexpr int kBV = 2;
   static constexpr int kBK = kW * kBV;     // keys per block
-  static constexpr int kMaxRows = 16;      // (query, head) rows per tile
+  static constexpr int kMaxRows = P::kTileRows;  // (query, head) rows per tile
   static constexpr int kMaxHeadDim = 512;  // larger heads fall back to the reference
   static_assert(kW % 4 == 0, "scores take keys four at a time");
 
@@ -139,7 +140,7 @@ struct Flash {
   // chunk's V loads use `last` so they stay inside the head. Whole chunks use plain loads:
   // AVX2's vmaskmovps on every key stalled the loop (perf: 20% of the attention's samples
   // on the load and its FMA, pp512 on the Zen 5 VM).
-  template <int R, int NC, bool kTail>
+  template <int R, int NC, bool kTail, int PS>
   static void pv_chunks(float* const* o, const float* const* vp, const float* const* p, int j0,
                         int j1, int64_t c0, const float* alpha, Tail last) {
     V acc[R][NC];
@@ -152,7 +153,7 @@ struct Flash {
     for (int j = j0; j < j1; ++j) {
       V pj[R];
 #pragma GCC unroll 2
-      for (int r = 0; r < R; ++r) pj[r] = P::set1(p[r][j]);
+      for (int r = 0; r < R; ++r) pj[r] = P::set1(p[r][j * PS]);
       const float* v = vp[j] + c0 * kW;
 #pragma GCC unroll 16
       for (int c = 0; c < NC; ++c) {
@@ -167,19 +168,20 @@ struct Flash {
       for (int c = 0; c < NC; ++c) P::store(o[r] + (c0 + c) * kW, acc[r][c]);
   }
 
-  // pv_chunks<R, nc, kTail> for a run-time nc in [1, N].
-  template <int R, int N, bool kTail>
+  // pv_chunks<R, nc, kTail, PS> for a run-time nc in [1, N].
+  template <int R, int N, bool kTail, int PS>
   static void pv_dispatch(int64_t nc, float* const* o, const float* const* vp,
                           const float* const* p, int j0, int j1, int64_t c0, const float* alpha,
                           Tail last) {
     if constexpr (N > 1) {
-      if (nc < N) return pv_dispatch<R, N - 1, kTail>(nc, o, vp, p, j0, j1, c0, alpha, last);
+      if (nc < N) return pv_dispatch<R, N - 1, kTail, PS>(nc, o, vp, p, j0, j1, c0, alpha, last);
     }
-    pv_chunks<R, N, kTail>(o, vp, p, j0, j1, c0, alpha, last);
+    pv_chunks<R, N, kTail, PS>(o, vp, p, j0, j1, c0, alpha, last);
   }
 
-  // R rows' outputs += p.V over keys [j0, j1) of the block, after rescaling by alpha.
-  template <int R>
+  // R rows' outputs += p.V over keys [j0, j1) of the block, after rescaling by alpha; row r's
+  // p of key j is p[r][j * PS].
+  template <int R, int PS = 1>
   static void pv_rows(float* const* o, const float* const* vp, const float* const* p, int j0,
                       int j1, int64_t hd, const float* alpha) {
     constexpr int kChunks = P::kPvChunks / R;
@@ -187,9 +189,9 @@ struct Flash {
     for (int64_t c0 = 0; c0 < chunks; c0 += kChunks) {
       const int64_t nc = min64(kChunks, chunks - c0);
       if (c0 + nc == chunks && hd % kW != 0)
-        pv_dispatch<R, kChunks, true>(nc, o, vp, p, j0, j1, c0, alpha, P::tail(hd % kW));
+        pv_dispatch<R, kChunks, true, PS>(nc, o, vp, p, j0, j1, c0, alpha, P::tail(hd % kW));
       else
-        pv_dispatch<R, kChunks, false>(nc, o, vp, p, j0, j1, c0, alpha, P::tail(kW));
+        pv_dispatch<R, kChunks, false, PS>(nc, o, vp, p, j0, j1, c0, alpha, P::tail(kW));
     }
   }
 
@@ -260,30 +262,41 @@ struct Flash {
     int r = 0;
     for (; r + 1 < na; r += 2) block_scores<2>(ar + r, kp, hd, scale, s + r);
     if (r < na) block_scores<1>(ar + r, kp, hd, scale, s + r);
-    for (r = 0; r < na; ++r) alpha[r] = row_softmax(*ar[r], s[r], kb, p[r]);
+    const float* ps[kMaxRows];
+    for (r = 0; r < na; ++r) alpha[r] = row_softmax(*ar[r], s[r], kb, p[r]), ps[r] = p[r];
+    pv_active<1, kBK>(rows, act, na, o, ostride, vp, kb, hd, ps, alpha);
+  }
+
+  // p.V of the na active rows act[0..na) (indices into rows) over the key block at kb (kB
+  // keys), two rows at a time: active row k's p of key j is ps[k][j * PS], its rescale
+  // factor alpha[k].
+  template <int PS, int kB>
+  static void pv_active(const Row* rows, const int* act, int na, float* o, int64_t ostride,
+                        const float* const* vp, int64_t kb, int64_t hd, const float* const* ps,
+                        const float* alpha) {
+    const auto first = [&](int k) { return static_cast<int>(max64(rows[act[k]].lo - kb, 0)); };
+    const auto end = [&](int k) { return static_cast<int>(min64(rows[act[k]].hi - kb + 1, kB)); };
     int k = 0;
     for (; k + 1 < na; k += 2) {
-      const Row &r0 = rows[act[k]], &r1 = rows[act[k + 1]];
       float* os[2] = {o + act[k] * ostride, o + act[k + 1] * ostride};
-      const float* ps[2] = {p[k], p[k + 1]};
-      const int j0 = first_key(r0, kb) < first_key(r1, kb) ? first_key(r0, kb) : first_key(r1, kb);
-      const int j1 = end_key(r0, kb) > end_key(r1, kb) ? end_key(r0, kb) : end_key(r1, kb);
-      pv_rows<2>(os, vp, ps, j0, j1, hd, alpha + k);
+      const int j0 = first(k) < first(k + 1) ? first(k) : first(k + 1);
+      const int j1 = end(k) > end(k + 1) ? end(k) : end(k + 1);
+      pv_rows<2, PS>(os, vp, ps + k, j0, j1, hd, alpha + k);
     }
     if (k < na) {
       float* os[1] = {o + act[k] * ostride};
-      const float* ps[1] = {p[k]};
-      pv_rows<1>(os, vp, ps, first_key(rows[act[k]], kb), end_key(rows[act[k]], kb), hd, alpha + k);
+      pv_rows<1, PS>(os, vp, ps + k, first(k), end(k), hd, alpha + k);
     }
   }
 
-  // Copies n rows of hd floats to dst (rows `stride` apart, tail zero-filled): cache rows
+  // Copies n rows of hd floats to dst (rows `pitch` apart, zero-filled to `stride`): cache rows
   // are n_head_kv * head_dim apart, often a multiple of 4 KiB, so a block's K (or V) rows
   // would fall into the same L1 sets and evict each other between the rows of a tile.
   // Whole chunks by plain loads (see pv_chunks), the tail masked.
-  static void pack_rows(float* dst, const float* const* src, int n, int64_t hd, int64_t stride) {
+  static void pack_rows(float* dst, const float* const* src, int n, int64_t hd, int64_t stride,
+                        int64_t pitch) {
     for (int j = 0; j < n; ++j)
-      pack_row(dst + j * stride, hd, stride, [&](int64_t d, int64_t rem) {
+      pack_row(dst + j * pitch, hd, stride, [&](int64_t d, int64_t rem) {
         return rem >= kW ? P::load(src[j] + d) : P::load_tail(P::tail(rem), src[j] + d);
       });
   }
@@ -298,13 +311,13 @@ struct Flash {
   }
 
   // Converts kv head g's slice of n cache rows of a non-F32 type to F32 rows of dst
-  // (`stride` apart, tail zero-filled). Q8 rows: codes, then one f32 scale per kv head.
+  // (`pitch` apart, zero-filled to `stride`). Q8 rows: codes, then one f32 scale per kv head.
   static void pack_typed_rows(float* dst, const uint8_t* const* rows, int n, const AttentionArgs& a,
-                              int32_t g, int64_t stride) {
+                              int32_t g, int64_t stride, int64_t pitch) {
     const int64_t hd = a.head_dim;
     const int64_t off = static_cast<int64_t>(g) * hd;
     for (int j = 0; j < n; ++j) {
-      float* out = dst + j * stride;
+      float* out = dst + j * pitch;
       if (a.kv_type == KvType::kQ8) {
         const auto* src = reinterpret_cast<const int8_t*>(rows[j]) + off;
         float scale;
@@ -324,10 +337,52 @@ struct Flash {
     }
   }
 
+  // The cache rows of the kB keys of the block at kb (kr, vr: row starts), and a prefetch of
+  // the next block's slices of kv head g. Keys outside [lo, hi] are clamped into it (valid
+  // memory: a ring may have reused the blocks before lo); they are masked out of p.
+  template <int kB>
+  static void block_rows(const AttentionArgs& a, int32_t g, int64_t kb, int64_t lo, int64_t hi,
+                         const uint8_t** kr, const uint8_t** vr) {
+    for (int j = 0; j < kB; ++j) {
+      const int64_t key = min64(max64(kb + j, lo), hi);
+      kr[j] = a.k_row(key), vr[j] = a.v_row(key);
+    }
+    // The next block's rows are scattered (one head's slice of each cache row), so the
+    // hardware prefetcher does not fetch them ahead (decode reads K/V once, from L3/DRAM).
+    const int64_t elem = a.kv_type == KvType::kF32 ? 4 : a.kv_type == KvType::kQ8 ? 1 : 2;
+    const int64_t off = static_cast<int64_t>(g) * a.head_dim * elem;
+    for (int64_t key = kb + kB; key < min64(kb + 2 * kB, hi + 1); ++key)
+      for (int64_t d = 0; d < a.head_dim * elem; d += 64) {
+        __builtin_prefetch(a.k_row(key) + off + d, 0, 3);
+        __builtin_prefetch(a.v_row(key) + off + d, 0, 3);
+      }
+  }
+
   // Rows share kv head g; runs every key block any of them sees. F32 caches are read in
   // place (decode) or packed (prefill); other element types are always converted to F32
-  // block by block, once for all rows of the tile (the GQA sharing).
+  // block by block, once for all rows of the tile (the GQA sharing). Prefill tiles (4 rows
+  // or more) go through the rows-in-lanes path where the ISA has one.
+  // (The two paths are not inlined here: their stack buffers, some hundred KiB each, would
+  // share one frame.)
   static void run_tile(const AttentionArgs& a, Row* rows, int nrows, int32_t g) {
+    if constexpr (P::kRowLanes) {
+      using L = RowLanes<P, Flash>;
+      static_assert(kMaxRows <= 2 * kW, "rows in lanes: at most two vectors");
+      if (nrows >= L::kMinRows) {
+        if (nrows <= kW) return L::template run_lanes<1>(a, rows, nrows, g);
+        if constexpr (kMaxRows > kW) return L::template run_lanes<2>(a, rows, nrows, g);
+      }
+      if (nrows == 1) return L::template run_keys<1>(a, rows, g);
+      if (nrows == 2) return L::template run_keys<2>(a, rows, g);
+      if constexpr (L::kMinRows > 3) return L::template run_keys<3>(a, rows, g);
+    }
+    run_dots(a, rows, nrows, g);
+  }
+
+  // run_tile's rows through the dot-product path (decode tiles; every tile where the ISA has
+  // no rows-in-lanes path).
+  __attribute__((noinline)) static void run_dots(const AttentionArgs& a, Row* rows, int nrows,
+                                                 int32_t g) {
     const int64_t hd = a.head_dim;
     const int64_t kv_off = static_cast<int64_t>(g) * hd;
     const int64_t ostride = (hd + kW - 1) / kW * kW;
@@ -344,7 +399,7 @@ struct Flash {
       rows[i].m = -__builtin_inff(), rows[i].l = 0.0f;
       for (int64_t d = 0; d < ostride; ++d) o[i * ostride + d] = 0.0f;
       if (pack) {
-        pack_rows(qbuf + i * ostride, &rows[i].q, 1, hd, ostride);
+        pack_rows(qbuf + i * ostride, &rows[i].q, 1, hd, ostride, ostride);
         rows[i].q = qbuf + i * ostride;
       }
     }
@@ -352,30 +407,19 @@ struct Flash {
     const float* vp[kBK];
     const uint8_t* kr[kBK];
     const uint8_t* vr[kBK];
-    const int64_t elem = f32 ? 4 : a.kv_type == KvType::kQ8 ? 1 : 2;
     for (int64_t kb = lo / kBK * kBK; kb <= hi; kb += kBK) {
-      // Keys outside [lo, hi] are clamped into it (valid memory: a ring may have reused the
-      // blocks before lo); they are masked out of p.
+      block_rows<kBK>(a, g, kb, lo, hi, kr, vr);
       for (int j = 0; j < kBK; ++j) {
-        const int64_t key = min64(max64(kb + j, lo), hi);
-        kr[j] = a.k_row(key), vr[j] = a.v_row(key);
         kp[j] = reinterpret_cast<const float*>(kr[j]) + kv_off;
         vp[j] = reinterpret_cast<const float*>(vr[j]) + kv_off;
       }
-      // The next block's rows: they are scattered (one head's slice of each cache row), so
-      // the hardware prefetcher does not fetch them ahead (decode reads K/V once, from L3/DRAM).
-      for (int64_t key = kb + kBK; key < min64(kb + 2 * kBK, hi + 1); ++key)
-        for (int64_t d = 0; d < hd * elem; d += 64) {
-          __builtin_prefetch(a.k_row(key) + kv_off * elem + d, 0, 3);
-          __builtin_prefetch(a.v_row(key) + kv_off * elem + d, 0, 3);
-        }
       if (!f32) {
-        pack_typed_rows(kbuf, kr, kBK, a, g, ostride);
-        pack_typed_rows(vbuf, vr, kBK, a, g, ostride);
+        pack_typed_rows(kbuf, kr, kBK, a, g, ostride, ostride);
+        pack_typed_rows(vbuf, vr, kBK, a, g, ostride, ostride);
         for (int j = 0; j < kBK; ++j) kp[j] = kbuf + j * ostride, vp[j] = vbuf + j * ostride;
       } else if (pack) {
-        pack_rows(kbuf, kp, kBK, hd, ostride);
-        pack_rows(vbuf, vp, kBK, hd, ostride);
+        pack_rows(kbuf, kp, kBK, hd, ostride, ostride);
+        pack_rows(vbuf, vp, kBK, hd, ostride, ostride);
         for (int j = 0; j < kBK; ++j) kp[j] = kbuf + j * ostride, vp[j] = vbuf + j * ostride;
       }
       tile_block(rows, nrows, o, ostride, kp, vp, kb, hd, a.scale);

@@ -291,6 +291,39 @@ TEST(DenseSimd, KvStoreRowMatchesReference) {
     }
 }
 
+// A (query, head) row's output depends on its own q and the cache only, not on the tile it
+// was computed in: the same bits whatever the task split (tiles of every width, down to one
+// row) and when each query runs alone as a decode step. The server relies on it (a sequence
+// gives the same logits batched or alone); it fails if the prefill and decode paths of a
+// variant sum in different orders.
+TEST(DenseSimd, AttentionOfARowDoesNotDependOnItsTile) {
+  const std::vector<AttnCase> cases = {
+      {40, 3, 8, 4, 64, 0}, {33, 0, 16, 8, 128, 0}, {37, 5, 8, 2, 80, 16}, {21, 0, 8, 8, 20, 0}};
+  for (const Variant& var : variants()) {
+    uint32_t seed = 7;
+    for (const AttnCase& c : cases) {
+      const int64_t n_pos = c.pos0 + c.n_q, row = int64_t{c.n_head} * c.head_dim;
+      const auto q = randn(static_cast<size_t>(c.n_q * row), seed++);
+      const auto kc = randn(static_cast<size_t>(n_pos * c.n_head_kv * c.head_dim), seed++);
+      const auto vc = randn(kc.size(), seed++);
+      std::vector<float> whole(q.size(), NAN), got(q.size(), NAN);
+      run_attention(var.table, c, q, kc, vc, &whole, 1);
+      for (int splits : {2, 3, 7}) {
+        run_attention(var.table, c, q, kc, vc, &got, splits);
+        EXPECT_EQ(got, whole) << var.name << " n_q " << c.n_q << " splits " << splits;
+      }
+      for (int64_t i = 0; i < c.n_q; ++i) {
+        const AttnCase one{1, c.pos0 + i, c.n_head, c.n_head_kv, c.head_dim, c.window};
+        const std::vector<float> qi(q.begin() + i * row, q.begin() + (i + 1) * row);
+        std::vector<float> oi(qi.size(), NAN);
+        run_attention(var.table, one, qi, kc, vc, &oi, 1);
+        EXPECT_TRUE(std::equal(oi.begin(), oi.end(), whole.begin() + i * row))
+            << var.name << " n_q " << c.n_q << " query " << i << " alone";
+      }
+    }
+  }
+}
+
 // Timings (printed, not asserted): 512-token prefill attention (16 heads, 8 kv heads, head
 // dim 128) and an F16 2048x2048 GEMV, reference vs each variant, one thread.
 TEST(DenseSimd, PrintTimings) {

@@ -87,6 +87,9 @@ struct AttnPrims {
   using Lanes = uint32x4_t;
   static constexpr int kW = 4;
   static constexpr int kPvChunks = 16;
+  static constexpr bool kRowLanes = false;
+  static constexpr int kTileRows =
+      16;  // (query, head) rows per tile  // the rows-in-lanes prefill path: not measured here
   static V zero() { return vdupq_n_f32(0.0f); }
   static V set1(float x) { return vdupq_n_f32(x); }
   static V load(const float* p) { return vld1q_f32(p); }

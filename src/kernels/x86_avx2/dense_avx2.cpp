@@ -155,6 +155,10 @@ struct AttnPrims {
   using Lanes = __m256;
   static constexpr int kW = 8;
   static constexpr int kPvChunks = 8;
+  // Rows in lanes for prefill tiles, 24 keys per block (two passes of 12 score registers).
+  static constexpr bool kRowLanes = true;
+  static constexpr int kTileRows = 16;  // (query, head) rows per tile
+  static constexpr int kLaneBlock = 24;
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -178,6 +182,32 @@ struct AttnPrims {
     return hmax8(_mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), v, m));
   }
   static V keep(Lanes m, V v) { return _mm256_and_ps(m, v); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static Lanes in_range(V lo, V hi, V x) {  // lo <= x <= hi
+    return _mm256_and_ps(_mm256_cmp_ps(lo, x, _CMP_LE_OQ), _mm256_cmp_ps(x, hi, _CMP_LE_OQ));
+  }
+  // In place: lane j of v[i] <-> lane i of v[j] (8 x 8).
+  static void transpose(V* v) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; ++i) {  // per 128-bit lane L: rows 2i, 2i+1 x columns 4L..4L+3
+      t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+      t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+    }
+    for (int j = 0; j < 2; ++j) {  // u[4j + c], lane L: column 4L + c of rows 4j..4j+3
+      const __m256d a = _mm256_castps_pd(t[4 * j]), b = _mm256_castps_pd(t[4 * j + 2]);
+      const __m256d c = _mm256_castps_pd(t[4 * j + 1]), d = _mm256_castps_pd(t[4 * j + 3]);
+      u[4 * j] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, b));
+      u[4 * j + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, b));
+      u[4 * j + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(c, d));
+      u[4 * j + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(c, d));
+    }
+    for (int c = 0; c < 4; ++c) {  // column 4L + c = lane L of u[c], u[4 + c]
+      v[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+      v[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+  }
+  static V blend(Lanes m, V a, V b) { return _mm256_blendv_ps(b, a, m); }  // m ? a : b
 
   // Lane j of the result = horizontal sum of a[j].
   static V transpose_sum(const V* a) {

@@ -127,6 +127,10 @@ struct AttnPrims {
   using Lanes = __mmask16;
   static constexpr int kW = 16;
   static constexpr int kPvChunks = 8;
+  // Rows in lanes for prefill tiles: 32 rows (two vectors), 32 keys per block.
+  static constexpr bool kRowLanes = true;
+  static constexpr int kTileRows = 32;  // (query, head) rows per tile
+  static constexpr int kLaneBlock = 32;
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
@@ -145,6 +149,38 @@ struct AttnPrims {
   }
   static float hmax(Lanes m, V v) { return _mm512_mask_reduce_max_ps(m, v); }
   static V keep(Lanes m, V v) { return _mm512_maskz_mov_ps(m, v); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static Lanes in_range(V lo, V hi, V x) {  // lo <= x <= hi
+    return _mm512_cmp_ps_mask(lo, x, _CMP_LE_OQ) & _mm512_cmp_ps_mask(x, hi, _CMP_LE_OQ);
+  }
+  // In place: lane j of v[i] <-> lane i of v[j] (16 x 16).
+  static void transpose(V* v) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; ++i) {  // per 128-bit lane L: rows 2i, 2i+1 x columns 4L..4L+3
+      t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+    }
+    for (int j = 0; j < 4; ++j) {  // u[4j + c], lane L: column 4L + c of rows 4j..4j+3
+      const __m512d a = _mm512_castps_pd(t[4 * j]), b = _mm512_castps_pd(t[4 * j + 2]);
+      const __m512d c = _mm512_castps_pd(t[4 * j + 1]), d = _mm512_castps_pd(t[4 * j + 3]);
+      u[4 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+      u[4 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+      u[4 * j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+      u[4 * j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int c = 0; c < 4; ++c) {  // column 4L + c = lane L of u[c], u[4 + c], u[8 + c], u[12 + c]
+      const __m512 a0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+      const __m512 a1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+      const __m512 b0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+      const __m512 b1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+      v[c] = _mm512_shuffle_f32x4(a0, b0, 0x88);
+      v[8 + c] = _mm512_shuffle_f32x4(a0, b0, 0xDD);
+      v[4 + c] = _mm512_shuffle_f32x4(a1, b1, 0x88);
+      v[12 + c] = _mm512_shuffle_f32x4(a1, b1, 0xDD);
+    }
+  }
+  static V blend(Lanes m, V a, V b) { return _mm512_mask_blend_ps(m, b, a); }  // m ? a : b
 
   // Lane j of the result = horizontal sum of a[j] (16 accumulators -> 16 dot products).
   static V transpose_sum(const V* a) {
