@@ -21,14 +21,17 @@ class WorkSegment {
   // A thief takes up to `chunk` from the back. The owner takes a quarter of what is left
   // (at least `chunk`) from the front: each claim is a locked instruction, which drains
   // the owner's stream of loads, so it claims rarely while much is left and in chunks
-  // near the end, where a thief may be sharing the work.
-  bool take(int64_t chunk, bool from_back, int64_t* u0, int64_t* u1) {
+  // near the end, where a thief may be sharing the work. A claim's inner boundary falls on a
+  // multiple of `align` (absolute unit index), so from aligned segment ends every claim but
+  // the last holds whole multiples of it (the prefill tiles take panels in pairs).
+  bool take(int64_t chunk, bool from_back, int64_t* u0, int64_t* u1, int64_t align = 1) {
     uint64_t r = range_.load(std::memory_order_relaxed);
     for (;;) {
       const int64_t f = static_cast<int64_t>(r & 0xFFFFFFFFu), b = static_cast<int64_t>(r >> 32);
       if (f >= b) return false;
-      const int64_t lo = from_back ? std::max(f, b - chunk) : f;
-      const int64_t hi = from_back ? b : std::min(b, f + std::max(chunk, (b - f) / 4));
+      const int64_t want = from_back ? chunk : std::max(chunk, (b - f) / 4);
+      const int64_t lo = from_back ? std::max(f, (b - want) / align * align) : f;
+      const int64_t hi = from_back ? b : std::min(b, (f + want + align - 1) / align * align);
       const uint64_t next = from_back ? pack(f, lo) : pack(hi, b);
       if (range_.compare_exchange_weak(r, next, std::memory_order_relaxed)) {
         *u0 = lo;

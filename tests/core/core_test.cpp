@@ -109,6 +109,25 @@ TEST(WorkSegment, OwnerAndThiefClaimsTileTheRange) {
   EXPECT_FALSE(seg.take(1, false, &u0, &u1));
 }
 
+// With align 2, claims start and end on even units (the segment's odd end excepted), even
+// for odd chunks, and still tile the range.
+TEST(WorkSegment, AlignedClaimsHoldWholePairs) {
+  WorkSegment seg;
+  seg.reset(4, 61);
+  std::vector<int> hits(61, 0);
+  int64_t u0 = 0, u1 = 0;
+  for (int i = 0;; ++i) {
+    const bool thief = i % 3 == 2;
+    if (!seg.take(thief ? 5 : 3, thief, &u0, &u1, 2)) break;
+    ASSERT_LT(u0, u1);
+    EXPECT_EQ(u0 % 2, 0) << u0;
+    if (u1 != 61) EXPECT_EQ(u1 % 2, 0) << u1;
+    for (int64_t u = u0; u < u1; ++u) hits[static_cast<size_t>(u)]++;
+  }
+  for (int u = 0; u < 61; ++u)
+    EXPECT_EQ(hits[static_cast<size_t>(u)], u >= 4 ? 1 : 0) << "unit " << u;
+}
+
 // Four threads own four segments; thread 0 starts late, so the others steal its tail. Every
 // unit must be claimed exactly once.
 TEST(WorkSegment, ConcurrentStealingClaimsEveryUnitOnce) {

@@ -287,6 +287,17 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; i += 8) store8(x + i, n - i, _mm256_mul_ps(inv, load8(x + i, n - i)));
 }
 
+// a *= b, a += b: exact per element, so the same bits as the reference.
+void mul(float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8)
+    store8(a + i, n - i, _mm256_mul_ps(load8(a + i, n - i), load8(b + i, n - i)));
+}
+
+void add(float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8)
+    store8(a + i, n - i, _mm256_add_ps(load8(a + i, n - i), load8(b + i, n - i)));
+}
+
 void silu(float* x, int64_t n) {
   const __m256 one = _mm256_set1_ps(1.0f);
   for (int64_t i = 0; i < n; i += 8) {
@@ -355,6 +366,8 @@ void install_dense_avx2(KernelTable* t) {
   t->rmsnorm = rmsnorm;
   t->softmax = softmax;
   t->silu = silu;
+  t->mul = mul;
+  t->add = add;
   t->gelu = gelu;
   t->kv_store_row = store_kv_row;
 }

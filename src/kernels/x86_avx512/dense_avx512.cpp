@@ -258,6 +258,23 @@ void softmax(float* x, int64_t n) {
   }
 }
 
+// a *= b, a += b: exact per element, so the same bits as the reference.
+void mul(float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    _mm512_mask_storeu_ps(
+        a + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i)));
+  }
+}
+
+void add(float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    _mm512_mask_storeu_ps(
+        a + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i)));
+  }
+}
+
 void silu(float* x, int64_t n) {
   const __m512 one = _mm512_set1_ps(1.0f);
   for (int64_t i = 0; i < n; i += 16) {
@@ -324,6 +341,8 @@ void install_dense_avx512(KernelTable* t) {
   t->rmsnorm = rmsnorm;
   t->softmax = softmax;
   t->silu = silu;
+  t->mul = mul;
+  t->add = add;
   t->gelu = gelu;
   t->kv_store_row = store_kv_row;
 }
