@@ -1,10 +1,11 @@
 #!/bin/sh
 # Builds the probe variants in a scratch folder and runs them interleaved, 3 rounds.
-# Usage: sh run.sh > out.txt   (needs g++ and an AVX2 CPU)
+# Usage: sh run.sh > out.txt   (needs g++, python3 and an AVX2 CPU)
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
-g++ -O2 -mavx2 "$here/mix.cpp" -o "$tmp/mix"
+python3 "$here/gen_mix.py" > "$tmp/mix.cpp"
+g++ -O2 -mavx2 "$tmp/mix.cpp" -o "$tmp/mix"
 for v in base:"" t3:"-DTT=3" pair:"-DPAIR" nofold:"-DNOFOLD" presc:"-DPRESC"; do
   g++ -O3 -mavx2 -mfma ${v#*:} "$here/tile.cpp" -o "$tmp/tile_${v%%:*}"
 done
