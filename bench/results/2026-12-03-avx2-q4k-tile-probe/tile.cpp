@@ -2,20 +2,20 @@
 // W4A8Gemm::tile<4, true>) rebuilt alone: one 16-row panel of unpacked u8 code planes
 // (lo0 lo1 hi0 hi1, 128 bytes per 8 k) against T tokens of int8 activations, s16 round sums
 // over 4 blocks (32 k) folded into int32 by a madd with the sub-block scales. Prints cycles
-// per 64-byte block for 4 tokens (3.66 GHz assumed; min of 9 timed runs).
+// per 64-byte block for 4 tokens (clock and best-of-5 timing: bench/cycle_clock.h).
 // Variants: -DTT=3 (3 tokens), -DPAIR (lo + hi products added before accumulating),
 // -DNOFOLD (the fold without its madd: what the scaling costs), -DPRESC (the scales read
 // ready-made from memory instead of widened per round).
 #include <immintrin.h>
+
+#include "../../cycle_clock.h"
 #ifndef TT
 #define TT 4
 #endif
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-using clk = std::chrono::steady_clock;
 static inline __m256i bc(const int8_t* p) {
   int32_t x;
   memcpy(&x, p, 4);
@@ -89,23 +89,20 @@ __attribute__((noinline)) void tile(const uint8_t* u, const int8_t* q, long ld, 
   }
 }
 int main(int argc, char** argv) {
-  long K = atol(argv[1]);  // k per panel
-  long nblk = K / 8;
-  uint8_t* u = (uint8_t*)aligned_alloc(64, nblk * 128);
+  const long K = argc > 1 ? atol(argv[1]) : 2048;  // k per panel
+  const long nblk = K / 8;
+  uint8_t* u = static_cast<uint8_t*>(aligned_alloc(64, nblk * 128));
   for (long i = 0; i < nblk * 128; ++i) u[i] = i % 16;
-  int8_t* q = (int8_t*)aligned_alloc(64, 4 * K);
-  for (long i = 0; i < 4 * K; ++i) q[i] = (i * 7) % 255 - 127;
+  int8_t* q = static_cast<int8_t*>(aligned_alloc(64, 4 * K));
+  for (long i = 0; i < 4 * K; ++i) q[i] = static_cast<int8_t>((i * 7) % 255 - 127);
   alignas(64) uint8_t sc[256];
   for (int i = 0; i < 256; ++i) sc[i] = i % 64;
   __m256i out[8];
-  long reps = 200000000 / nblk;
-  double best = 1e9;
-  for (int k = 0; k < 9; ++k) {
-    auto t0 = clk::now();
+  const long reps = 50000000 / nblk;
+  const double hz = bench::clock_hz(200000000);
+  const double s = bench::best_seconds([&] {
     for (long i = 0; i < reps; ++i) tile<TT>(u, q, K, nblk, sc, out);
-    double s = std::chrono::duration<double>(clk::now() - t0).count();
-    if (s < best) best = s;
-  }
-  printf("K=%ld planes %ld KB: %.2f cycles/block (T=%d)\n", K, nblk * 128 / 1024,
-         best * 3.66e9 / (reps * nblk) * 4.0 / TT, TT);
+  });
+  printf("K=%ld planes %ld KB: %.2f cycles/block (T=%d, clock %.2f GHz)\n", K, nblk * 128 / 1024,
+         s * hz / (reps * nblk) * 4.0 / TT, TT, hz / 1e9);
 }
