@@ -8,7 +8,7 @@
 // P's primitives beyond attention_blocking.h's list:
 //
 //   static constexpr bool kRowLanes;  // true
-//   static constexpr int kTileRows;   // rows per tile (<= 2 * kW)
+//   static constexpr int kTileRows;   // rows per tile (<= 3 * kW)
 //   static constexpr int kLaneBlock;  // keys per block: a multiple of kW and of 4
 //   V add(V, V); V max(V, V);
 //   Lanes in_range(V lo, V hi, V x);  // lo <= x <= hi
@@ -210,11 +210,7 @@ struct RowLanes {
       F::template pv_active<NW, kLB>(rows, act, na, o, ostride, vp, kb, hd, ps, alpha_act);
     }
     for (int n = 0; n < NV; ++n) P::store(lsum + n * kW, l[n]);
-    for (int r = 0; r < nrows; ++r) {
-      const V inv = P::set1(1.0f / lsum[r]);
-      for (int64_t d = 0; d < hd; d += kW)
-        P::store_tail(P::tail(hd - d), rows[r].out + d, P::mul(inv, P::load(o + r * ostride + d)));
-    }
+    for (int r = 0; r < nrows; ++r) F::store_out(rows[r].out, o + r * ostride, hd, 1.0f / lsum[r]);
   }
 
   // ---- Keys in lanes (decode) -----------------------------------------------------------
@@ -355,11 +351,7 @@ struct RowLanes {
           act[na] = r, ps[na] = p[r], alpha[na++] = key_softmax(rows[r], s[r], keys, p[r]);
       F::template pv_active<1, kLB>(rows, act, na, o, ostride, vp, kb, hd, ps, alpha);
     }
-    for (int r = 0; r < R; ++r) {
-      const V inv = P::set1(1.0f / rows[r].l);
-      for (int64_t d = 0; d < hd; d += kW)
-        P::store_tail(P::tail(hd - d), rows[r].out + d, P::mul(inv, P::load(o + r * ostride + d)));
-    }
+    for (int r = 0; r < R; ++r) F::store_out(rows[r].out, o + r * ostride, hd, 1.0f / rows[r].l);
   }
 };
 

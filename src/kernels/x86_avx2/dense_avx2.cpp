@@ -155,9 +155,12 @@ struct AttnPrims {
   using Lanes = __m256;
   static constexpr int kW = 8;
   static constexpr int kPvChunks = 8;
-  // Rows in lanes for prefill tiles, 24 keys per block (two passes of 12 score registers).
+  // Rows in lanes for prefill tiles, 24 keys per block (passes of 12 score registers).
   static constexpr bool kRowLanes = true;
-  static constexpr int kTileRows = 16;  // (query, head) rows per tile
+  // 24 rows (3 vectors): each tile converts the F16 K/V blocks it reads, so wider tiles
+  // convert less per row; 16 -> 24 measured x1.05 on a 512-query prefill (Zen 4, one
+  // thread, bench/results/2026-12-04-avx2-q4km-scales-attention/).
+  static constexpr int kTileRows = 24;  // (query, head) rows per tile
   static constexpr int kLaneBlock = 24;
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
