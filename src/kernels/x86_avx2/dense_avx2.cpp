@@ -158,7 +158,7 @@ struct AttnPrims {
   // Rows in lanes for prefill tiles, 24 keys per block (passes of 12 score registers).
   static constexpr bool kRowLanes = true;
   // 24 rows (3 vectors): each tile converts the F16 K/V blocks it reads, so wider tiles
-  // convert less per row; 16 -> 24 measured x1.05 on a 512-query prefill (Zen 4, one
+  // convert less per row; 16 -> 24 measured x1.03-1.07 on a 512-query prefill (Zen 4, one
   // thread, bench/results/2026-12-04-avx2-q4km-scales-attention/).
   static constexpr int kTileRows = 24;  // (query, head) rows per tile
   static constexpr int kLaneBlock = 24;
