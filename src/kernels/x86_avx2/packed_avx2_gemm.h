@@ -142,13 +142,13 @@ inline void q4k_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const ui
 }
 
 // Q4K / Q5K: the 6-bit scales sc_j of sub-block j (32 k) of cell c for 8 rows (half h) as
-// int32 lanes. maddubs: s holds s16 pairs, so the scale goes to both halves of each lane
-// and one madd both widens and scales (it replaces the madd with ones: no extra op);
-// VNNI: s is int32, one vpmulld (kquant_fold). maddubs: the 16 rows' scales broadcast to
-// both 128-bit lanes (a load, no ALU op) and one vpshufb per half writes row 8h + r's scale
-// to bytes 0 and 2 of lane r, zeros to 1 and 3: 2 ALU ops per sub-block instead of 6
-// (widen, shift, or per half). In packed_bench (Zen 4) the best Q4K prefill figure moved
-// from 241 to 247 GFLOP/s; the medians stayed within the host's noise.
+// int32 lanes. VNNI: s is int32, one vpmulld (kquant_fold). maddubs: s holds s16 pairs, so
+// the scale goes to both halves of each lane and one madd both widens and scales (it
+// replaces the madd with ones: no extra op). The 16 rows' scales are broadcast to both
+// 128-bit lanes (a load, no ALU op) and one vpshufb per half writes row 8h + r's scale to
+// bytes 0 and 2 of lane r, zeros to 1 and 3: 2 ALU ops per sub-block instead of 6 (widen,
+// shift, or per half). In packed_bench (Zen 4) the best Q4K prefill figure moved from 241
+// to 247 GFLOP/s; the medians stayed within the host's noise.
 template <bool kVnni>
 inline void q4k_scales(const uint8_t* c, int j, __m256i (&sc)[2]) {
   if constexpr (kVnni) {
