@@ -51,8 +51,8 @@ RunResult run(const std::string& args) {
 }
 
 std::string shared_data() {
-  const char* e = std::getenv("EDGE_SHARED_DATA");
-  return e ? e : EDGE_SHARED_DATA;
+  const char* e = std::getenv("EDGE_TEST_DATA");
+  return e ? e : EDGE_TEST_DATA;
 }
 
 const std::string& small_llama() {

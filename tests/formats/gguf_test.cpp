@@ -341,7 +341,7 @@ TEST(Gguf, ReadsVersion2AndSkipsNestedArrays) {
 }
 
 TEST(Gguf, ReadsARealVocabFileFromLlamaCpp) {
-  const std::string path = std::string(EDGE_SHARED_DATA) + "/tokenizer/ggml-vocab-llama-spm.gguf";
+  const std::string path = std::string(EDGE_TEST_DATA) + "/tokenizer/ggml-vocab-llama-spm.gguf";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not present";
   auto f = GgufFile::open(path);
   ASSERT_TRUE(f.ok()) << f.status().to_string();

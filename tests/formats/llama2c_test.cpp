@@ -21,7 +21,7 @@ float at(const TensorView& v, int64_t i) {
 }
 
 TEST(Llama2c, OpensStories260K) {
-  const std::string path = std::string(EDGE_SHARED_DATA) + "/stories260K/stories260K.bin";
+  const std::string path = std::string(EDGE_TEST_DATA) + "/stories260K/stories260K.bin";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not present";
   auto f = Llama2cFile::open(path);
   ASSERT_TRUE(f.ok()) << f.status().to_string();

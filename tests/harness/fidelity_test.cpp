@@ -193,7 +193,7 @@ TEST_F(FidelityTest, BadPromptLinesRefused) {
 // stories260K (a trained model, unlike the random ones) against its W8 g32 copy through
 // the GGUF export: the numbers the W8 requirement is about, printed for the record.
 TEST_F(FidelityTest, Stories260KW8) {
-  auto bin = Model::load(std::string(EDGE_SHARED_DATA) + "/stories260K/stories260K.bin");
+  auto bin = Model::load(std::string(EDGE_TEST_DATA) + "/stories260K/stories260K.bin");
   ASSERT_TRUE(bin.ok()) << bin.status().to_string();
   ASSERT_TRUE(write_model_gguf(**bin, path("stories.gguf")).ok());
   QuantizeOptions q;

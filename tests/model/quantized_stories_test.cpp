@@ -1,7 +1,7 @@
 // stories260K (llama2.c) through the GGUF pipeline: exported to GGUF with write_model_gguf
 // (same logits as the .bin, bit for bit), then quantised to W8 g32 with quantize_gguf.
 // Requirement (issue): greedy generation with W8 matches the fp32 tokens for the first 64
-// steps (fp32 tokens = llama2.c's own, shared/data/stories260K/greedy_*.json).
+// steps (fp32 tokens = llama2.c's own, tests/data/stories260K/greedy_*.json).
 //
 // Measured: it does not. W8 g32 (absmax-equivalent codes, relative RMS weight error
 // 0.55-0.72% per matrix) moves stories260K's logits by up to ~0.5-0.8 (of ~10), and the
@@ -36,7 +36,7 @@
 namespace edge {
 namespace {
 
-const std::string kDir = std::string(EDGE_SHARED_DATA) + "/stories260K";
+const std::string kDir = std::string(EDGE_TEST_DATA) + "/stories260K";
 constexpr int kSteps = 64;
 
 struct Reference {

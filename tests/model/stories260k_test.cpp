@@ -1,5 +1,5 @@
 // The real llama2.c "stories260K" checkpoint against llama2.c's own fp32 outputs
-// (shared/data/stories260K/greedy_*.json): greedy decoding from `prompt` must reproduce
+// (tests/data/stories260K/greedy_*.json): greedy decoding from `prompt` must reproduce
 // `greedy` exactly, and the logits at the first generated position must match
 // `first_logits` within 1e-4.
 //
@@ -22,7 +22,7 @@
 namespace edge {
 namespace {
 
-const std::string kDir = std::string(EDGE_SHARED_DATA) + "/stories260K";
+const std::string kDir = std::string(EDGE_TEST_DATA) + "/stories260K";
 
 int32_t argmax(std::span<const float> v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());

