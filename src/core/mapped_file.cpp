@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/atomic_file.h"
+
 namespace edge {
 
 Expected<MappedFile> MappedFile::open(const std::string& path) {
@@ -84,18 +86,10 @@ Expected<std::string> read_text_file(const std::string& path) {
 }
 
 Status write_file(const std::string& path, const void* data, size_t size) {
-  std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Status::io_error(tmp + ": " + std::strerror(errno));
-  size_t n = size ? std::fwrite(data, 1, size, f) : 0;
-  bool ok = (n == size) && std::fclose(f) == 0;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    return Status::io_error(path + ": write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return Status::io_error(path + ": rename: " + std::strerror(errno));
-  return {};
+  return write_file_atomically(path, [&](std::FILE* f) -> Status {
+    if (size != 0 && std::fwrite(data, 1, size, f) != size) return Status::io_error("write failed");
+    return {};
+  });
 }
 
 }  // namespace edge

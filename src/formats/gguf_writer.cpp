@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <unordered_set>
 
+#include "core/atomic_file.h"
 #include "formats/gguf.h"
 
 namespace edge {
@@ -355,19 +356,8 @@ Status GgufWriter::write(const std::string& path, uint64_t alignment) const {
   std::vector<TensorOut> tensors;
   for (const PendingTensor& t : tensors_)
     tensors.push_back({t.name, t.dtype, t.shape, t.nbytes, t.produce});
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Status::io_error(tmp + ": " + std::strerror(errno));
-  Status st = write_body(f, kv, tensors, alignment);
-  const bool closed = std::fclose(f) == 0;
-  if (st.ok() && !closed) st = Status::io_error("close failed");
-  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
-    st = Status::io_error(std::string("rename: ") + std::strerror(errno));
-  if (!st.ok()) {
-    std::remove(tmp.c_str());
-    return st.with_context(path);
-  }
-  return {};
+  return write_file_atomically(path,
+                               [&](std::FILE* f) { return write_body(f, kv, tensors, alignment); });
 }
 
 }  // namespace edge

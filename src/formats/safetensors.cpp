@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/atomic_file.h"
+
 namespace edge {
 
 namespace {
@@ -272,18 +274,7 @@ Status write_safetensors(const std::string& path, const std::vector<TensorView>&
   }
   std::string h = header.dump();
   h.append((8 - h.size() % 8) % 8, ' ');  // the data buffer starts 8-byte aligned
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Status::io_error(tmp + ": " + std::strerror(errno));
-  Status st = write_st_body(f, h, tensors);
-  if (std::fclose(f) != 0 && st.ok()) st = Status::io_error("close failed");
-  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
-    st = Status::io_error(std::string("rename: ") + std::strerror(errno));
-  if (!st.ok()) {
-    std::remove(tmp.c_str());
-    return st.with_context(path);
-  }
-  return {};
+  return write_file_atomically(path, [&](std::FILE* f) { return write_st_body(f, h, tensors); });
 }
 
 Status write_safetensors_sharded(const std::string& dir, const std::vector<TensorView>& tensors,

@@ -6,11 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
-#include <mutex>
 
 #include "core/check.h"
 #include "core/half.h"
-#include "core/thread_pool.h"
+#include "core/parallel_ranges.h"
 #include "quant/cell.h"
 #include "quant/gguf_blocks.h"
 #include "quant/quant_fit.h"
@@ -202,30 +201,18 @@ Status quantize_matrix(const PackedFormat& f, int64_t n, int64_t k, const RowSou
                                     std::to_string(dst_bytes));
   const int64_t panels = PackedFormat::panels(n);
   const int64_t panel_bytes = (k / f.group) * f.group_bytes();
-  std::mutex mu;
-  Status first;
-  auto work = [&](int tid, int nth) {
+  return parallel_ranges(threads, panels, [&](int64_t p0, int64_t p1, int) -> Status {
     std::vector<float> buf(static_cast<size_t>(kPanelRows * k));  // the only transient
-    auto [p0, p1] = ThreadPool::split(panels, tid, nth);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t valid = std::min(kPanelRows, n - p * kPanelRows);
       Status st;
-      for (int64_t r = 0; r < valid && st.ok(); ++r) st = src(p * kPanelRows + r, buf.data() + r * k);
+      for (int64_t r = 0; r < valid && st.ok(); ++r)
+        st = src(p * kPanelRows + r, buf.data() + r * k);
       if (st.ok()) st = quantize_panel(f, k, buf.data(), valid, dst + p * panel_bytes, search);
-      if (!st.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first.ok()) first = st.with_context("panel " + std::to_string(p));
-        return;
-      }
+      if (!st.ok()) return st.with_context("panel " + std::to_string(p));
     }
-  };
-  if (threads <= 1 || panels < 2) {
-    work(0, 1);
-  } else {
-    ThreadPool pool(static_cast<int>(std::min<int64_t>(threads, panels)));
-    pool.run(work);
-  }
-  return first;
+    return Status();
+  });
 }
 
 void dequantize_row(const PackedFormat& f, const uint8_t* matrix, int64_t n, int64_t k,

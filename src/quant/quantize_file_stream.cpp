@@ -7,10 +7,9 @@
 
 #include <algorithm>
 #include <memory>
-#include <mutex>
 #include <vector>
 
-#include "core/thread_pool.h"
+#include "core/parallel_ranges.h"
 #include "quant/gguf_blocks.h"
 #include "quant/repack.h"
 
@@ -28,24 +27,17 @@ Status stream_panels(int64_t panels, int64_t panel_bytes, int64_t scratch_floats
   for (auto& s : scratch) s.resize(static_cast<size_t>(scratch_floats));
   std::unique_ptr<ThreadPool> pool;
   if (nth > 1) pool = std::make_unique<ThreadPool>(nth);
-  std::mutex mu;
   for (int64_t b0 = 0; b0 < panels; b0 += batch) {
     const int64_t count = std::min(batch, panels - b0);
-    Status first;
-    auto work = [&](int tid, int n_threads) {
-      auto [p0, p1] = ThreadPool::split(count, tid, n_threads);
-      for (int64_t p = p0; p < p1; ++p) {
-        Status st = fill(b0 + p, out.data() + p * panel_bytes, scratch[static_cast<size_t>(tid)].data());
-        if (!st.ok()) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (first.ok()) first = st.with_context("panel " + std::to_string(b0 + p));
-          return;
-        }
-      }
-    };
-    if (pool && count > 1) pool->run(work);
-    else work(0, 1);
-    RETURN_IF_ERROR(first);
+    RETURN_IF_ERROR(
+        parallel_ranges(pool.get(), count, [&](int64_t p0, int64_t p1, int tid) -> Status {
+          for (int64_t p = p0; p < p1; ++p) {
+            Status st = fill(b0 + p, out.data() + p * panel_bytes,
+                             scratch[static_cast<size_t>(tid)].data());
+            if (!st.ok()) return st.with_context("panel " + std::to_string(b0 + p));
+          }
+          return Status();
+        }));
     RETURN_IF_ERROR(sink(out.data(), static_cast<uint64_t>(count * panel_bytes)));
     if (done) done(b0, b0 + count);
   }

@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "core/half.h"
-#include "core/thread_pool.h"
+#include "core/parallel_ranges.h"
 #include "quant/cell.h"
 #include "quant/gguf_blocks.h"
 #include "quant/quantize.h"
@@ -237,27 +236,13 @@ Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, in
                                     std::to_string(dst_bytes));
   const int64_t panels = PackedFormat::panels(n);
   const int64_t panel_bytes = (k / f.group) * f.group_bytes();
-  std::mutex mu;
-  Status first;
-  auto work = [&](int tid, int nth) {
+  auto repack_range = [&](int64_t p0, int64_t p1, int) -> Status {
     std::vector<float> scratch(static_cast<size_t>(kPanelRows * k));
-    auto [p0, p1] = ThreadPool::split(panels, tid, nth);
-    for (int64_t p = p0; p < p1; ++p) {
-      Status st = repack_panel(src, f, p, dst + p * panel_bytes, scratch.data());
-      if (!st.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first.ok()) first = st.with_context("tensor '" + src.name + "'");
-        return;
-      }
-    }
+    for (int64_t p = p0; p < p1; ++p)
+      RETURN_IF_ERROR(repack_panel(src, f, p, dst + p * panel_bytes, scratch.data()));
+    return Status();
   };
-  if (threads <= 1 || panels < 2) {
-    work(0, 1);
-  } else {
-    ThreadPool pool(static_cast<int>(std::min<int64_t>(threads, panels)));
-    pool.run(work);
-  }
-  return first;
+  return parallel_ranges(threads, panels, repack_range).with_context("tensor '" + src.name + "'");
 }
 
 }  // namespace edge
