@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "model/model_footprint.h"
 #include "pipeline/artifact.h"
+#include "runtime/request_rules.h"
 
 namespace edge::pipeline {
 
@@ -126,21 +127,13 @@ class GraphEngine final : public Engine {
     std::string finish_reason;
   };
 
-  // What the engine would refuse, refused here, before the graph sees it.
+  // What the engine would refuse (the runtime's rules), refused here before the graph sees
+  // it; logprobs cannot cross the process boundary at all.
   Status check(const GenerateRequest& req) const {
-    if (req.prompt.empty()) return Status::invalid_argument("empty prompt");
-    for (int32_t id : req.prompt)
-      if (id < 0 || (config_.n_vocab > 0 && id >= config_.n_vocab))
-        return Status::invalid_argument(fmt::format("token id {} is outside the vocabulary", id));
-    if (req.params.max_tokens < 1) return Status::invalid_argument("max_tokens must be >= 1");
-    if (static_cast<int64_t>(req.prompt.size()) + req.params.max_tokens > options_.max_model_len)
-      return Status::invalid_argument(fmt::format(
-          "prompt ({}) + max_tokens ({}) is over the context ({})", req.prompt.size(),
-          req.params.max_tokens, options_.max_model_len));
     if (req.params.logprobs >= 0)
       return Status::unsupported(fmt::format(
           "logprobs: stage '{}' runs in another process, which does not report them", stage_));
-    return req.params.sampling.validate();
+    return validate_request(req, RequestLimits{config_.n_vocab, options_.max_model_len});
   }
 
   // The request's terminal chunk; the handle is retired.

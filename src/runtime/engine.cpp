@@ -2,13 +2,13 @@
 #include <fmt/format.h>
 
 #include <atomic>
-
-#include "model/model_footprint.h"
 #include <thread>
 
+#include "model/model_footprint.h"
 #include "runtime/engine_impl.h"
 #include "runtime/media_splice.h"
 #include "runtime/memory_plan.h"
+#include "runtime/request_rules.h"
 
 namespace edge {
 
@@ -142,24 +142,8 @@ Status EngineImpl::close_session(SessionId session) {
 
 Status EngineImpl::validate(const GenerateRequest& req) const {
   const ModelConfig& c = model_->config();
-  const int64_t n = static_cast<int64_t>(req.prompt.size());
-  if (n == 0) return Status::invalid_argument("the prompt is empty");
-  RETURN_IF_ERROR(validate_media(req, c.n_embd, options_.max_batched_tokens));
-  for (int32_t t : req.prompt)
-    if (t < 0 || t >= c.n_vocab)
-      return Status::out_of_range(fmt::format("prompt token id {} is out of range (vocabulary size {})", t, c.n_vocab));
-  if (n >= options_.max_model_len)
-    return Status::out_of_range(fmt::format(
-        "the prompt has {} tokens; this server's context is {} tokens (prompt and completion together)", n,
-        options_.max_model_len));
-  if (req.params.max_tokens <= 0)
-    return Status::invalid_argument(fmt::format("max_tokens must be at least 1 (got {})", req.params.max_tokens));
-  if (n + req.params.max_tokens > options_.max_model_len)
-    return Status::out_of_range(fmt::format(
-        "the context is {} tokens, but {} were requested ({} in the prompt + {} max_tokens)",
-        options_.max_model_len, n + req.params.max_tokens, n, req.params.max_tokens));
-  if (req.params.logprobs > 20) return Status::invalid_argument("top logprobs must be at most 20");
-  return req.params.sampling.validate();
+  RETURN_IF_ERROR(validate_request(req, RequestLimits{c.n_vocab, options_.max_model_len}));
+  return validate_media(req, c.n_embd, options_.max_batched_tokens);
 }
 
 Expected<RequestHandle> EngineImpl::submit(SessionId session, GenerateRequest req) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 
+#include "runtime/request_rules.h"
 #include "server/connection_watch.h"
 #include "server/generation.h"
 #include "server/openai_response.h"
@@ -193,12 +194,8 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   const Tokenizer* tok = ctx.engine().tokenizer();
   std::vector<int32_t> ids;
   if (cr.prompt_is_ids) {
-    const int64_t n_vocab = ctx.engine().config().n_vocab;
-    for (int32_t id : cr.prompt_ids)
-      if (n_vocab > 0 && id >= n_vocab)
-        return send_error(res, ApiError::bad_request("token id " + std::to_string(id) + " is past the vocabulary (" +
-                                                         std::to_string(n_vocab) + ")",
-                                                     "prompt", "invalid_token"));
+    if (Status st = check_prompt_ids(cr.prompt_ids, ctx.engine().config().n_vocab); !st.ok())
+      return send_error(res, ApiError::bad_request(st.message(), "prompt", "invalid_token"));
     ids = cr.prompt_ids;
   } else {
     if (!tok)

@@ -11,6 +11,15 @@ namespace {
 
 using nlohmann::json;
 
+// max_tokens or max_completion_tokens: an integer, within the runtime's rule.
+void read_max_tokens(RequestFields& f, const char* field, const ServingLimits& limits,
+                     std::optional<int64_t>& out) {
+  f.integer(field, INT64_MIN, INT64_MAX, out);
+  if (!out) return;
+  if (Status st = check_max_tokens(*out, limits.max_model_len, field); !st.ok())
+    f.fail(ApiError::bad_request(st.message(), field, "out_of_range"));
+}
+
 // model, n, max_tokens, stop, seed, stream, stream_options and the sampling knobs.
 void read_common(RequestFields& f, const ServingLimits& limits, CommonRequest& out) {
   std::optional<std::string> model;
@@ -32,8 +41,8 @@ void read_common(RequestFields& f, const ServingLimits& limits, CommonRequest& o
   std::optional<int64_t> n, max_tokens, max_completion, seed, top_k;
   f.integer("n", 1, limits.max_n, n);
   if (n) out.n = static_cast<int32_t>(*n);
-  f.integer("max_tokens", 1, limits.max_model_len, max_tokens);
-  f.integer("max_completion_tokens", 1, limits.max_model_len, max_completion);
+  read_max_tokens(f, "max_tokens", limits, max_tokens);
+  read_max_tokens(f, "max_completion_tokens", limits, max_completion);
   out.max_tokens = max_completion ? max_completion : max_tokens;
   f.integer("seed", INT64_MIN, INT64_MAX, seed);
   if (seed) out.seed = static_cast<uint64_t>(*seed);
@@ -289,19 +298,14 @@ std::optional<ApiError> parse_completion_request(const json& body, const Serving
 std::optional<ApiError> fit_to_context(size_t prompt_tokens, const ServingLimits& limits, const char* prompt_field,
                                        CommonRequest& req) {
   const auto n = static_cast<int64_t>(prompt_tokens);
-  if (n == 0) return ApiError::bad_request("the prompt is empty", prompt_field, "empty_prompt");
-  if (n >= limits.max_model_len)
-    return ApiError::bad_request("this model's maximum context length is " + std::to_string(limits.max_model_len) +
-                                     " tokens, but the prompt has " + std::to_string(n) + " tokens",
-                                 prompt_field, "context_length_exceeded");
-  const int64_t room = limits.max_model_len - n;
-  if (req.max_tokens && *req.max_tokens > room)
-    return ApiError::bad_request("max_tokens is " + std::to_string(*req.max_tokens) + " but the prompt has " +
-                                     std::to_string(n) + " tokens and the context holds " +
-                                     std::to_string(limits.max_model_len) + ": at most " + std::to_string(room) +
-                                     " can be generated",
-                                 "max_tokens", "context_length_exceeded");
-  req.params.max_tokens = static_cast<int32_t>(req.max_tokens.value_or(room));
+  if (Status st = check_prompt_not_empty(n); !st.ok())
+    return ApiError::bad_request(st.message(), prompt_field, "empty_prompt");
+  if (Status st = check_prompt_fits(n, limits.max_model_len); !st.ok())
+    return ApiError::bad_request(st.message(), prompt_field, "context_length_exceeded");
+  if (req.max_tokens)
+    if (Status st = check_completion_fits(n, *req.max_tokens, limits.max_model_len); !st.ok())
+      return ApiError::bad_request(st.message(), "max_tokens", "context_length_exceeded");
+  req.params.max_tokens = static_cast<int32_t>(req.max_tokens.value_or(limits.max_model_len - n));
   return std::nullopt;
 }
 

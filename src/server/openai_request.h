@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "edge/engine.h"
+#include "runtime/request_rules.h"
 #include "server/api_error.h"
 #include "server/media_parts.h"
 
@@ -21,7 +22,7 @@ struct ServingLimits {
   std::vector<std::string> model_names;
   int64_t max_model_len = 4096; // prompt + generated tokens per sequence
   int32_t max_n = 16;           // choices per request
-  int32_t max_logprobs = 20;    // alternatives per token
+  int32_t max_logprobs = kMaxTopLogprobs;  // alternatives per token
   int32_t max_stops = 16;
 
   bool serves(const std::string& name) const;

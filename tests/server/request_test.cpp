@@ -243,6 +243,25 @@ TEST(RequestValidation, FitToContext) {
   r.max_tokens = 60;
   EXPECT_FALSE(fit_to_context(40, limits(), "prompt", r));
   EXPECT_EQ(r.params.max_tokens, 60);
+  // The texts are the runtime's (runtime/request_rules.h): one text per rule in every layer.
+  EXPECT_EQ(e->message, check_completion_fits(40, 61, 100).message());
+  EXPECT_EQ(e2->message, check_prompt_fits(100, 100).message());
+  EXPECT_EQ(fit_to_context(0, limits(), "prompt", r)->code, "empty_prompt");
+}
+
+TEST(RequestValidation, MaxTokensFieldsUseTheRuntimeRule) {
+  auto e = chat(R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":101})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "max_tokens");
+  EXPECT_EQ(e->code, "out_of_range");
+  EXPECT_EQ(e->message, check_max_tokens(101, 100).message());
+  auto c = chat(R"({"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":0})");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->param, "max_completion_tokens");
+  EXPECT_EQ(c->message, check_max_tokens(0, 100, "max_completion_tokens").message());
+  ChatRequest r;
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":100})", &r));
+  EXPECT_EQ(*r.common.max_tokens, 100);
 }
 
 TEST(ApiErrors, ShapeAndStatusMapping) {
