@@ -1,4 +1,4 @@
-// Filling a sequence's context for memory measurements (MEASURING.md rule 5: a cache
+// Filling a sequence's context for memory measurements (docs/measuring.md rule 5: a cache
 // that was allocated but never written says nothing about its size).
 #pragma once
 

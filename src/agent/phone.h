@@ -1,4 +1,4 @@
-// A simulated phone for the agent suite (SPEC.md §8): a home screen, settings with Wi-Fi,
+// A simulated phone for the agent suite (docs/agent-suite.md): a home screen, settings with Wi-Fi,
 // airplane-mode and Bluetooth switches, a clock app with alarms and an alarm editor with a
 // Save button. The agent sees only a UI tree (ids, roles, labels, values); tasks are judged
 // by the device state behind it, never by what the agent says.

@@ -1,4 +1,4 @@
-// Memory of a process as the kernel sees it (MEASURING.md rule 4): RssAnon for what it
+// Memory of a process as the kernel sees it (docs/measuring.md rule 4): RssAnon for what it
 // allocated, RssFile for mapped files, RssShmem apart, from /proc/<pid>/status, for one
 // process or summed over a process tree. Used by the harness's sampler and by pipeline
 // stages held to their RAM reservation.

@@ -1,4 +1,4 @@
-// The grid runner (SPEC.md §7, MEASURING.md): arms (commands, our own bench, or servers
+// The grid runner (docs/grid.md, docs/measuring.md): arms (commands, our own bench, or servers
 // under a built-in streaming load) measured in passes that rotate the starting arm, after
 // a per-core pre-flight and under an advisory host lock; per arm and metric the median
 // and spread; a comparison is "not a ranking" when its gap is inside the spread; bands

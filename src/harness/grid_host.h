@@ -1,7 +1,7 @@
-// What the grid asks of the host before it measures (MEASURING.md): per-core load on the
-// cores a run will use, read from /proc/stat over a short window (a contended core makes
-// every figure from it a figure about the other tenant), and an advisory host lock so two
-// grids never measure at the same time.
+// What the grid asks of the host before it measures (docs/measuring.md rule 9): per-core
+// load on the cores a run will use, read from /proc/stat over a short window (a contended
+// core makes every figure from it a figure about the other tenant), and an advisory host
+// lock so two grids never measure at the same time.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// Reliability probes (SPEC.md §7, the seed's text probe): each check is a pass, a fail or
+// Reliability probes (docs/probes.md, the seed's text probe): each check is a pass, a fail or
 // skipped (with the reason), with its timings; a process the probe had to clean up after
 // the checks (a worker left running, a zombie) is a finding, and a finding fails the probe
 // ("cleanup is not a pass"). Only processes this program owns are ever signalled

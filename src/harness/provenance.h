@@ -1,4 +1,4 @@
-// Provenance stamped on every result (MEASURING.md rule 1): what code, flags, CPU, kernel
+// Provenance stamped on every result (docs/measuring.md rules 1, 11): what code, flags, CPU, kernel
 // path and weight types actually produced a number — read back from the loaded engine,
 // never from the command line.
 #pragma once

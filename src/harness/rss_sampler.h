@@ -1,4 +1,4 @@
-// Memory as the kernel sees it (MEASURING.md rule 4): RssAnon for what we allocated,
+// Memory as the kernel sees it (docs/measuring.md rule 4): RssAnon for what we allocated,
 // RssFile for mapped files, RssShmem apart, from /proc/<pid>/status, summed over a whole
 // process tree. No kernel counter keeps the peak of RssAnon, so RssSampler polls the tree
 // from a background thread (<= 20 ms) and keeps the peaks itself. Also: time since the

@@ -1,4 +1,4 @@
-// Streaming-read kernel for the bandwidth ceiling probe (MEASURING.md rule 10): reads
+// Streaming-read kernel for the bandwidth ceiling probe (docs/measuring.md rule 10): reads
 // every byte of [data, data + bytes) once with the widest loads available and returns a
 // value that depends on all of them (so the compiler cannot drop the reads).
 #pragma once
