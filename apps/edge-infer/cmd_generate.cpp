@@ -1,10 +1,11 @@
 // edge-infer generate -m MODEL (-p TEXT | --prompt-ids 1,2,3) -n N [--temp 0] [--json]
 // edge-infer logits   -m MODEL --prompt-ids 1,2,3
 // Without -m both use the built-in demo model (random weights: its text is noise).
-#include <nlohmann/json.hpp>
-
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "audio_media.h"
 #include "commands.h"
@@ -84,6 +85,104 @@ Expected<Loaded> load_and_prepare(const GenerateArgs& a) {
   return l;
 }
 
+// The media put before the prompt text (--audio, --image): each replaces the prompt with
+// its own tokens, whose media positions take the encoded rows (splices).
+struct MediaPrompt {
+  std::optional<AudioPrompt> audio;
+  std::optional<ImagePrompt> image;
+};
+
+Expected<MediaPrompt> build_media(const Model& model, const GenerateArgs& a,
+                                  std::vector<int32_t>& prompt) {
+  MediaPrompt m;
+  if (!a.audio.empty()) {
+    ASSIGN_OR_RETURN(m.audio, build_audio_prompt(model, a.mmproj, a.audio, a.prompt));
+    prompt = m.audio->tokens;
+  }
+  if (!a.image.empty()) {
+    ASSIGN_OR_RETURN(m.image, build_image_prompt(model, a.mmproj, a.image, a.prompt));
+    prompt = m.image->tokens;
+  }
+  return m;
+}
+
+struct Generated {
+  std::vector<int32_t> ids;
+  std::string text;
+  double prompt_ms = 0, gen_ms = 0;
+};
+
+// Prefills the prompt, then samples up to n_predict tokens (one forward per token but the
+// last), streaming the text (or the ids, without a tokenizer) to stdout unless --json.
+Expected<Generated> generate_tokens(const GenerateArgs& a, const Model& model,
+                                    InferenceState& state, const std::vector<int32_t>& prompt,
+                                    const MediaPrompt& media) {
+  const Tokenizer* tok = model.tokenizer();
+  Sampler sampler(a.sampling);
+  std::vector<int32_t> history = prompt;
+  Generated g;
+  std::optional<Tokenizer::StreamDecoder> stream;
+  if (tok) stream.emplace(*tok);
+  auto t_prompt = Clock::now();
+  auto logits = media.audio   ? state.forward(prompt, false, media.audio->splices)
+                : media.image ? state.forward(prompt, false, media.image->splices)
+                              : state.forward(prompt);
+  if (!logits) return logits.status();
+  g.prompt_ms = ms_since(t_prompt);
+  auto t_gen = Clock::now();
+  for (int i = 0; i < a.n_predict; ++i) {
+    int32_t id = sampler.sample(*logits, history);
+    g.ids.push_back(id);
+    history.push_back(id);
+    std::string piece = stream ? stream->push(id) : "";
+    g.text += piece;
+    if (!a.json) {
+      if (stream) std::fputs(piece.c_str(), stdout);
+      else std::printf("%s%d", i ? " " : "", id);
+      std::fflush(stdout);
+    }
+    if (tok && !a.ignore_eos && tok->is_eog(id)) break;
+    if (state.n_past() >= state.n_ctx()) break;  // context full
+    if (i + 1 == a.n_predict) break;             // no forward for a token nobody samples
+    logits = state.forward(std::span<const int32_t>(&id, 1));
+    if (!logits) return logits.status();
+  }
+  if (stream) {
+    std::string rest = stream->flush();
+    g.text += rest;
+    if (!a.json) std::fputs(rest.c_str(), stdout);
+  }
+  g.gen_ms = ms_since(t_gen);
+  return g;
+}
+
+// Tokens per second after the first (whose time is the prompt's), 0 for one token or none.
+double decode_tokens_per_s(const Generated& g) {
+  return g.ids.size() > 1 ? (g.ids.size() - 1) * 1000.0 / std::max(g.gen_ms, 1e-9) : 0.0;
+}
+
+// --json: the ids, the text, the context and the timings as one object.
+nlohmann::json generate_report(const Model& model, const Loaded& l, const MediaPrompt& media,
+                               const Generated& g) {
+  nlohmann::json j;
+  j["model"] = model.path();
+  j["prompt_ids"] = l.prompt;
+  j["generated_ids"] = g.ids;
+  j["text"] = g.text;
+  j["n_ctx"] = l.ctx;
+  if (media.audio)
+    j["audio"] = {{"tokens", media.audio->n_audio}, {"encode_ms", media.audio->encode_ms}};
+  if (media.image)
+    j["image"] = {{"tokens", media.image->n_image}, {"encode_ms", media.image->encode_ms}};
+  j["timings"] = {{"load_ms", l.load_ms},
+                  {"prompt_ms", g.prompt_ms},
+                  {"prompt_tokens_per_s", l.prompt.size() * 1000.0 / std::max(g.prompt_ms, 1e-9)},
+                  {"generate_ms", g.gen_ms},
+                  {"generate_tokens_per_s", decode_tokens_per_s(g)},
+                  {"n_threads", model.pool().size()}};
+  return j;
+}
+
 int run_generate(const GenerateArgs& a) {
   RETURN_CODE_IF_ERROR(a.sampling.validate());
   auto l = load_and_prepare(a);
@@ -91,79 +190,20 @@ int run_generate(const GenerateArgs& a) {
   Model& model = *l->model;
   auto state = InferenceState::create(model, l->ctx);
   if (!state) return report_error(state.status());
-  const Tokenizer* tok = model.tokenizer();
-  std::optional<AudioPrompt> audio;
-  if (!a.audio.empty()) {
-    auto p = build_audio_prompt(model, a.mmproj, a.audio, a.prompt);
-    if (!p) return report_error(p.status());
-    audio = std::move(*p);
-    l->prompt = audio->tokens;
-  }
-  std::optional<ImagePrompt> image;
-  if (!a.image.empty()) {
-    auto p = build_image_prompt(model, a.mmproj, a.image, a.prompt);
-    if (!p) return report_error(p.status());
-    image = std::move(*p);
-    l->prompt = image->tokens;
-  }
-  Sampler sampler(a.sampling);
-  std::vector<int32_t> history = l->prompt, generated;
-  std::string text;
-  std::optional<Tokenizer::StreamDecoder> stream;
-  if (tok) stream.emplace(*tok);
-
-  auto t_prompt = Clock::now();
-  auto logits = audio   ? state->forward(l->prompt, false, audio->splices)
-                : image ? state->forward(l->prompt, false, image->splices)
-                        : state->forward(l->prompt);
-  if (!logits) return report_error(logits.status());
-  double prompt_ms = ms_since(t_prompt);
-  auto t_gen = Clock::now();
-  for (int i = 0; i < a.n_predict; ++i) {
-    int32_t id = sampler.sample(*logits, history);
-    generated.push_back(id);
-    history.push_back(id);
-    std::string piece = stream ? stream->push(id) : "";
-    text += piece;
-    if (!a.json) {
-      if (stream) std::fputs(piece.c_str(), stdout);
-      else std::printf("%s%d", i ? " " : "", id);
-      std::fflush(stdout);
-    }
-    if (tok && !a.ignore_eos && tok->is_eog(id)) break;
-    if (state->n_past() >= state->n_ctx()) break;  // context full
-    if (i + 1 == a.n_predict) break;               // no forward for a token nobody samples
-    logits = state->forward(std::span<const int32_t>(&id, 1));
-    if (!logits) return report_error(logits.status());
-  }
-  if (stream) {
-    std::string rest = stream->flush();
-    text += rest;
-    if (!a.json) std::fputs(rest.c_str(), stdout);
-  }
-  double gen_ms = ms_since(t_gen);
+  auto media = build_media(model, a, l->prompt);
+  if (!media) return report_error(media.status());
+  auto g = generate_tokens(a, model, *state, l->prompt, *media);
+  if (!g) return report_error(g.status());
   if (!a.json) {
     std::printf("\n");
-    std::fprintf(stderr, "edge-infer: prompt %zu tokens in %.1f ms, generated %zu tokens in %.1f ms (%.2f tok/s)\n",
-                 l->prompt.size(), prompt_ms, generated.size(), gen_ms,
-                 generated.size() > 1 ? (generated.size() - 1) * 1000.0 / gen_ms : 0.0);
+    std::fprintf(
+        stderr,
+        "edge-infer: prompt %zu tokens in %.1f ms, generated %zu tokens in %.1f ms (%.2f tok/s)\n",
+        l->prompt.size(), g->prompt_ms, g->ids.size(), g->gen_ms,
+        g->ids.size() > 1 ? (g->ids.size() - 1) * 1000.0 / g->gen_ms : 0.0);
     return 0;
   }
-  nlohmann::json j;
-  j["model"] = model.path();
-  j["prompt_ids"] = l->prompt;
-  j["generated_ids"] = generated;
-  j["text"] = text;
-  j["n_ctx"] = l->ctx;
-  if (audio) j["audio"] = {{"tokens", audio->n_audio}, {"encode_ms", audio->encode_ms}};
-  if (image) j["image"] = {{"tokens", image->n_image}, {"encode_ms", image->encode_ms}};
-  j["timings"] = {{"load_ms", l->load_ms},
-                  {"prompt_ms", prompt_ms},
-                  {"prompt_tokens_per_s", l->prompt.size() * 1000.0 / std::max(prompt_ms, 1e-9)},
-                  {"generate_ms", gen_ms},
-                  {"generate_tokens_per_s",
-                   generated.size() > 1 ? (generated.size() - 1) * 1000.0 / std::max(gen_ms, 1e-9) : 0.0},
-                  {"n_threads", model.pool().size()}};
+  const nlohmann::json j = generate_report(model, *l, *media, *g);
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }

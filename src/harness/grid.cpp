@@ -134,76 +134,88 @@ std::string cpus_text(const std::vector<int>& cpus) {
   return s;
 }
 
-}  // namespace
+// One arm's values of one metric over the passes that produced it.
+struct ArmStat {
+  std::string arm;
+  double med, lo, hi;
+  size_t n;
+};
 
-nlohmann::json summarize_runs(const nlohmann::json& runs,
-                              const std::vector<std::string>& arm_order) {
-  std::set<std::string> names;
-  for (const json& r : runs)
-    if (r.value("ok", false))
-      for (const auto& [k, v] : r["metrics"].items()) names.insert(k);
-  json metrics = json::object();
-  for (const std::string& name : names) {
-    std::string why;
-    const bool lower = lower_is_better(name, &why);
-    json arms = json::object();
-    double band = 0;
-    struct Stat {
-      std::string arm;
-      double med, lo, hi;
-      size_t n;
-    };
-    std::vector<Stat> stats;
-    for (const std::string& arm : arm_order) {
-      std::vector<double> v;
-      int noisy = 0;
-      for (const json& r : runs)
-        if (r["arm"] == arm && r.value("ok", false) && r["metrics"].contains(name)) {
-          v.push_back(r["metrics"][name].get<double>());
-          noisy += r.value("contended", false);
-        }
-      if (v.empty()) continue;
-      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-      const double med = median_of(v);
-      const double spread = med != 0 ? (*hi - *lo) / std::abs(med) : 0;
-      band = std::max(band, spread);
-      arms[arm] = {{"median", med},          {"min", *lo},           {"max", *hi},
-                   {"n", v.size()},          {"spread_rel", spread}, {"values", v},
-                   {"contended_runs", noisy}};
-      stats.push_back({arm, med, *lo, *hi, v.size()});
-    }
-    std::stable_sort(stats.begin(), stats.end(), [&](const Stat& a, const Stat& b) {
-      return lower ? a.med < b.med : a.med > b.med;
-    });
-    json cmp = json::array();
-    for (size_t i = 1; i < stats.size(); ++i) {
-      const Stat &best = stats[0], &o = stats[i];
-      // How many times better the best arm is; null when that divides by zero (0 errors).
-      const double num = lower ? o.med : best.med, den = lower ? best.med : o.med;
-      const json factor = num == den ? json(1.0) : den != 0 ? json(num / den) : json(nullptr);
-      const double f = factor.is_null() ? 0.0 : factor.get<double>();
-      const bool overlap = best.lo <= o.hi && o.lo <= best.hi;
-      std::string verdict = "ranking";
-      if (best.n < 2 || o.n < 2)
-        verdict = "not a ranking: fewer than 2 passes, no spread to judge the gap";
-      else if (overlap || (!factor.is_null() && std::abs(f - 1) <= band))
-        verdict = "not a ranking: the gap is inside the spread";
-      if (arms[best.arm]["contended_runs"].get<int>() + arms[o.arm]["contended_runs"].get<int>() >
-          0)
-        verdict += " (from runs the pre-flight found contended)";
-      cmp.push_back(
-          {{"better", best.arm}, {"other", o.arm}, {"factor", factor}, {"verdict", verdict}});
-    }
-    metrics[name] = {{"direction", lower ? "lower is better" : "higher is better"},
-                     {"direction_rule", why},
-                     {"band_rel", band},
-                     {"band_note",
-                      "the largest relative spread (max-min)/median over the arms in this run; "
-                      "reported, never a gate"},
-                     {"arms", arms},
-                     {"comparisons", cmp}};
+// The arms' figures for metric `name` (median, min, max, values, contended runs) in arm
+// order, with `stats` for the comparisons; `band` becomes the largest relative spread.
+json arm_figures(const json& runs, const std::vector<std::string>& arm_order,
+                 const std::string& name, std::vector<ArmStat>& stats, double& band) {
+  json arms = json::object();
+  for (const std::string& arm : arm_order) {
+    std::vector<double> v;
+    int noisy = 0;
+    for (const json& r : runs)
+      if (r["arm"] == arm && r.value("ok", false) && r["metrics"].contains(name)) {
+        v.push_back(r["metrics"][name].get<double>());
+        noisy += r.value("contended", false);
+      }
+    if (v.empty()) continue;
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    const double med = median_of(v);
+    const double spread = med != 0 ? (*hi - *lo) / std::abs(med) : 0;
+    band = std::max(band, spread);
+    arms[arm] = {{"median", med},          {"min", *lo},           {"max", *hi},
+                 {"n", v.size()},          {"spread_rel", spread}, {"values", v},
+                 {"contended_runs", noisy}};
+    stats.push_back({arm, med, *lo, *hi, v.size()});
   }
-  // Decode against the bandwidth ceiling measured in the same run, per arm (our bench arms).
+  return arms;
+}
+
+// The best arm (stats[0], sorted best first) against each other arm: how many times better
+// it is, and whether that gap is a ranking or lies inside the spread.
+json compare_to_best(const std::vector<ArmStat>& stats, const json& arms, bool lower, double band) {
+  json cmp = json::array();
+  for (size_t i = 1; i < stats.size(); ++i) {
+    const ArmStat &best = stats[0], &o = stats[i];
+    // How many times better the best arm is; null when that divides by zero (0 errors).
+    const double num = lower ? o.med : best.med, den = lower ? best.med : o.med;
+    const json factor = num == den ? json(1.0) : den != 0 ? json(num / den) : json(nullptr);
+    const double f = factor.is_null() ? 0.0 : factor.get<double>();
+    const bool overlap = best.lo <= o.hi && o.lo <= best.hi;
+    std::string verdict = "ranking";
+    if (best.n < 2 || o.n < 2)
+      verdict = "not a ranking: fewer than 2 passes, no spread to judge the gap";
+    else if (overlap || (!factor.is_null() && std::abs(f - 1) <= band))
+      verdict = "not a ranking: the gap is inside the spread";
+    if (arms.at(best.arm)["contended_runs"].get<int>() +
+            arms.at(o.arm)["contended_runs"].get<int>() >
+        0)
+      verdict += " (from runs the pre-flight found contended)";
+    cmp.push_back(
+        {{"better", best.arm}, {"other", o.arm}, {"factor", factor}, {"verdict", verdict}});
+  }
+  return cmp;
+}
+
+// One metric over all arms: its direction, the arms' figures and the comparisons.
+json summarize_metric(const json& runs, const std::vector<std::string>& arm_order,
+                      const std::string& name) {
+  std::string why;
+  const bool lower = lower_is_better(name, &why);
+  double band = 0;
+  std::vector<ArmStat> stats;
+  const json arms = arm_figures(runs, arm_order, name, stats, band);
+  std::stable_sort(stats.begin(), stats.end(), [&](const ArmStat& a, const ArmStat& b) {
+    return lower ? a.med < b.med : a.med > b.med;
+  });
+  return {{"direction", lower ? "lower is better" : "higher is better"},
+          {"direction_rule", why},
+          {"band_rel", band},
+          {"band_note",
+           "the largest relative spread (max-min)/median over the arms in this run; "
+           "reported, never a gate"},
+          {"arms", arms},
+          {"comparisons", compare_to_best(stats, arms, lower, band)}};
+}
+
+// Decode against the bandwidth ceiling measured in the same run, per arm (our bench arms).
+json roofline_of(const json& metrics) {
   json roofline = json::object();
   for (const auto& [name, m] : metrics.items()) {
     const std::string suffix = "_fraction_of_ceiling";
@@ -221,13 +233,26 @@ nlohmann::json summarize_runs(const nlohmann::json& runs,
       roofline[arm].push_back(e);
     }
   }
+  return roofline;
+}
+
+}  // namespace
+
+nlohmann::json summarize_runs(const nlohmann::json& runs,
+                              const std::vector<std::string>& arm_order) {
+  std::set<std::string> names;
+  for (const json& r : runs)
+    if (r.value("ok", false))
+      for (const auto& [k, v] : r["metrics"].items()) names.insert(k);
+  json metrics = json::object();
+  for (const std::string& name : names) metrics[name] = summarize_metric(runs, arm_order, name);
   int failed = 0, noisy = 0;
   for (const json& r : runs) {
     failed += !r.value("ok", false);
     noisy += r.value("contended", false);
   }
   return {{"metrics", metrics},
-          {"roofline", roofline},
+          {"roofline", roofline_of(metrics)},
           {"failed_runs", failed},
           {"contended_runs", noisy}};
 }
@@ -265,15 +290,85 @@ std::string grid_summary_text(const nlohmann::json& summary) {
   return s;
 }
 
-Expected<nlohmann::json> run_grid(const GridSpec& g, const GridOptions& o) {
-  ASSIGN_OR_RETURN(HostLock lock,
-                   HostLock::acquire(o.lock_path.empty() ? default_grid_lock_path() : o.lock_path));
+namespace {
+
+// The cores the grid runs on: the spec's, each one this process may use (the children are
+// pinned there: a core we may not use would be a lie), or else all of its affinity.
+Expected<std::vector<int>> grid_cpus(const GridSpec& g) {
   const std::vector<int> allowed = allowed_cores();
   const std::vector<int> cpus = g.cpus.empty() ? allowed : g.cpus;
-  for (int c : cpus)  // the children are pinned there: a core we may not use would be a lie
+  for (int c : cpus)
     if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
       return Status::invalid_argument(fmt::format(
           "grid cpus: core {} is not in this process's affinity ({})", c, cpus_text(allowed)));
+  return cpus;
+}
+
+// The sha256 of each arm's model file (or why it could not be read), by path.
+std::map<std::string, std::string> model_hashes(const GridSpec& g) {
+  std::map<std::string, std::string> sha;
+  for (const ArmSpec& a : g.arms)
+    if (!a.model.empty() && !sha.count(a.model)) {
+      auto h = pipeline::sha256_file(a.model);
+      sha[a.model] = h ? *h : "unreadable: " + h.status().to_string();
+    }
+  return sha;
+}
+
+// What one run of `arm` records about where and how it ran (the engine's own account, when
+// the arm reports one, is added by run_command_arm).
+json run_provenance(const ArmSpec& arm, const json& machine, const std::vector<int>& cpus,
+                    const std::map<std::string, std::string>& sha) {
+  json prov = machine;
+  prov["time"] = iso_time_now();
+  prov["affinity"] = cpus;
+  prov["argv"] = arm.serve ? json(arm.load.command) : json(arm.command);
+  prov["configuration"] = arm.config;
+  prov["kernel_path"] = arm.ours ? "unknown" : "external (not ours)";
+  if (!arm.model.empty()) prov["model_sha256"] = sha.at(arm.model);
+  if (arm.config.contains("bench") && arm.config["bench"].contains("t"))
+    prov["threads"] = arm.config["bench"]["t"];
+  return prov;
+}
+
+// Where a run happens: the grid's cores, the machine and the models' hashes.
+struct RunSite {
+  const std::vector<int>& cpus;
+  const json& machine;
+  const std::map<std::string, std::string>& sha;
+};
+
+// One run of `arm` (pass p, position pos in that pass's order): its pre-flight, then its
+// provenance (timed after the pre-flight) and results, with the metrics cut to the grid's
+// list when it has one.
+json run_arm_once(const ArmSpec& arm, const GridSpec& g, const RunSite& site, int p, size_t pos) {
+  const std::vector<int>& cpus = site.cpus;
+  auto before = preflight_cores(cpus, g.preflight_s, g.max_busy);
+  json rec = {{"arm", arm.name}, {"pass", p}, {"position", pos}};
+  if (before) {
+    rec["preflight"] = before->to_json();
+    rec["contended"] = before->contended;
+  }
+  rec["provenance"] = run_provenance(arm, site.machine, cpus, site.sha);
+  if (arm.serve)
+    run_serve_arm_once(arm, cpus, p, rec);
+  else
+    run_command_arm(arm, g, cpus, rec);
+  if (rec.value("ok", false) && !g.metrics.empty()) {
+    json kept = json::object();
+    for (const std::string& m : g.metrics)
+      if (rec["metrics"].contains(m)) kept[m] = rec["metrics"][m];
+    rec["metrics"] = kept;
+  }
+  return rec;
+}
+
+}  // namespace
+
+Expected<nlohmann::json> run_grid(const GridSpec& g, const GridOptions& o) {
+  ASSIGN_OR_RETURN(HostLock lock,
+                   HostLock::acquire(o.lock_path.empty() ? default_grid_lock_path() : o.lock_path));
+  ASSIGN_OR_RETURN(const std::vector<int> cpus, grid_cpus(g));
   ASSIGN_OR_RETURN(Preflight pf, preflight_cores(cpus, g.preflight_s, g.max_busy));
   if (pf.contended && !o.allow_noisy)
     return Status::resource_exhausted(fmt::format(
@@ -282,12 +377,8 @@ Expected<nlohmann::json> run_grid(const GridSpec& g, const GridOptions& o) {
         "run anyway with every record labelled",
         100 * pf.max_busy, 100 * g.max_busy, cpus_text(cpus)));
   const json machine = machine_provenance();
-  std::map<std::string, std::string> sha;  // model path -> sha256
-  for (const ArmSpec& a : g.arms)
-    if (!a.model.empty() && !sha.count(a.model)) {
-      auto h = pipeline::sha256_file(a.model);
-      sha[a.model] = h ? *h : "unreadable: " + h.status().to_string();
-    }
+  const std::map<std::string, std::string> sha = model_hashes(g);  // model path -> sha256
+  const RunSite site{cpus, machine, sha};
   std::vector<std::string> names;
   for (const ArmSpec& a : g.arms) names.push_back(a.name);
   json runs = json::array();
@@ -295,32 +386,7 @@ Expected<nlohmann::json> run_grid(const GridSpec& g, const GridOptions& o) {
     const std::vector<size_t> order = pass_order(g.arms.size(), p);
     for (size_t pos = 0; pos < order.size(); ++pos) {
       const ArmSpec& arm = g.arms[order[pos]];
-      auto before = preflight_cores(cpus, g.preflight_s, g.max_busy);
-      json rec = {{"arm", arm.name}, {"pass", p}, {"position", pos}};
-      if (before) {
-        rec["preflight"] = before->to_json();
-        rec["contended"] = before->contended;
-      }
-      json prov = machine;
-      prov["time"] = iso_time_now();
-      prov["affinity"] = cpus;
-      prov["argv"] = arm.serve ? json(arm.load.command) : json(arm.command);
-      prov["configuration"] = arm.config;
-      prov["kernel_path"] = arm.ours ? "unknown" : "external (not ours)";
-      if (!arm.model.empty()) prov["model_sha256"] = sha[arm.model];
-      if (arm.config.contains("bench") && arm.config["bench"].contains("t"))
-        prov["threads"] = arm.config["bench"]["t"];
-      rec["provenance"] = prov;
-      if (arm.serve)
-        run_serve_arm_once(arm, cpus, p, rec);
-      else
-        run_command_arm(arm, g, cpus, rec);
-      if (rec.value("ok", false) && !g.metrics.empty()) {
-        json kept = json::object();
-        for (const std::string& m : g.metrics)
-          if (rec["metrics"].contains(m)) kept[m] = rec["metrics"][m];
-        rec["metrics"] = kept;
-      }
+      json rec = run_arm_once(arm, g, site, p, pos);
       if (!o.quiet)
         std::fprintf(
             stderr, "grid: pass %d %-20s %s%s\n", p, arm.name.c_str(),
