@@ -5,8 +5,8 @@
 
 #include "audio_media.h"
 #include "commands.h"
+#include "convert/random_model.h"
 #include "image_media.h"
-#include "model/random_model.h"
 
 namespace edge::cli {
 namespace {

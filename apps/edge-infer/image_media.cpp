@@ -8,11 +8,11 @@
 #include <iterator>
 
 #include "commands.h"
+#include "convert/random_model.h"
+#include "convert/random_vision_projector.h"
 #include "kernels/api.h"
 #include "model/image_encoder.h"
 #include "model/model.h"
-#include "model/random_model.h"
-#include "model/random_vision_projector.h"
 
 namespace edge::cli {
 

@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "convert/random_audio_projector.h"
+#include "convert/random_model.h"
+#include "convert/random_vision_projector.h"
+#include "convert/random_vocoder.h"
 #include "formats/gguf.h"
-#include "model/random_audio_projector.h"
-#include "model/random_model.h"
-#include "model/random_vision_projector.h"
-#include "model/random_vocoder.h"
 #include "tokenizer/outetts_tokens.h"
 
 namespace edge::cli {

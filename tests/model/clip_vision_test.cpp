@@ -9,11 +9,11 @@
 
 #include <cmath>
 
+#include "convert/random_vision_projector.h"
 #include "core/thread_pool.h"
 #include "kernels/api.h"
 #include "model/image_encoder.h"
 #include "model/model_test_util.h"
-#include "model/random_vision_projector.h"
 
 namespace edge {
 namespace {

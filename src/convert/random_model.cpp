@@ -1,4 +1,4 @@
-#include "model/random_model.h"
+#include "convert/random_model.h"
 
 #include <fmt/format.h>
 
@@ -6,14 +6,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "convert/random_model_internal.h"
+#include "convert/synthetic_vocab.h"
 #include "core/half.h"
 #include "formats/gguf.h"
 #include "model/arch/common.h"
 #include "model/gguf_hparams.h"
-#include "model/random_model_internal.h"
 #include "model/registry.h"
 #include "tokenizer/outetts_tokens.h"
-#include "tokenizer/synthetic_vocab.h"
 #include "tokenizer/vocab_io.h"
 
 namespace edge {

@@ -1,6 +1,6 @@
 // HF directory -> pre-packed GGUF: config and tokenizer to GGUF metadata, tensors renamed
 // (and Llama q/k rows reordered) into QuantizeInputs that add_quantized_tensors streams.
-#include "model/quantize_hf.h"
+#include "convert/quantize_hf.h"
 
 #include <cmath>
 

@@ -1,13 +1,13 @@
-#include "model/random_vision_projector.h"
+#include "convert/random_vision_projector.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
 
+#include "convert/random_model_internal.h"
 #include "core/half.h"
 #include "formats/gguf.h"
-#include "model/random_model_internal.h"
 
 namespace edge {
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <regex>
 
+#include "convert/random_model_internal.h"
 #include "core/mapped_file.h"
 #include "formats/safetensors.h"
-#include "model/random_model_internal.h"
 #include "tokenizer/vocab_io.h"
 
 namespace edge::random_model {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "model/random_model.h"
+#include "convert/random_model.h"
 #include "tokenizer/vocab.h"
 
 namespace edge::random_model {

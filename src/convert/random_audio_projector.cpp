@@ -1,12 +1,12 @@
-#include "model/random_audio_projector.h"
+#include "convert/random_audio_projector.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
 
+#include "convert/random_model_internal.h"
 #include "formats/gguf.h"
-#include "model/random_model_internal.h"
 
 namespace edge {
 

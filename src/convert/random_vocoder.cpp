@@ -1,12 +1,12 @@
-#include "model/random_vocoder.h"
+#include "convert/random_vocoder.h"
 
 #include <cmath>
 #include <cstring>
 
+#include "convert/random_model_internal.h"
 #include "formats/gguf.h"
 #include "kernels/istft.h"
 #include "model/arch/wavtokenizer_dec.h"
-#include "model/random_model_internal.h"
 
 namespace edge {
 
