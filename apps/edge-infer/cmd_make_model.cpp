@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "convert/random_model.h"
 #include "image_media.h"
+#include "model/arch/clip_vision.h"
 
 namespace edge::cli {
 namespace {
@@ -22,7 +23,8 @@ struct MakeModelArgs {
 };
 
 int run_make_model(MakeModelArgs& a) {
-  if (a.o.arch == "clip-gemma3" || a.o.arch == "clip-mlp")  // --type may be q8_0 here
+  // clip-<vision projector type> (the projector table); --type may be q8_0 here.
+  if (a.o.arch.starts_with("clip-") && find_vision_projector(a.o.arch.substr(5)))
     return make_vision_projector(a.o, a.proj_dim, a.image_size, a.patch_size, !a.no_class_embd,
                                  a.type, a.out);
   auto dt = dtype_from_name(a.type);

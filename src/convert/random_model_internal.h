@@ -1,10 +1,14 @@
-// Shared by random_model.cpp (config, values, GGUF) and random_model_hf.cpp (HF directory).
+// What the generators share: random_model.cpp (config, values, GGUF), random_model_hf.cpp
+// (HF directory), and the projector and vocoder writers (random_*_projector.cpp,
+// random_vocoder.cpp): seeded tensors, their encodings and the GGUF entries that write them.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "convert/random_model.h"
+#include "formats/gguf.h"
+#include "model/tensor_schema.h"
 #include "tokenizer/vocab.h"
 
 namespace edge::random_model {
@@ -19,6 +23,17 @@ struct Tensor {
   uint64_t seed = 0;
   std::vector<float> generate() const;  // ~N(mean, stddev^2), deterministic in seed
 };
+
+// A tensor of the spec's name and shape seeded from `seed` and its name (FNV-1a, so values
+// do not depend on the order of tensors), with mean and stddev left 0 for the caller.
+Tensor seeded_tensor(const TensorSpec& s, uint64_t seed);
+// Inputs per output row of a weight stored [out, in...]: the product of its trailing dims.
+int64_t fan_in(const std::vector<int64_t>& shape);
+// GGUF general.file_type of a file whose matrices are `t`: 0 F32, 1 F16, 7 Q8_0, 32 BF16.
+uint32_t gguf_file_type(DType t);
+// Adds `t` to `w` as type `dt`; its values are generated and encoded when the file is
+// written (one tensor in memory at a time). `writer` names the generator in errors.
+Status add_generated_tensor(GgufWriter& w, const Tensor& t, DType dt, const char* writer);
 
 // Every tensor of the family's schema (required ones, plus output.weight when untied).
 std::vector<Tensor> make_tensors(const RandomModelOptions& o, const ModelConfig& c);

@@ -1,3 +1,4 @@
+// The family table: every model family this build reads, in one list.
 #include "model/registry.h"
 
 namespace edge {
@@ -22,6 +23,19 @@ const ArchFamily* find_family_hf(std::string_view model_type) {
     for (const std::string& a : f->hf_model_types)
       if (a == model_type) return f;
   return nullptr;
+}
+
+const ArchVariant* ArchFamily::variant(const std::string& arch) const {
+  for (const ArchVariant& v : variants)
+    if (v.arch == arch) return &v;
+  return nullptr;
+}
+
+std::string writable_architectures() {
+  std::string s;
+  for (const ArchFamily* f : all_families())
+    for (const ArchVariant& v : f->variants) s += (s.empty() ? "" : ", ") + v.arch;
+  return s;
 }
 
 std::string known_architectures() {

@@ -168,6 +168,34 @@ TEST(Registry, KnowsEveryFamily) {
   EXPECT_EQ(find_family_hf("mistral"), &llama_family());
 }
 
+// The family table's writer facts agree with its readers: every variant is read back by
+// its own family under its GGUF name and its HF model_type, a made-up model of it keeps
+// its name, and hf_name_of inverts hf_tensor_name on every tensor of its schema.
+TEST(Registry, VariantsAreReadBackByTheirFamily) {
+  for (const ArchFamily* f : all_families()) {
+    ASSERT_FALSE(f->variants.empty()) << f->name;
+    EXPECT_EQ(f->variants[0].arch, f->name);
+    for (const ArchVariant& v : f->variants) {
+      EXPECT_EQ(find_family_gguf(v.arch), f) << v.arch;
+      EXPECT_EQ(find_family_hf(v.hf_model_type), f) << v.hf_model_type;
+      EXPECT_EQ(f->variant(v.arch), &v);
+      auto c = random_model_config(small(v.arch));
+      ASSERT_TRUE(c.ok()) << c.status().to_string();
+      EXPECT_EQ(c->arch, v.arch);
+      const TensorSchema schema = f->schema(*c);  // outlives the loop over its specs
+      for (const TensorSpec& s : schema.specs()) {
+        if (!s.required) continue;
+        const std::string hf = f->hf_name_of(s.name);
+        EXPECT_FALSE(hf.empty()) << s.name;
+        EXPECT_EQ(f->hf_tensor_name(hf), s.name) << hf;
+      }
+    }
+  }
+  EXPECT_EQ(writable_architectures(), "llama, qwen2, qwen3, gemma3, spark");
+  EXPECT_EQ(gemma3_family().variant("spark2_5"), nullptr);  // read, never written
+  EXPECT_FALSE(random_model_config(small("spark2_5")).ok());
+}
+
 }  // namespace
 }  // namespace edge
 
