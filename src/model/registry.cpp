@@ -4,7 +4,8 @@
 namespace edge {
 
 // Listed explicitly (no static self-registration: a static library would drop
-// registrations nothing references).
+// registrations nothing references). A new family: its file under arch/ defining
+// `const ArchFamily& <name>_family()`, declared in family.h, and its row here.
 const std::vector<const ArchFamily*>& all_families() {
   static const std::vector<const ArchFamily*> families = {
       &llama_family(), &qwen2_family(), &qwen3_family(), &gemma3_family()};
