@@ -5,7 +5,8 @@ namespace edge {
 
 // Listed explicitly (no static self-registration: a static library would drop
 // registrations nothing references). A new family: its file under arch/ defining
-// `const ArchFamily& <name>_family()`, declared in family.h, and its row here.
+// `const ArchFamily& <name>_family()`, and its declaration and row here (family.h declares
+// the families other code names).
 const std::vector<const ArchFamily*>& all_families() {
   static const std::vector<const ArchFamily*> families = {
       &llama_family(), &qwen2_family(), &qwen3_family(), &gemma3_family()};
