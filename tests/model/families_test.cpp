@@ -77,7 +77,7 @@ TEST_P(FamilyTest, GgufAndHfDirectoryGiveTheSameLogits) {
   ASSERT_TRUE(g && h);
   EXPECT_EQ(h->format(), ModelFormat::kHfDir);
   ModelConfig gc = g->config(), hc = h->config();
-  if (GetParam() == "llama") {
+  if (find_family_gguf(GetParam())->gguf_rope_style == RopeStyle::kInterleaved) {
     // The same weights: GGUF rows permuted for interleaved RoPE, HF rows for rotate-half.
     EXPECT_EQ(gc.rope_style, RopeStyle::kInterleaved);
     EXPECT_EQ(hc.rope_style, RopeStyle::kNeox);
