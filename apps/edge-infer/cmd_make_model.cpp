@@ -8,6 +8,7 @@
 #include "convert/random_model.h"
 #include "image_media.h"
 #include "model/arch/clip_vision.h"
+#include "model/registry.h"
 
 namespace edge::cli {
 namespace {
@@ -53,9 +54,14 @@ int run_make_model(MakeModelArgs& a) {
 void register_make_model(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<MakeModelArgs>();
   CLI::App* sub = app.add_subcommand("make-model", "Write a model with deterministic random weights");
+  // The language models from the family table, then the other generators.
+  std::string archs = writable_architectures();
+  for (size_t at = archs.find(", "); at != std::string::npos; at = archs.find(", ", at))
+    archs.replace(at, 2, " | ");
   sub->add_option("--arch", a->o.arch,
-                  "llama | qwen2 | qwen3 | gemma3 | spark | outetts | wavtokenizer-dec | clip-ultravox | clip-qwen2a | "
-                  "clip-gemma3 | clip-mlp")
+                  archs +
+                      " | outetts | wavtokenizer-dec | clip-ultravox | clip-qwen2a | "
+                      "clip-gemma3 | clip-mlp")
       ->capture_default_str();
   sub->add_option("--proj-dim", a->proj_dim, "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
   sub->add_option("--image-size", a->image_size, "vision projectors (clip-gemma3 | clip-mlp): input side")
