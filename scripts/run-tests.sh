@@ -43,7 +43,7 @@ if [ "${EDGE_ASAN:-0}" = 1 ]; then
   # the fuzz targets below; pipeline and server run under TSan. On a slow 2-core machine
   # (Zen 1 class, 2.4 GHz) the sanitizer build of every suite took ~22 min: this subset
   # keeps a cold run inside the hour there. EDGE_ASAN_ALL=1 takes pipeline and server too.
-  ASAN_LAYERS=(core formats quant kernels tokenizer model runtime)
+  ASAN_LAYERS=(core formats quant kernels tokenizer model convert runtime)
   [ "${EDGE_ASAN_ALL:-0}" = 1 ] && ASAN_LAYERS+=(pipeline server)
   stamp "asan+ubsan: build the unit suites of ${ASAN_LAYERS[*]}"
   build asan --target $(suites "${ASAN_LAYERS[@]}")

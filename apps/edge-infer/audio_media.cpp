@@ -8,11 +8,11 @@
 #include <iterator>
 
 #include "commands.h"
+#include "convert/random_audio_projector.h"
+#include "convert/random_model.h"
 #include "kernels/api.h"
 #include "model/audio_input.h"
 #include "model/model.h"
-#include "model/random_audio_projector.h"
-#include "model/random_model.h"
 
 namespace edge::cli {
 

@@ -5,8 +5,10 @@
 
 #include "audio_media.h"
 #include "commands.h"
+#include "convert/random_model.h"
 #include "image_media.h"
-#include "model/random_model.h"
+#include "model/arch/clip_vision.h"
+#include "model/registry.h"
 
 namespace edge::cli {
 namespace {
@@ -22,7 +24,8 @@ struct MakeModelArgs {
 };
 
 int run_make_model(MakeModelArgs& a) {
-  if (a.o.arch == "clip-gemma3" || a.o.arch == "clip-mlp")  // --type may be q8_0 here
+  // clip-<vision projector type> (the projector table); --type may be q8_0 here.
+  if (a.o.arch.starts_with("clip-") && find_vision_projector(a.o.arch.substr(5)))
     return make_vision_projector(a.o, a.proj_dim, a.image_size, a.patch_size, !a.no_class_embd,
                                  a.type, a.out);
   auto dt = dtype_from_name(a.type);
@@ -51,9 +54,14 @@ int run_make_model(MakeModelArgs& a) {
 void register_make_model(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<MakeModelArgs>();
   CLI::App* sub = app.add_subcommand("make-model", "Write a model with deterministic random weights");
+  // The language models from the family table, then the other generators.
+  std::string archs = writable_architectures();
+  for (size_t at = archs.find(", "); at != std::string::npos; at = archs.find(", ", at))
+    archs.replace(at, 2, " | ");
   sub->add_option("--arch", a->o.arch,
-                  "llama | qwen2 | qwen3 | gemma3 | spark | outetts | wavtokenizer-dec | clip-ultravox | clip-qwen2a | "
-                  "clip-gemma3 | clip-mlp")
+                  archs +
+                      " | outetts | wavtokenizer-dec | clip-ultravox | clip-qwen2a | "
+                      "clip-gemma3 | clip-mlp")
       ->capture_default_str();
   sub->add_option("--proj-dim", a->proj_dim, "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
   sub->add_option("--image-size", a->image_size, "vision projectors (clip-gemma3 | clip-mlp): input side")

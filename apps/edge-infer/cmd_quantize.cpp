@@ -12,7 +12,7 @@
 #include <filesystem>
 
 #include "commands.h"
-#include "model/quantize_hf.h"
+#include "convert/quantize_hf.h"
 #include "quant/quantize_file.h"
 
 namespace edge::cli {

@@ -12,9 +12,9 @@
 #include <fstream>
 
 #include "commands.h"
+#include "convert/random_model.h"
+#include "convert/random_vocoder.h"
 #include "formats/wav.h"
-#include "model/random_model.h"
-#include "model/random_vocoder.h"
 #include "model/vocoder.h"
 
 namespace edge::cli {

@@ -10,7 +10,7 @@
 #include "core/status.h"
 
 namespace edge {
-struct RandomModelOptions;  // model/random_model.h
+struct RandomModelOptions;  // convert/random_model.h
 }  // namespace edge
 
 namespace edge::cli {

@@ -8,11 +8,11 @@
 #include <iterator>
 
 #include "commands.h"
+#include "convert/random_model.h"
+#include "convert/random_vision_projector.h"
 #include "kernels/api.h"
 #include "model/image_encoder.h"
 #include "model/model.h"
-#include "model/random_model.h"
-#include "model/random_vision_projector.h"
 
 namespace edge::cli {
 
@@ -38,23 +38,24 @@ Expected<ImagePrompt> build_image_prompt(const Model& lm, const std::string& mmp
   ImagePrompt p;
   p.encode_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const bool gemma = h.projector == VisionProjector::kGemma3;
-  p.tokens = tok->encode(gemma ? "<start_of_image>" : "", /*add_special=*/true);
+  const VisionProjectorInfo& proj = vision_projector_info(h.projector);  // the markers
+  p.tokens = tok->encode(proj.image_begin, /*add_special=*/true);
   const int64_t pos = static_cast<int64_t>(p.tokens.size());
   p.n_image = e->n_tokens;
   p.tokens.insert(p.tokens.end(), static_cast<size_t>(e->n_tokens), 0);  // placeholders
-  const std::vector<int32_t> rest =
-      tok->encode((gemma ? "<end_of_image>" : "") + text, /*add_special=*/false);
+  const std::vector<int32_t> rest = tok->encode(proj.image_end + text, /*add_special=*/false);
   p.tokens.insert(p.tokens.end(), rest.begin(), rest.end());
   p.rows = std::move(e->rows);
-  p.splices.push_back({pos, p.n_image, p.rows.data(), /*bidirectional=*/gemma});
+  p.splices.push_back({pos, p.n_image, p.rows.data(), proj.bidirectional});
   return p;
 }
 
 int make_vision_projector(const RandomModelOptions& m, int proj_dim, int image_size, int patch_size,
                           bool class_embd, const std::string& type, const std::string& out) {
   RandomVisionProjectorOptions o;
-  o.projector = m.arch == "clip-mlp" ? VisionProjector::kMlp : VisionProjector::kGemma3;
+  // make-model's --arch clip-<projector type>
+  const VisionProjectorInfo* proj = find_vision_projector(m.arch.substr(m.arch.find('-') + 1));
+  o.projector = proj ? proj->projector : VisionProjector::kGemma3;
   o.n_embd = m.n_embd;
   o.n_layer = m.n_layer;
   o.n_head = m.n_head;

@@ -1,3 +1,5 @@
+// The CLI's model sources: tokenizers by path (through detect_model_format) and the
+// built-in demo models (random weights, written once into the cache directory).
 #include "model_source.h"
 
 #include <sys/stat.h>
@@ -6,19 +8,20 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "convert/random_audio_projector.h"
+#include "convert/random_model.h"
+#include "convert/random_vision_projector.h"
+#include "convert/random_vocoder.h"
 #include "formats/gguf.h"
-#include "model/random_audio_projector.h"
-#include "model/random_model.h"
-#include "model/random_vision_projector.h"
-#include "model/random_vocoder.h"
+#include "formats/model_format.h"
 #include "tokenizer/outetts_tokens.h"
 
 namespace edge::cli {
 namespace fs = std::filesystem;
 
 Expected<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
+  ASSIGN_OR_RETURN(ModelFormat format, detect_model_format(path));
+  if (format == ModelFormat::kHfDir) {
     fs::path dir(path);
     if (!fs::exists(dir / "tokenizer.json"))
       return Status::not_found(path + ": no tokenizer.json in this directory");
@@ -27,16 +30,23 @@ Expected<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
     if (!tok) return tok.status();
     return std::make_unique<Tokenizer>(std::move(*tok));
   }
+  if (format == ModelFormat::kGguf) {
+    auto gguf = GgufFile::open(path);
+    if (!gguf) return gguf.status();
+    auto tok = Tokenizer::from_gguf(*gguf);
+    if (!tok) return tok.status().with_context(path);
+    return std::make_unique<Tokenizer>(std::move(*tok));
+  }
+  // Not a model format of its own: a tokenizer.json alone.
   if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") {
     auto tok = Tokenizer::from_tokenizer_json(path, "");
     if (!tok) return tok.status();
     return std::make_unique<Tokenizer>(std::move(*tok));
   }
-  auto gguf = GgufFile::open(path);
-  if (!gguf) return gguf.status();
-  auto tok = Tokenizer::from_gguf(*gguf);
-  if (!tok) return tok.status().with_context(path);
-  return std::make_unique<Tokenizer>(std::move(*tok));
+  return Status::invalid_argument(
+      path +
+      ": no tokenizer in it (a GGUF file, a Hugging Face directory or a "
+      "tokenizer.json has one; a llama2.c checkpoint has none)");
 }
 
 }  // namespace edge::cli

@@ -1,9 +1,9 @@
+// Model::load for each format (GGUF, Hugging Face directory, llama2.c): hyper-parameters
+// through the family table (registry.h), then the schema check, weight binding and the
+// memory ledger's charges.
 #include "model/model.h"
 
 #include <algorithm>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <new>
 #include <stdexcept>
 
@@ -15,8 +15,8 @@
 #include "model/arch/llama2c_config.h"
 #include "model/model_footprint.h"
 #include "model/packed_weights.h"
-#include "quant/packed.h"
 #include "model/registry.h"
+#include "quant/packed.h"
 
 namespace edge {
 
@@ -30,25 +30,10 @@ struct Model::Source {
   LedgerCharge mapped_charge, vectors_charge, tokenizer_charge;
 };
 
-const char* model_format_name(ModelFormat f) {
-  switch (f) {
-    case ModelFormat::kGguf: return "gguf";
-    case ModelFormat::kHfDir: return "hf";
-    case ModelFormat::kLlama2c: return "llama2c";
-  }
-  return "?";
-}
-
 Model::Model() : source_(std::make_unique<Source>()) {}
 Model::~Model() = default;
 
 namespace {
-
-bool has_gguf_magic(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  char magic[4] = {};
-  return f.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
-}
 
 // Schema check, then weight binding.
 Expected<ModelWeights> check_and_bind(const ArchFamily& fam, const ModelConfig& c,
@@ -129,19 +114,18 @@ Expected<std::unique_ptr<Model>> Model::load_unguarded(const std::string& path,
                                                        const LoadOptions& o) {
   std::unique_ptr<Model> m(new Model());
   m->path_ = path;
-  std::error_code ec;
+  ASSIGN_OR_RETURN(m->format_, detect_model_format(path));
   Status st;
-  if (std::filesystem::is_directory(path, ec)) {
-    m->format_ = ModelFormat::kHfDir;
-    st = m->load_hf(o);
-  } else if (!std::filesystem::exists(path, ec)) {
-    return Status::not_found(path + ": no such file or directory");
-  } else if (has_gguf_magic(path)) {
-    m->format_ = ModelFormat::kGguf;
-    st = m->load_gguf(o);
-  } else {
-    m->format_ = ModelFormat::kLlama2c;
-    st = m->load_llama2c();
+  switch (m->format_) {
+    case ModelFormat::kHfDir:
+      st = m->load_hf(o);
+      break;
+    case ModelFormat::kGguf:
+      st = m->load_gguf(o);
+      break;
+    case ModelFormat::kLlama2c:
+      st = m->load_llama2c();
+      break;
   }
   if (!st.ok()) return st.with_context("loading " + path);
   if (o.pool) {
@@ -245,15 +229,15 @@ Status Model::load_hf(const LoadOptions& o) {
 }
 
 Expected<std::unique_ptr<Tokenizer>> load_model_tokenizer(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+  ASSIGN_OR_RETURN(ModelFormat format, detect_model_format(path));
+  if (format == ModelFormat::kHfDir) {
     ASSIGN_OR_RETURN(HfModelDir d, HfModelDir::open(path));
     if (d.tokenizer_json_path.empty()) return std::unique_ptr<Tokenizer>();
     ASSIGN_OR_RETURN(Tokenizer t,
                      Tokenizer::from_tokenizer_json(d.tokenizer_json_path, d.tokenizer_config_path));
     return std::make_unique<Tokenizer>(std::move(t));
   }
-  if (!has_gguf_magic(path)) return std::unique_ptr<Tokenizer>();  // llama2.c: none
+  if (format == ModelFormat::kLlama2c) return std::unique_ptr<Tokenizer>();  // it has none
   ASSIGN_OR_RETURN(GgufFile g, GgufFile::open(path, packed_gguf_types()));
   if (!g.find("tokenizer.ggml.model")) return std::unique_ptr<Tokenizer>();
   ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_gguf(g));

@@ -1,7 +1,8 @@
 // A loaded model: its config, its weights (views into the mapped file), its tokenizer (if
-// the file carries one), the kernel table and a thread pool. Model::load detects the format:
-//   a GGUF file (magic "GGUF"), a Hugging Face directory (config.json + safetensors,
-//   tokenizer.json), or a llama2.c checkpoint (.bin; no tokenizer).
+// the file carries one), the kernel table and a thread pool. Model::load reads the formats
+// detect_model_format (formats/model_format.h) tells apart: a GGUF file, a Hugging Face
+// directory (config.json + safetensors, tokenizer.json) or a llama2.c checkpoint (.bin; no
+// tokenizer).
 // The model is immutable after load; per-sequence state lives in InferenceState. Forward
 // passes run on the model's thread pool, which runs one parallel region at a time: call
 // forward() of the states of one model from one thread at a time.
@@ -15,6 +16,7 @@
 
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "formats/model_format.h"
 #include "kernels/api.h"
 #include "model/config.h"
 #include "model/weights.h"
@@ -40,9 +42,6 @@ struct ModelMemory {
   // [data, data + bytes) of every mapped weight matrix, for mincore residency.
   std::vector<std::pair<const uint8_t*, uint64_t>> mapped_ranges;
 };
-
-enum class ModelFormat { kGguf, kHfDir, kLlama2c };
-const char* model_format_name(ModelFormat f);
 
 // The tokenizer of a model file or directory without its weights (for a process that
 // templates and tokenises for a model another process runs). Null when it has none.

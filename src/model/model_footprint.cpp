@@ -1,12 +1,13 @@
+// read_model_footprint: a model's memory cost from its headers, per format (GGUF, Hugging
+// Face directory, llama2.c), with the loader's repack-or-map decision per tensor.
 #include "model/model_footprint.h"
 
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
 #include "formats/llama2c.h"
+#include "formats/model_format.h"
 #include "model/arch/llama2c_config.h"
 #include "model/packed_weights.h"
 #include "model/registry.h"
@@ -133,12 +134,6 @@ Status read_llama2c(const std::string& path, ModelFootprint& m) {
   return Status();
 }
 
-bool has_gguf_magic(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  char magic[4] = {};
-  return f.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
-}
-
 }  // namespace
 
 int64_t string_vector_heap_bytes(const std::vector<std::string>& v) {
@@ -170,19 +165,19 @@ int64_t estimate_loaded_tokenizer(const Tokenizer& t, bool metadata_copy) {
 Expected<ModelFootprint> read_model_footprint(const std::string& path) {
   ModelFootprint m;
   m.path = path;
-  std::error_code ec;
+  ASSIGN_OR_RETURN(ModelFormat format, detect_model_format(path));
+  m.format = model_format_name(format);
   Status st;
-  if (std::filesystem::is_directory(path, ec)) {
-    m.format = "hf";
-    st = read_hf(path, m);
-  } else if (!std::filesystem::exists(path, ec)) {
-    return Status::not_found(path + ": no such file or directory");
-  } else if (has_gguf_magic(path)) {
-    m.format = "gguf";
-    st = read_gguf(path, m);
-  } else {
-    m.format = "llama2c";
-    st = read_llama2c(path, m);
+  switch (format) {
+    case ModelFormat::kHfDir:
+      st = read_hf(path, m);
+      break;
+    case ModelFormat::kGguf:
+      st = read_gguf(path, m);
+      break;
+    case ModelFormat::kLlama2c:
+      st = read_llama2c(path, m);
+      break;
   }
   if (!st.ok()) return st.with_context("reading " + path);
   RETURN_IF_ERROR(validate_config(m.config).with_context(path));

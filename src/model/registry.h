@@ -15,5 +15,8 @@ const ArchFamily* find_family_gguf(std::string_view arch);
 const ArchFamily* find_family_hf(std::string_view model_type);
 // "llama, qwen2, qwen3, gemma3, spark, ..." for error messages.
 std::string known_architectures();
+// "llama, qwen2, qwen3, gemma3, spark": every family's variants, the models a writer
+// (make-model) can make.
+std::string writable_architectures();
 
 }  // namespace edge

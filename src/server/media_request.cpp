@@ -39,12 +39,6 @@ struct EncodedPart {
   bool bidirectional = false;
 };
 
-// The family's markers around image rows (mtmd's): Gemma-3 <start_of_image> ... <end_of_image>.
-std::pair<std::string, std::string> image_markers(VisionProjector p) {
-  if (p == VisionProjector::kGemma3) return {"<start_of_image>", "<end_of_image>"};
-  return {"", ""};
-}
-
 // What an encoder stage returned as the part's rows; a stage that failed (its worker died)
 // or returned nothing is the server's 503, not the client's 400.
 std::optional<ApiError> take_stage_rows(Expected<std::vector<float>> got, int64_t rows,
@@ -98,8 +92,11 @@ std::optional<ApiError> encode_part(MediaEncoders* enc, const MediaInput& m, Enc
     out.begin = mk.begin;
     out.end = mk.end;
   } else {
-    std::tie(out.begin, out.end) = image_markers(enc->vision_hparams->projector);
-    out.bidirectional = enc->vision_hparams->projector == VisionProjector::kGemma3;
+    // The projector table's markers around image rows (mtmd's).
+    const VisionProjectorInfo& p = vision_projector_info(enc->vision_hparams->projector);
+    out.begin = p.image_begin;
+    out.end = p.image_end;
+    out.bidirectional = p.bidirectional;
   }
   std::lock_guard<std::mutex> lk(enc->mu);
   for (auto it = enc->recent.begin(); it != enc->recent.end(); ++it) {

@@ -12,8 +12,8 @@
 
 #include <cmath>
 
-#include "model/random_audio_projector.h"
-#include "model/random_vision_projector.h"
+#include "convert/random_audio_projector.h"
+#include "convert/random_vision_projector.h"
 #include "pipeline/artifact.h"
 #include "pipeline/audio_stage.h"
 #include "pipeline/encoder_graph.h"

@@ -14,8 +14,8 @@
 #include <mutex>
 #include <thread>
 
+#include "convert/random_model.h"
 #include "core/process_rss.h"
-#include "model/random_model.h"
 #include "pipeline/artifact.h"
 #include "pipeline/executor.h"
 #include "pipeline/external_stage.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/random_model.h"
+#include "convert/random_model.h"
 #include "pipeline/artifact.h"
 #include "pipeline/executor.h"
 

@@ -13,10 +13,10 @@
 #include <fstream>
 #include <thread>
 
+#include "convert/random_model.h"
+#include "convert/random_vocoder.h"
 #include "formats/wav.h"
 #include "harness/probe.h"
-#include "model/random_model.h"
-#include "model/random_vocoder.h"
 #include "pipeline/speech_graph.h"
 #include "server_process.h"
 #include "test_support.h"

@@ -6,9 +6,9 @@
 
 #include <filesystem>
 
+#include "convert/random_model.h"
 #include "harness/bench.h"
 #include "model/model.h"
-#include "model/random_model.h"
 
 namespace edge {
 namespace {

@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <vector>
 
+#include "convert/export_gguf.h"
+#include "convert/random_model.h"
 #include "harness/fidelity.h"
-#include "model/export_gguf.h"
 #include "model/model.h"
-#include "model/random_model.h"
 #include "quant/quantize_file.h"
 
 namespace edge {

@@ -9,11 +9,11 @@
 
 #include <cmath>
 
+#include "convert/random_vision_projector.h"
 #include "core/thread_pool.h"
 #include "kernels/api.h"
 #include "model/image_encoder.h"
 #include "model/model_test_util.h"
-#include "model/random_vision_projector.h"
 
 namespace edge {
 namespace {
@@ -196,6 +196,26 @@ void check_against_reference(VisionProjector p) {
   const std::vector<float> want = reference((*m)->file, h, px);
   ASSERT_EQ(got.size(), static_cast<size_t>(h.n_tokens() * h.n_out));
   EXPECT_LT(testing::rel_diff(got, want), 1e-4);
+}
+
+// The projector table: each row found by its file name, and the prompt markers and
+// attention the server and the CLI frame image rows with (mtmd's).
+TEST(ClipVision, ProjectorTableNamesAndMarkers) {
+  for (VisionProjector p : {VisionProjector::kGemma3, VisionProjector::kMlp}) {
+    const VisionProjectorInfo& info = vision_projector_info(p);
+    EXPECT_EQ(info.projector, p);
+    EXPECT_EQ(find_vision_projector(info.name), &info);
+    EXPECT_STREQ(vision_projector_name(p), info.name);
+  }
+  const VisionProjectorInfo& gemma3 = vision_projector_info(VisionProjector::kGemma3);
+  EXPECT_STREQ(gemma3.image_begin, "<start_of_image>");
+  EXPECT_STREQ(gemma3.image_end, "<end_of_image>");
+  EXPECT_TRUE(gemma3.bidirectional);
+  const VisionProjectorInfo& mlp = vision_projector_info(VisionProjector::kMlp);
+  EXPECT_STREQ(mlp.image_begin, "");
+  EXPECT_STREQ(mlp.image_end, "");
+  EXPECT_FALSE(mlp.bidirectional);
+  EXPECT_EQ(find_vision_projector("ldp"), nullptr);
 }
 
 TEST(ClipVision, Gemma3MatchesTheScalarGraph) {

@@ -77,7 +77,7 @@ TEST_P(FamilyTest, GgufAndHfDirectoryGiveTheSameLogits) {
   ASSERT_TRUE(g && h);
   EXPECT_EQ(h->format(), ModelFormat::kHfDir);
   ModelConfig gc = g->config(), hc = h->config();
-  if (GetParam() == "llama") {
+  if (find_family_gguf(GetParam())->gguf_rope_style == RopeStyle::kInterleaved) {
     // The same weights: GGUF rows permuted for interleaved RoPE, HF rows for rotate-half.
     EXPECT_EQ(gc.rope_style, RopeStyle::kInterleaved);
     EXPECT_EQ(hc.rope_style, RopeStyle::kNeox);
@@ -105,8 +105,15 @@ TEST_P(FamilyTest, HalfPrecisionWeightsStayCloseToF32) {
   EXPECT_LT(rel_diff(prefill_logits(*load_or_die(dir + "/hf_bf16"), toks), ref), 5e-2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,
-                         ::testing::Values("llama", "qwen2", "qwen3", "gemma3", "spark"));
+// Every model the family table can make (a new family is tested by adding its row).
+std::vector<std::string> every_variant() {
+  std::vector<std::string> archs;
+  for (const ArchFamily* f : all_families())
+    for (const ArchVariant& v : f->variants) archs.push_back(v.arch);
+  return archs;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyTest, ::testing::ValuesIn(every_variant()));
 
 // One sliding layer of window 5: a token 5 or more positions back must not influence the
 // logits, a token inside the window must.
@@ -166,6 +173,37 @@ TEST(Registry, KnowsEveryFamily) {
   EXPECT_EQ(find_family_gguf("mamba"), nullptr);
   EXPECT_EQ(find_family_hf("gemma3_text"), &gemma3_family());
   EXPECT_EQ(find_family_hf("mistral"), &llama_family());
+}
+
+// The family table's writer facts agree with its readers: every variant is read back by
+// its own family under its GGUF name and its HF model_type, a made-up model of it keeps
+// its name, and hf_name_of inverts hf_tensor_name on every tensor of its schema.
+TEST(Registry, VariantsAreReadBackByTheirFamily) {
+  for (const ArchFamily* f : all_families()) {
+    ASSERT_FALSE(f->variants.empty()) << f->name;
+    EXPECT_EQ(f->variants[0].arch, f->name);
+    for (const ArchVariant& v : f->variants) {
+      EXPECT_EQ(find_family_gguf(v.arch), f) << v.arch;
+      EXPECT_EQ(find_family_hf(v.hf_model_type), f) << v.hf_model_type;
+      EXPECT_EQ(f->variant(v.arch), &v);
+      auto c = random_model_config(small(v.arch));
+      ASSERT_TRUE(c.ok()) << c.status().to_string();
+      EXPECT_EQ(c->arch, v.arch);
+      const TensorSchema schema = f->schema(*c);  // outlives the loop over its specs
+      for (const TensorSpec& s : schema.specs()) {
+        if (!s.required) continue;
+        const std::string hf = f->hf_name_of(s.name);
+        EXPECT_FALSE(hf.empty()) << s.name;
+        EXPECT_EQ(f->hf_tensor_name(hf), s.name) << hf;
+      }
+    }
+  }
+  for (const std::string& arch : every_variant())
+    EXPECT_NE(writable_architectures().find(arch), std::string::npos) << arch;
+  EXPECT_EQ(writable_architectures().rfind("llama, qwen2, qwen3, gemma3, spark", 0), 0u);
+  EXPECT_EQ(writable_architectures().find("spark2_5"), std::string::npos);
+  EXPECT_EQ(gemma3_family().variant("spark2_5"), nullptr);  // read, never written
+  EXPECT_FALSE(random_model_config(small("spark2_5")).ok());
 }
 
 }  // namespace

@@ -1,15 +1,18 @@
 // Refusals at load and at run time, each naming what is wrong: a missing tensor, a
 // mis-shaped tensor (expected vs found), an unsupported tensor type, an unknown
-// architecture, a token id past the vocabulary, a prompt longer than the context.
+// architecture, a token id past the vocabulary, a prompt longer than the context; and
+// what is no model at all (detect_model_format).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
-
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
+#include "formats/model_format.h"
+#include "model/model_footprint.h"
 #include "model_test_util.h"
 
 namespace edge {
@@ -203,6 +206,33 @@ TEST_F(LoadErrors, NotAModelFile) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("junk.bin"), std::string::npos) << s.message();
   EXPECT_EQ(load_status(dir_ + "/nope.gguf").code(), StatusCode::kNotFound);
+}
+
+// One detect_model_format for the loader, the footprint reader and the CLI: the format by
+// magic or by directory, and a Status naming the path for what is no model at all.
+TEST_F(LoadErrors, DetectModelFormatTellsTheFormatsApart) {
+  EXPECT_EQ(*detect_model_format(good_), ModelFormat::kGguf);
+  ASSERT_TRUE(write_random_model(tiny(), dir_ + "/hf").ok());
+  EXPECT_EQ(*detect_model_format(dir_ + "/hf"), ModelFormat::kHfDir);
+  const std::string junk = dir_ + "/junk.bin";
+  std::ofstream(junk) << "definitely not a model";
+  EXPECT_EQ(*detect_model_format(junk), ModelFormat::kLlama2c);  // its reader names the fault
+  EXPECT_STREQ(model_format_name(ModelFormat::kHfDir), "hf");
+  auto footprint = read_model_footprint(dir_ + "/hf");
+  ASSERT_TRUE(footprint.ok()) << footprint.status().to_string();
+  EXPECT_EQ(footprint->format, "hf");
+  Status missing = detect_model_format(dir_ + "/nope.gguf").status();
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.message().find("nope.gguf: no such file or directory"), std::string::npos)
+      << missing.message();
+  EXPECT_EQ(read_model_footprint(dir_ + "/nope.gguf").status().code(), StatusCode::kNotFound);
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Status special = detect_model_format(fifo).status();
+  EXPECT_EQ(special.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(special.message().find("neither a file nor a directory"), std::string::npos)
+      << special.message();
+  EXPECT_EQ(load_status(fifo).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(LoadErrors, TokenOutOfRangeAndContextOverflow) {

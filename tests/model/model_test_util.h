@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "convert/random_model.h"
 #include "model/forward.h"
 #include "model/model.h"
-#include "model/random_model.h"
 
 namespace edge::testing {
 

@@ -24,11 +24,11 @@
 #include <unistd.h>
 #include <vector>
 
-#include "model/export_gguf.h"
-#include "model/forward.h"
-#include "model/model.h"
+#include "convert/export_gguf.h"
 #include "core/half.h"
 #include "formats/gguf.h"
+#include "model/forward.h"
+#include "model/model.h"
 #include "quant/packed.h"
 #include "quant/quantize.h"
 #include "quant/quantize_file.h"

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <fstream>
 
+#include "convert/random_vocoder.h"
 #include "model/model_test_util.h"
-#include "model/random_vocoder.h"
 #include "model/vocoder.h"
 
 namespace edge {

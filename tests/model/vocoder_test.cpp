@@ -8,9 +8,9 @@
 #include <cstring>
 #include <functional>
 
+#include "convert/random_vocoder.h"
 #include "formats/gguf.h"
 #include "model/model_test_util.h"
-#include "model/random_vocoder.h"
 
 namespace edge {
 namespace {

@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <random>
 
+#include "convert/random_audio_projector.h"
 #include "core/thread_pool.h"
 #include "formats/wav.h"
 #include "kernels/api.h"
 #include "model/audio_input.h"
 #include "model/model_test_util.h"
-#include "model/random_audio_projector.h"
 
 namespace edge {
 namespace {

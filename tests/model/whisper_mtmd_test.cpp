@@ -13,14 +13,14 @@
 #include <sstream>
 
 #include "audio_test_signal.h"
+#include "convert/random_audio_projector.h"
+#include "convert/random_model.h"
 #include "core/thread_pool.h"
 #include "kernels/api.h"
 #include "model/arch/whisper_enc.h"
 #include "model/audio_input.h"
 #include "model/forward.h"
 #include "model/model_test_util.h"
-#include "model/random_audio_projector.h"
-#include "model/random_model.h"
 
 namespace edge {
 namespace {

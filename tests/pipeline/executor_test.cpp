@@ -9,9 +9,9 @@
 
 #include <filesystem>
 
+#include "convert/random_model.h"
 #include "edge/engine.h"
 #include "model/model.h"
-#include "model/random_model.h"
 #include "pipeline/artifact.h"
 
 namespace edge::pipeline {

@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "model/random_model.h"
+#include "convert/random_model.h"
 #include "pipeline/artifact.h"
 #include "pipeline/credits.h"
 #include "pipeline/plan.h"

@@ -6,9 +6,9 @@
 
 #include <random>
 
+#include "convert/synthetic_vocab.h"
 #include "pipeline/outetts_guide.h"
 #include "tokenizer/outetts_tokens.h"
-#include "tokenizer/synthetic_vocab.h"
 
 namespace edge::pipeline {
 namespace {

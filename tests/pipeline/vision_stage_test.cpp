@@ -9,11 +9,11 @@
 
 #include <filesystem>
 
+#include "convert/random_vision_projector.h"
 #include "core/thread_pool.h"
 #include "formats/image.h"
 #include "kernels/api.h"
 #include "model/arch/clip_vision.h"
-#include "model/random_vision_projector.h"
 #include "pipeline/artifact.h"
 #include "pipeline/executor.h"
 

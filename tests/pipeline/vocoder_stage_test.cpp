@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "model/random_vocoder.h"
+#include "convert/random_vocoder.h"
 #include "model/vocoder.h"
 #include "pipeline/artifact.h"
 #include "pipeline/executor.h"

@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <thread>
 
+#include "convert/random_model.h"
 #include "edge/engine.h"
 #include "model/forward.h"
 #include "model/model.h"
-#include "model/random_model.h"
 
 namespace edge {
 namespace {

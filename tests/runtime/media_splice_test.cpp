@@ -10,12 +10,12 @@
 #include <cmath>
 #include <filesystem>
 
+#include "convert/random_model.h"
 #include "edge/engine.h"
 #include "kernels/api.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "model/model_footprint.h"
-#include "model/random_model.h"
 #include "runtime/memory_plan.h"
 
 namespace edge {

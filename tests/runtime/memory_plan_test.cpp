@@ -5,9 +5,9 @@
 
 #include <filesystem>
 
+#include "convert/random_model.h"
 #include "model/model.h"
 #include "model/model_footprint.h"
-#include "model/random_model.h"
 
 namespace edge {
 namespace {

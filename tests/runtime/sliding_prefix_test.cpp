@@ -11,10 +11,10 @@
 #include <optional>
 #include <thread>
 
+#include "convert/random_model.h"
 #include "edge/engine.h"
 #include "model/forward.h"
 #include "model/model.h"
-#include "model/random_model.h"
 #include "runtime/kv_cache.h"
 #include "runtime/sampler.h"
 

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <filesystem>
 
+#include "convert/random_audio_projector.h"
+#include "convert/random_model.h"
 #include "formats/wav.h"
 #include "model/model.h"
-#include "model/random_audio_projector.h"
-#include "model/random_model.h"
 #include "server/media_request.h"
 
 namespace edge::server {

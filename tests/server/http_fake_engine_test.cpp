@@ -18,8 +18,8 @@
 #include <mutex>
 #include <thread>
 
+#include "convert/synthetic_vocab.h"
 #include "server/http_server.h"
-#include "tokenizer/synthetic_vocab.h"
 
 namespace edge::server {
 namespace {

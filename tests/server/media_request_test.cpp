@@ -13,9 +13,9 @@
 #include <filesystem>
 #include <thread>
 
+#include "convert/random_model.h"
+#include "convert/random_vision_projector.h"
 #include "model/model.h"
-#include "model/random_model.h"
-#include "model/random_vision_projector.h"
 #include "server/http_server.h"
 #include "server/speech_audio.h"
 

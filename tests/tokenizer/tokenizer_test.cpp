@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <unistd.h>
 
+#include "convert/synthetic_vocab.h"
 #include "core/mapped_file.h"
 #include "formats/gguf.h"
 #include "tok_test_util.h"
 #include "tokenizer/pretokenize.h"
-#include "tokenizer/synthetic_vocab.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab_io.h"
 

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
+#include "core/check.h"
 #include "kernels/api.h"
 #include "quant/packed.h"
 
@@ -26,15 +28,23 @@ Expected<int64_t> positive(const GgufFile& f, const std::string& key) {
   return *v;
 }
 
+constexpr VisionProjectorInfo kVisionProjectors[] = {
+    {VisionProjector::kGemma3, "gemma3", "<start_of_image>", "<end_of_image>", true},
+    {VisionProjector::kMlp, "mlp", "", "", false},
+};
+
 Expected<VisionProjector> read_projector(const GgufFile& f) {
   // Files with both modalities name each encoder's projector; vision-only ones the global key.
   std::string type = f.get_string_or(vkey("projector_type"), "");
   if (type.empty()) type = f.get_string_or("clip.projector_type", "");
-  if (type == "gemma3") return VisionProjector::kGemma3;
-  if (type == "mlp") return VisionProjector::kMlp;
+  if (const VisionProjectorInfo* p = find_vision_projector(type)) return p->projector;
   if (type.empty()) return Status::not_found("clip.projector_type: missing");
+  std::string names;  // "gemma3 and mlp"
+  const size_t n = std::size(kVisionProjectors);
+  for (size_t i = 0; i < n; ++i)
+    names += std::string(i == 0 ? "" : i + 1 == n ? " and " : ", ") + kVisionProjectors[i].name;
   return Status::unsupported(
-      fmt::format("clip.projector_type '{}': vision projectors are gemma3 and mlp", type));
+      fmt::format("clip.projector_type '{}': vision projectors are {}", type, names));
 }
 
 Status read_norm_constants(const GgufFile& f, ClipVisionHparams* h) {
@@ -87,8 +97,21 @@ Status check_hparams(const ClipVisionHparams& h) {
 
 }  // namespace
 
+const VisionProjectorInfo& vision_projector_info(VisionProjector p) {
+  for (const VisionProjectorInfo& i : kVisionProjectors)
+    if (i.projector == p) return i;
+  CHECK_MSG(false, "a vision projector without a row in kVisionProjectors");
+  return kVisionProjectors[0];
+}
+
+const VisionProjectorInfo* find_vision_projector(const std::string& name) {
+  for (const VisionProjectorInfo& i : kVisionProjectors)
+    if (name == i.name) return &i;
+  return nullptr;
+}
+
 const char* vision_projector_name(VisionProjector p) {
-  return p == VisionProjector::kGemma3 ? "gemma3" : "mlp";
+  return vision_projector_info(p).name;
 }
 
 std::array<uint8_t, 3> ClipVisionHparams::pad_colour() const {

@@ -39,7 +39,20 @@ struct KernelTable;
 class ThreadPool;
 
 enum class VisionProjector { kGemma3, kMlp };
-const char* vision_projector_name(VisionProjector p);  // "gemma3" | "mlp"
+
+// The projector table: one row per type, what files call it and how the language model's
+// prompt frames its image rows (mtmd's markers).
+struct VisionProjectorInfo {
+  VisionProjector projector;
+  const char* name;         // clip.projector_type: "gemma3" | "mlp"
+  const char* image_begin;  // text before the rows: Gemma-3 "<start_of_image>"; "" for none
+  const char* image_end;    // text after them: Gemma-3 "<end_of_image>"
+  bool bidirectional;       // the rows attend to each other both ways in the LM (Gemma-3)
+};
+const VisionProjectorInfo& vision_projector_info(VisionProjector p);
+// The row named `name`; null for a name no row has.
+const VisionProjectorInfo* find_vision_projector(const std::string& name);
+const char* vision_projector_name(VisionProjector p);  // vision_projector_info(p).name
 
 struct ClipVisionHparams {
   VisionProjector projector = VisionProjector::kGemma3;

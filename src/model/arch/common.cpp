@@ -1,3 +1,5 @@
+// The decoder families' shared readers: llama.cpp GGUF keys, HF config.json fields, the HF
+// <-> canonical tensor names and Llama-3.1 RoPE factors.
 #include "model/arch/common.h"
 
 #include <fmt/format.h>
@@ -142,6 +144,27 @@ Status hf_common_hparams(const nlohmann::json& j, bool tied_default, ModelConfig
   }
 }
 
+namespace {
+
+// HF layer part -> canonical part of Llama-style decoders, both directions. Not here:
+// post_attention_layernorm, a post-norm in Gemma and the FFN pre-norm elsewhere.
+constexpr std::pair<const char*, const char*> kHfDecoderParts[] = {
+    {"input_layernorm", "attn_norm"},
+    {"self_attn.q_proj", "attn_q"},
+    {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},
+    {"self_attn.o_proj", "attn_output"},
+    {"self_attn.q_norm", "attn_q_norm"},
+    {"self_attn.k_norm", "attn_k_norm"},
+    {"mlp.gate_proj", "ffn_gate"},
+    {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},
+    {"pre_feedforward_layernorm", "ffn_norm"},
+    {"post_feedforward_layernorm", "post_ffw_norm"},
+};
+
+}  // namespace
+
 std::string hf_decoder_tensor_name(const std::string& hf_in, bool gemma_norms) {
   std::string hf = hf_in;
   // Multimodal wrappers nest the text model: language_model.model.* / model.language_model.*
@@ -155,20 +178,30 @@ std::string hf_decoder_tensor_name(const std::string& hf_in, bool gemma_norms) {
   std::smatch m;
   if (!std::regex_match(hf, m, layer_re)) return "";
   const std::string part = m[2];
-  static const std::pair<const char*, const char*> kCommon[] = {
-      {"input_layernorm", "attn_norm"},         {"self_attn.q_proj", "attn_q"},
-      {"self_attn.k_proj", "attn_k"},           {"self_attn.v_proj", "attn_v"},
-      {"self_attn.o_proj", "attn_output"},      {"self_attn.q_norm", "attn_q_norm"},
-      {"self_attn.k_norm", "attn_k_norm"},      {"mlp.gate_proj", "ffn_gate"},
-      {"mlp.up_proj", "ffn_up"},                {"mlp.down_proj", "ffn_down"},
-      {"pre_feedforward_layernorm", "ffn_norm"}, {"post_feedforward_layernorm", "post_ffw_norm"},
-  };
   std::string canon;
-  for (const auto& [from, to] : kCommon)
+  for (const auto& [from, to] : kHfDecoderParts)
     if (part == from) canon = to;
   if (part == "post_attention_layernorm") canon = gemma_norms ? "post_attention_norm" : "ffn_norm";
   if (canon.empty()) return "";
   return "blk." + std::string(m[1]) + "." + canon + "." + std::string(m[3]);
+}
+
+std::string hf_decoder_name_of(const std::string& canonical, bool gemma_norms) {
+  if (canonical == "token_embd.weight") return "model.embed_tokens.weight";
+  if (canonical == "output_norm.weight") return "model.norm.weight";
+  if (canonical == "output.weight") return "lm_head.weight";
+  static const std::regex layer_re(R"(blk\.(\d+)\.(\w+)\.(weight|bias))");
+  std::smatch m;
+  if (!std::regex_match(canonical, m, layer_re)) return "";
+  const std::string part = m[2];
+  std::string hf;
+  for (const auto& [from, to] : kHfDecoderParts)
+    if (part == to) hf = from;
+  if (part == "post_attention_norm") hf = "post_attention_layernorm";
+  if (part == "ffn_norm")
+    hf = gemma_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm";
+  if (hf.empty()) return "";
+  return "model.layers." + std::string(m[1]) + "." + hf + "." + std::string(m[3]);
 }
 
 std::vector<float> llama3_rope_freq_factors(int32_t rotary_dim, float theta, float factor,

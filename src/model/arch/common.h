@@ -32,6 +32,8 @@ Expected<int64_t> json_required_int(const nlohmann::json& j, const char* key);
 // blk.N.attn_q.weight). gemma_norms: Gemma's four norms per layer (post_attention_layernorm
 // is a post-norm there, an FFN pre-norm elsewhere). "" for names it does not know.
 std::string hf_decoder_tensor_name(const std::string& hf, bool gemma_norms);
+// Its inverse for writers: canonical -> the HF name of a plain text model (model.layers.N...).
+std::string hf_decoder_name_of(const std::string& canonical, bool gemma_norms);
 
 // Llama-3.1 "llama3" rope_scaling as per-pair frequency divisors [rotary_dim/2].
 std::vector<float> llama3_rope_freq_factors(int32_t rotary_dim, float theta, float factor,

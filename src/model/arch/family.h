@@ -15,10 +15,27 @@
 
 namespace edge {
 
+// One model of a family as its files name it (ModelConfig::arch of what the readers
+// return) and what a writer puts in a new file of it: `make-model` takes the defaults here,
+// so a made-up model has the family's shape without a check of the name.
+struct ArchVariant {
+  std::string arch;             // ModelConfig::arch, GGUF general.architecture: "spark"
+  std::string hf_class;         // config.json architectures[0]: "SparkForCausalLM"
+  std::string hf_model_type;    // config.json model_type a writer puts: "spark"
+  float norm_eps = 1e-5f;       // RMSNorm epsilon of a made-up model
+  float rope_theta = 10000.0f;  // RoPE theta of its global (or only) layers
+  int32_t rotary_divisor = 1;   // its global layers rotate head_dim / this, even (Spark: 4)
+  // Period P of the sliding/global pattern, layer i global iff (i + 1) % P == 0 (Gemma-3:
+  // 6, Spark: 4); 0: the variant has no sliding layers of its own.
+  int32_t sliding_period = 0;
+};
+
 struct ArchFamily {
   const char* name = "";                    // "llama"
   std::vector<std::string> gguf_archs;      // general.architecture values it reads
   std::vector<std::string> hf_model_types;  // config.json model_type values it reads
+  // The models a writer can make, the family's own name first.
+  std::vector<ArchVariant> variants;
   // `arch` is the matched general.architecture (the key prefix).
   Expected<ModelConfig> (*from_gguf)(const GgufFile& f, const std::string& arch) = nullptr;
   // `cfg` is config.json (or its text_config for multimodal wrappers).
@@ -29,6 +46,30 @@ struct ArchFamily {
   // HF checkpoints store RMSNorm weights as w and compute x*(1+w) (Gemma); GGUF stores
   // w+1. The loader adds 1 to every norm weight of an HF checkpoint when set.
   bool hf_norms_plus_one = false;
+  // Canonical name -> HF tensor name (the inverse of hf_tensor_name, for writers).
+  std::string (*hf_name_of)(const std::string& canonical) = nullptr;
+  // The config.json fields of the family beyond hf_common_hparams' (the inverse of
+  // from_hf's extra reads; writers add them to the common ones). May be null.
+  void (*hf_config_extras)(const ModelConfig& c, nlohmann::json* j) = nullptr;
+
+  // What every model of the family has, as its GGUF reader sets it (a made-up model copies
+  // these): GGUF q/k rows in interleaved-pair RoPE order (Llama; HF rows rotate halves, so
+  // converters reorder them), the activation, q/k/v biases (Qwen2), per-head q/k norms
+  // (Qwen3, Gemma), post-attention/FFN norms and embeddings scaled by sqrt(n_embd) (Gemma),
+  // and whether the output head shares the embedding unless a file says otherwise.
+  RopeStyle gguf_rope_style = RopeStyle::kNeox;
+  Activation act = Activation::kSwiGlu;
+  bool qkv_bias = false, qk_norm = false, post_norms = false, scale_embeddings = false;
+  bool tied_by_default = false;
+  // Its GGUF reader takes the <arch>.edge.* keys (gemma3.cpp): sliding/global layer
+  // pattern with per-type RoPE, and the attention scale 1/sqrt(query_pre_attn_scalar),
+  // which a made-up model sets to 1/sqrt(head_dim). Without them a GGUF file of the family
+  // cannot express sliding layers.
+  bool gguf_sliding_pattern = false;
+  // Its GGUF reader takes Llama-3.1 RoPE scaling as the rope_freqs.weight tensor.
+  bool gguf_rope_freqs = false;
+
+  const ArchVariant* variant(const std::string& arch) const;
 };
 
 const ArchFamily& llama_family();

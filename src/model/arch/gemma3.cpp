@@ -36,6 +36,11 @@ void set_pattern(ModelConfig* c, const std::vector<bool>& sliding, int32_t windo
   }
 }
 
+// The variant's period when a file names none (the variants' table, gemma3_family()).
+int64_t default_period(const std::string& arch) {
+  return gemma3_family().variant(arch)->sliding_period;
+}
+
 std::vector<bool> periodic_pattern(int32_t n_layer, int64_t period) {
   std::vector<bool> s(static_cast<size_t>(n_layer));
   for (int32_t i = 0; i < n_layer; ++i) s[i] = period > 0 && (i + 1) % period != 0;
@@ -60,7 +65,7 @@ Expected<ModelConfig> gemma3_from_gguf(const GgufFile& f, const std::string& arc
   if (!(qpas > 0)) return Status::invalid_format(arch + ".edge.query_pre_attn_scalar must be positive");
   c.attn_scale = static_cast<float>(1.0 / std::sqrt(qpas));
   const int64_t window = f.get_int_or(arch + ".attention.sliding_window", 0);
-  const int64_t period = f.get_int_or(arch + ".edge.sliding_pattern", c.arch == "gemma3" ? 6 : 4);
+  const int64_t period = f.get_int_or(arch + ".edge.sliding_pattern", default_period(c.arch));
   if (window > 0)
     set_pattern(&c, periodic_pattern(c.n_layer, period), static_cast<int32_t>(window),
                 static_cast<float>(f.get_float_or(arch + ".edge.rope.freq_base_swa", 10000.0)),
@@ -124,7 +129,8 @@ Expected<ModelConfig> gemma3_from_hf(const nlohmann::json& in) {
   ASSIGN_OR_RETURN(int64_t window, json_int(j, "sliding_window", 0));
   ASSIGN_OR_RETURN(double theta_swa, json_float(j, "rope_local_base_freq", 10000.0));
   ASSIGN_OR_RETURN(double partial_swa, json_float(j, "local_partial_rotary_factor", 1.0));
-  ASSIGN_OR_RETURN(std::vector<bool> sliding, hf_layer_pattern(j, c.n_layer, c.arch == "gemma3" ? 6 : 4));
+  ASSIGN_OR_RETURN(std::vector<bool> sliding,
+                   hf_layer_pattern(j, c.n_layer, default_period(c.arch)));
   if (window > 0)
     set_pattern(&c, sliding, static_cast<int32_t>(window), static_cast<float>(theta_swa),
                 static_cast<int32_t>(std::lround(c.head_dim * partial_swa)) & ~1);
@@ -143,6 +149,31 @@ TensorSchema gemma3_schema(const ModelConfig& c) {
 }
 
 std::string gemma3_hf_name(const std::string& hf) { return hf_decoder_tensor_name(hf, true); }
+std::string gemma3_hf_name_of(const std::string& canonical) {
+  return hf_decoder_name_of(canonical, true);
+}
+
+// What gemma3_from_hf reads beyond the common fields, from a config: the attention scale,
+// the sliding layers' window, theta and rotary fraction, and the layer types.
+void gemma3_hf_config_extras(const ModelConfig& c, nlohmann::json* j) {
+  const LayerConfig* global = &c.layers[0];
+  const LayerConfig* local = nullptr;
+  for (const LayerConfig& l : c.layers) (l.sliding ? local : global) = &l;
+  nlohmann::json& o = *j;
+  o["hidden_activation"] = c.act == Activation::kSwiGlu ? "silu" : "gelu_pytorch_tanh";
+  o["query_pre_attn_scalar"] = 1.0f / (c.attn_scale * c.attn_scale);
+  o["sliding_window"] = local ? local->window : 0;
+  o["rope_local_base_freq"] = local ? local->rope_theta : 10000.0f;
+  o["partial_rotary_factor"] = static_cast<double>(global->rotary_dim) / c.head_dim;
+  o["local_partial_rotary_factor"] =
+      local ? static_cast<double>(local->rotary_dim) / c.head_dim : 1.0;
+  nlohmann::json types = nlohmann::json::array();
+  for (const LayerConfig& l : c.layers)
+    types.push_back(l.sliding ? "sliding_attention" : "full_attention");
+  o["layer_types"] = types;
+  o["final_logit_softcapping"] = nullptr;
+  o["attn_logit_softcapping"] = nullptr;
+}
 
 }  // namespace
 
@@ -157,6 +188,24 @@ const ArchFamily& gemma3_family() {
     a.schema = gemma3_schema;
     a.hf_tensor_name = gemma3_hf_name;
     a.hf_norms_plus_one = true;
+    a.variants = {{.arch = "gemma3",
+                   .hf_class = "Gemma3ForCausalLM",
+                   .hf_model_type = "gemma3_text",
+                   .norm_eps = 1e-6f,
+                   .rope_theta = 1e6f,
+                   .sliding_period = 6},
+                  {.arch = "spark",
+                   .hf_class = "SparkForCausalLM",
+                   .hf_model_type = "spark",
+                   .norm_eps = 1e-6f,
+                   .rope_theta = 1e6f,
+                   .rotary_divisor = 4,
+                   .sliding_period = 4}};
+    a.hf_name_of = gemma3_hf_name_of;
+    a.hf_config_extras = gemma3_hf_config_extras;
+    a.act = Activation::kGeGlu;
+    a.qk_norm = a.post_norms = a.scale_embeddings = a.tied_by_default = true;
+    a.gguf_sliding_pattern = true;
     return a;
   }();
   return f;

@@ -53,6 +53,9 @@ Expected<ModelConfig> llama_from_hf(const nlohmann::json& j) {
 TensorSchema llama_schema(const ModelConfig& c) { return decoder_schema(c); }
 
 std::string llama_hf_name(const std::string& hf) { return hf_decoder_tensor_name(hf, false); }
+std::string llama_hf_name_of(const std::string& canonical) {
+  return hf_decoder_name_of(canonical, false);
+}
 
 }  // namespace
 
@@ -88,6 +91,10 @@ const ArchFamily& llama_family() {
     a.from_hf = llama_from_hf;
     a.schema = llama_schema;
     a.hf_tensor_name = llama_hf_name;
+    a.variants = {{.arch = "llama", .hf_class = "LlamaForCausalLM", .hf_model_type = "llama"}};
+    a.hf_name_of = llama_hf_name_of;
+    a.gguf_rope_style = RopeStyle::kInterleaved;
+    a.gguf_rope_freqs = true;
     return a;
   }();
   return f;

@@ -46,6 +46,15 @@ TensorSchema qwen2_schema(const ModelConfig& c) {
 }
 
 std::string qwen2_hf_name(const std::string& hf) { return hf_decoder_tensor_name(hf, false); }
+std::string qwen2_hf_name_of(const std::string& canonical) {
+  return hf_decoder_name_of(canonical, false);
+}
+
+// Written Qwen2 models attend to every position, as released ones do (their configs carry
+// a sliding_window that use_sliding_window turns off).
+void qwen2_hf_config_extras(const ModelConfig&, nlohmann::json* j) {
+  (*j)["use_sliding_window"] = false;
+}
 
 }  // namespace
 
@@ -59,6 +68,13 @@ const ArchFamily& qwen2_family() {
     a.from_hf = qwen2_from_hf;
     a.schema = qwen2_schema;
     a.hf_tensor_name = qwen2_hf_name;
+    a.variants = {{.arch = "qwen2",
+                   .hf_class = "Qwen2ForCausalLM",
+                   .hf_model_type = "qwen2",
+                   .rope_theta = 1e6f}};
+    a.hf_name_of = qwen2_hf_name_of;
+    a.hf_config_extras = qwen2_hf_config_extras;
+    a.qkv_bias = true;
     return a;
   }();
   return f;

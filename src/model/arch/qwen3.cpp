@@ -36,6 +36,9 @@ TensorSchema qwen3_schema(const ModelConfig& c) {
 }
 
 std::string qwen3_hf_name(const std::string& hf) { return hf_decoder_tensor_name(hf, false); }
+std::string qwen3_hf_name_of(const std::string& canonical) {
+  return hf_decoder_name_of(canonical, false);
+}
 
 }  // namespace
 
@@ -49,6 +52,13 @@ const ArchFamily& qwen3_family() {
     a.from_hf = qwen3_from_hf;
     a.schema = qwen3_schema;
     a.hf_tensor_name = qwen3_hf_name;
+    a.variants = {{.arch = "qwen3",
+                   .hf_class = "Qwen3ForCausalLM",
+                   .hf_model_type = "qwen3",
+                   .norm_eps = 1e-6f,
+                   .rope_theta = 1e6f}};
+    a.hf_name_of = qwen3_hf_name_of;
+    a.qk_norm = true;
     return a;
   }();
   return f;

@@ -1,12 +1,14 @@
-#include "model/random_audio_projector.h"
+// write_random_audio_projector: a Whisper-style audio encoder and projector (ultravox or
+// qwen2a) with deterministic random weights, as an mmproj GGUF.
+#include "convert/random_audio_projector.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
 
+#include "convert/random_model_internal.h"
 #include "formats/gguf.h"
-#include "model/random_model_internal.h"
 
 namespace edge {
 
@@ -16,23 +18,18 @@ namespace {
 // norms "ln1"/"ln2"/"post_ln", the projector's RMS norms "norm_*"), small biases and
 // positions, matrices ~N(0, 1/fan_in).
 random_model::Tensor random_tensor(const TensorSpec& s, uint64_t seed) {
-  random_model::Tensor t{s.name, s.shape};
-  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a of the name: values do not depend on order
-  for (unsigned char ch : s.name) hash = (hash ^ ch) * 0x100000001b3ull;
-  t.seed = seed ^ hash;
+  random_model::Tensor t = random_model::seeded_tensor(s, seed);
   const bool is_bias = s.name.ends_with(".bias");
   const bool is_norm = s.name.find(".ln") != std::string::npos ||
                        s.name.find("post_ln") != std::string::npos ||
                        s.name.find(".norm_") != std::string::npos;
-  int64_t fan_in = 1;
-  for (size_t i = 1; i < s.shape.size(); ++i) fan_in *= s.shape[i];
   if (is_norm && !is_bias) {
     t.mean = 1.0f;
     t.stddev = 0.1f;
   } else if (is_bias || s.name == "a.position_embd.weight") {
     t.stddev = 0.1f;
   } else {
-    t.stddev = 1.0f / std::sqrt(static_cast<float>(fan_in));
+    t.stddev = 1.0f / std::sqrt(static_cast<float>(random_model::fan_in(s.shape)));
   }
   return t;
 }
@@ -63,10 +60,7 @@ Status write_random_audio_projector(const RandomAudioProjectorOptions& o, const 
   GgufWriter w;
   write_whisper_enc_hparams(
       h, fmt::format("edge-random-{}-audio", audio_projector_name(o.projector)), w);
-  w.set_u32("general.file_type", o.dtype == DType::F32    ? 0
-                                 : o.dtype == DType::F16  ? 1
-                                 : o.dtype == DType::Q8_0 ? 7
-                                                          : 32);
+  w.set_u32("general.file_type", random_model::gguf_file_type(o.dtype));
   const TensorSchema schema = whisper_enc_schema(h);
   for (const TensorSpec& s : schema.specs()) {
     const random_model::Tensor t = random_tensor(s, o.seed);
@@ -76,13 +70,7 @@ Status write_random_audio_projector(const RandomAudioProjectorOptions& o, const 
                           s.name == "a.position_embd.weight";
     DType dt = keep_f32 ? DType::F32 : o.dtype;
     if (dt == DType::Q8_0 && (s.shape.size() != 2 || s.shape.back() % 32)) dt = DType::F16;
-    RETURN_IF_ERROR(w.add_tensor(t.name, dt, t.shape, [t, dt](uint8_t* dst, uint64_t n) {
-      const std::vector<uint8_t> bytes = random_model::encode(t.generate(), dt);
-      if (n != bytes.size())
-        return Status::internal("random audio projector: tensor size mismatch");
-      std::memcpy(dst, bytes.data(), n);
-      return Status();
-    }));
+    RETURN_IF_ERROR(random_model::add_generated_tensor(w, t, dt, "random audio projector"));
   }
   return w.write(path, 32);
 }

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "model/export_gguf.h"
-#include "model_test_util.h"
+#include "convert/export_gguf.h"
+#include "model/model_test_util.h"
 #include "quant/quantize_file.h"
 
 namespace edge {

@@ -1,13 +1,15 @@
-#include "model/random_vision_projector.h"
+// write_random_vision_projector: a SigLIP/CLIP vision encoder and projector (gemma3 or
+// mlp) with deterministic random weights, as an mmproj GGUF.
+#include "convert/random_vision_projector.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
 
+#include "convert/random_model_internal.h"
 #include "core/half.h"
 #include "formats/gguf.h"
-#include "model/random_model_internal.h"
 
 namespace edge {
 
@@ -16,16 +18,13 @@ namespace {
 // Norm weights near 1, small biases and positions, matrices ~N(0, 1/fan_in): activations
 // stay O(1) through the encoder.
 random_model::Tensor random_tensor(const TensorSpec& s, uint64_t seed) {
-  random_model::Tensor t{s.name, s.shape};
-  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a of the name: values do not depend on order
-  for (unsigned char ch : s.name) hash = (hash ^ ch) * 0x100000001b3ull;
-  t.seed = seed ^ hash;
+  random_model::Tensor t = random_model::seeded_tensor(s, seed);
   const bool bias = s.name.ends_with(".bias");
   const bool norm =
       s.name.find("ln") != std::string::npos || s.name.find("norm") != std::string::npos;
-  int64_t fan_in = 1;
-  for (size_t i = 1; i < s.shape.size(); ++i) fan_in *= s.shape[i];
-  if (s.name == "mm.input_projection.weight") fan_in = s.shape[0];  // stored [E, D]: E inputs
+  const int64_t fan_in = s.name == "mm.input_projection.weight"
+                             ? s.shape[0]  // stored [E, D]: E inputs
+                             : random_model::fan_in(s.shape);
   if (norm && !bias) {
     t.mean = 1.0f;
     t.stddev = 0.1f;
@@ -87,10 +86,7 @@ Status write_random_vision_projector(const RandomVisionProjectorOptions& o,
   GgufWriter w;
   write_clip_vision_hparams(
       h, fmt::format("edge-random-{}-vision", vision_projector_name(o.projector)), w);
-  w.set_u32("general.file_type", o.dtype == DType::F32    ? 0
-                                 : o.dtype == DType::F16  ? 1
-                                 : o.dtype == DType::Q8_0 ? 7
-                                                          : 32);
+  w.set_u32("general.file_type", random_model::gguf_file_type(o.dtype));
   const TensorSchema schema = clip_vision_schema(h);
   for (const TensorSpec& s : schema.specs()) {
     const random_model::Tensor t = random_tensor(s, o.seed);
@@ -100,14 +96,7 @@ Status write_random_vision_projector(const RandomVisionProjectorOptions& o,
           fmt::format("random vision projector: {} rows of {} values are not whole Q8_0 "
                       "blocks of 32",
                       s.name, s.shape.back()));
-    RETURN_IF_ERROR(w.add_tensor(t.name, dt, t.shape, [t, dt](uint8_t* dst, uint64_t n) {
-      const std::vector<float> v = t.generate();
-      const std::vector<uint8_t> bytes = random_model::encode(v, dt);
-      if (n != bytes.size())
-        return Status::internal("random vision projector: tensor size mismatch");
-      std::memcpy(dst, bytes.data(), n);
-      return Status();
-    }));
+    RETURN_IF_ERROR(random_model::add_generated_tensor(w, t, dt, "random vision projector"));
   }
   return w.write(path);
 }

@@ -1,4 +1,4 @@
-#include "tokenizer/synthetic_vocab.h"
+#include "convert/synthetic_vocab.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // HF directory -> pre-packed GGUF: config and tokenizer to GGUF metadata, tensors renamed
 // (and Llama q/k rows reordered) into QuantizeInputs that add_quantized_tensors streams.
-#include "model/quantize_hf.h"
+#include "convert/quantize_hf.h"
 
 #include <cmath>
 
@@ -56,11 +56,11 @@ Expected<int32_t> sliding_period(const ModelConfig& c) {
   return period;
 }
 
-Status write_hparams(const ModelConfig& c, const std::string& name, GgufWriter& w) {
+Status write_hparams(const ArchFamily& fam, const ModelConfig& c, const std::string& name,
+                     GgufWriter& w) {
   const std::string& a = c.arch;
-  const bool gemma = a == "gemma3" || a == "spark";
   const int32_t n_sliding = c.n_sliding_layers();
-  if (n_sliding > 0 && !gemma)
+  if (n_sliding > 0 && !fam.gguf_sliding_pattern)
     return Status::unsupported("GGUF " + a + " has no sliding-window attention (config.json "
                                "sliding_window below the context)");
   int32_t period = 0;
@@ -78,7 +78,7 @@ Status write_hparams(const ModelConfig& c, const std::string& name, GgufWriter& 
     w.set_string(a + ".rope.scaling.type", "linear");
     w.set_f32(a + ".rope.scaling.factor", global.rope_scale);
   }
-  if (gemma) {  // the keys gemma3.cpp reads (documented there)
+  if (fam.gguf_sliding_pattern) {  // the keys gemma3.cpp reads (documented there)
     const LayerConfig& local = c.layers[0];
     if (n_sliding > 0) {
       w.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(local.window));
@@ -108,7 +108,9 @@ std::vector<int64_t> interleave_rows(int64_t rows, int32_t hd) {
 // The tensors to write, renamed; checked against the family's schema first.
 Expected<std::vector<QuantizeInput>> hf_inputs(const HfModelDir& h, const ArchFamily& fam,
                                                const ModelConfig& c) {
-  const bool reorder = c.arch == "llama" && c.rope_style == RopeStyle::kNeox;
+  // HF rows rotate halves; a family whose GGUF rows pair interleaved gets them reordered.
+  const bool reorder =
+      fam.gguf_rope_style == RopeStyle::kInterleaved && c.rope_style == RopeStyle::kNeox;
   if (reorder && c.layers[0].rotary_dim != c.head_dim)
     return Status::unsupported("GGUF llama: partial rotary (rotary_dim != head_dim)");
   TensorSet canonical;
@@ -145,7 +147,7 @@ Status quantize_hf_dir(const std::string& dir, const std::string& out, const Qua
   ModelConfig c;
   RETURN_IF_ERROR(read_config(h, &fam, &c).with_context(dir));
   GgufWriter w;
-  RETURN_IF_ERROR(write_hparams(c, "edge-quantize", w).with_context(dir));
+  RETURN_IF_ERROR(write_hparams(*fam, c, "edge-quantize", w).with_context(dir));
   w.set_u32("general.alignment", static_cast<uint32_t>(kPackedFileAlignment));
   ASSIGN_OR_RETURN(std::vector<QuantizeInput> inputs, hf_inputs(h, *fam, c));
   if (!c.rope_freq_factors.empty()) {  // llama.cpp's form of Llama-3.1 RoPE scaling

@@ -1,4 +1,4 @@
-#include "model/export_gguf.h"
+#include "convert/export_gguf.h"
 
 #include <cstdint>
 #include <vector>

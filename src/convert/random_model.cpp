@@ -1,4 +1,6 @@
-#include "model/random_model.h"
+// write_random_model: a decoder model of any family with deterministic random weights, its
+// shape from the family table (ArchFamily, ArchVariant), as GGUF or an HF directory.
+#include "convert/random_model.h"
 
 #include <fmt/format.h>
 
@@ -6,14 +8,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "convert/random_model_internal.h"
+#include "convert/synthetic_vocab.h"
 #include "core/half.h"
 #include "formats/gguf.h"
 #include "model/arch/common.h"
 #include "model/gguf_hparams.h"
-#include "model/random_model_internal.h"
 #include "model/registry.h"
 #include "tokenizer/outetts_tokens.h"
-#include "tokenizer/synthetic_vocab.h"
 #include "tokenizer/vocab_io.h"
 
 namespace edge {
@@ -50,14 +52,38 @@ bool ends_with(const std::string& s, const char* suffix) {
 
 }  // namespace
 
+Tensor seeded_tensor(const TensorSpec& s, uint64_t seed) {
+  Tensor t{s.name, s.shape};
+  t.seed = seed ^ fnv1a(s.name);
+  return t;
+}
+
+int64_t fan_in(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+uint32_t gguf_file_type(DType t) {
+  return t == DType::F32 ? 0 : t == DType::F16 ? 1 : t == DType::Q8_0 ? 7 : 32;
+}
+
+Status add_generated_tensor(GgufWriter& w, const Tensor& t, DType dt, const char* writer) {
+  return w.add_tensor(t.name, dt, t.shape, [t, dt, writer](uint8_t* dst, uint64_t n) {
+    const std::vector<uint8_t> bytes = encode(t.generate(), dt);
+    if (n != bytes.size()) return Status::internal(std::string(writer) + ": tensor size mismatch");
+    std::memcpy(dst, bytes.data(), n);
+    return Status();
+  });
+}
+
 std::vector<Tensor> make_tensors(const RandomModelOptions& o, const ModelConfig& c) {
   const ArchFamily* fam = find_family_gguf(c.arch);
   std::vector<Tensor> out;
   const TensorSchema schema = fam->schema(c);
   for (const TensorSpec& s : schema.specs()) {
     if (!s.required) continue;
-    Tensor t{s.name, s.shape};
-    t.seed = o.seed ^ fnv1a(s.name);
+    Tensor t = seeded_tensor(s, o.seed);
     // Norms near 1; biases small; matrices ~N(0, 1/in) so activations keep their scale
     // and logits (tied or not) have a spread of about 1: neither flat nor one-hot.
     if (ends_with(s.name, "norm.weight")) {
@@ -118,16 +144,18 @@ std::vector<uint8_t> encode(const std::vector<float>& v, DType t) {
 
 namespace {
 
-bool is_gemma_like(const std::string& a) { return a == "gemma3" || a == "spark"; }
+// The period of the sliding/global layer pattern: the option, else the variant's.
+int32_t sliding_period(const RandomModelOptions& o, const ArchVariant& v) {
+  return o.sliding_pattern > 0 ? o.sliding_pattern : v.sliding_period;
+}
 
-void set_layer_pattern(const RandomModelOptions& o, ModelConfig* c) {
-  const bool spark = c->arch == "spark";
+void set_layer_pattern(const RandomModelOptions& o, const ArchVariant& v, ModelConfig* c) {
   LayerConfig global;
-  global.rope_theta = is_gemma_like(c->arch) || c->arch.rfind("qwen", 0) == 0 ? 1e6f : 10000.0f;
-  global.rotary_dim = spark ? (c->head_dim / 4) & ~1 : c->head_dim;  // Spark: a quarter
+  global.rope_theta = v.rope_theta;
+  global.rotary_dim = v.rotary_divisor > 1 ? (c->head_dim / v.rotary_divisor) & ~1 : c->head_dim;
   c->layers.assign(static_cast<size_t>(c->n_layer), global);
-  if (!is_gemma_like(c->arch)) return;
-  const int32_t period = o.sliding_pattern > 0 ? o.sliding_pattern : (spark ? 4 : 6);
+  if (v.sliding_period <= 0) return;
+  const int32_t period = sliding_period(o, v);
   for (int32_t i = 0; i < c->n_layer; ++i) {
     if ((i + 1) % period == 0) continue;
     LayerConfig& l = c->layers[i];
@@ -141,9 +169,11 @@ void set_layer_pattern(const RandomModelOptions& o, ModelConfig* c) {
 }  // namespace
 
 Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
-  if (!find_family_gguf(o.arch) || o.arch == "spark2_5")
-    return Status::unsupported("make-model: unknown architecture '" + o.arch +
-                               "' (llama, qwen2, qwen3, gemma3, spark)");
+  const ArchFamily* fam = find_family_gguf(o.arch);
+  const ArchVariant* v = fam ? fam->variant(o.arch) : nullptr;
+  if (!v)
+    return Status::unsupported("make-model: unknown architecture '" + o.arch + "' (" +
+                               writable_architectures() + ")");
   if (o.dtype != DType::F32 && o.dtype != DType::F16 && o.dtype != DType::BF16)
     return Status::invalid_argument(std::string("make-model: weight type ") + dtype_name(o.dtype) +
                                     " (f32, f16 or bf16)");
@@ -160,18 +190,19 @@ Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
   c.head_dim = o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head;
   c.n_ff = o.n_ff > 0 ? o.n_ff : 2 * o.n_embd;
   c.max_ctx = o.ctx;
-  const bool gemma = is_gemma_like(o.arch);
-  c.norm_eps = gemma || o.arch == "qwen3" ? 1e-6f : 1e-5f;
-  c.rope_style = o.arch == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
-  c.act = gemma ? Activation::kGeGlu : Activation::kSwiGlu;
-  c.tied_embeddings = o.tied.value_or(gemma);
-  c.qkv_bias = o.arch == "qwen2";
-  c.qk_norm = o.arch == "qwen3" || gemma;
-  c.post_norms = c.scale_embeddings = gemma;
-  if (gemma) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  set_layer_pattern(o, &c);
+  c.norm_eps = v->norm_eps;
+  c.rope_style = fam->gguf_rope_style;
+  c.act = fam->act;
+  c.tied_embeddings = o.tied.value_or(fam->tied_by_default);
+  c.qkv_bias = fam->qkv_bias;
+  c.qk_norm = fam->qk_norm;
+  c.post_norms = fam->post_norms;
+  c.scale_embeddings = fam->scale_embeddings;
+  if (fam->gguf_sliding_pattern) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  set_layer_pattern(o, *v, &c);
   if (o.llama3_rope_factor > 0) {
-    if (o.arch != "llama") return Status::invalid_argument("make-model: llama3 RoPE scaling is for llama");
+    if (!fam->gguf_rope_freqs)
+      return Status::invalid_argument("make-model: llama3 RoPE scaling is for llama");
     c.rope_freq_factors = llama3_rope_freq_factors(c.layers[0].rotary_dim, c.layers[0].rope_theta,
                                                    o.llama3_rope_factor, 1.0f, 4.0f, 8192.0f);
   }
@@ -187,11 +218,10 @@ void write_gguf_hparams(const RandomModelOptions& o, const ModelConfig& c, GgufW
   const LayerConfig* local = nullptr;
   for (const LayerConfig& l : c.layers) (l.sliding ? local : global) = &l;
   write_common_gguf_hparams(c, *global, "edge-random-" + a, w);
-  w.set_u32("general.file_type", o.dtype == DType::F32 ? 0 : o.dtype == DType::F16 ? 1 : 32);
+  w.set_u32("general.file_type", random_model::gguf_file_type(o.dtype));
   if (local) {
     w.set_u32(a + ".attention.sliding_window", local->window);
-    const int32_t period = o.sliding_pattern > 0 ? o.sliding_pattern : (a == "spark" ? 4 : 6);
-    w.set_u32(a + ".edge.sliding_pattern", period);
+    w.set_u32(a + ".edge.sliding_pattern", sliding_period(o, *find_family_gguf(a)->variant(a)));
     w.set_f32(a + ".edge.rope.freq_base_swa", local->rope_theta);
     w.set_u32(a + ".edge.rope.dimension_count_swa", local->rotary_dim);
   }
@@ -208,12 +238,7 @@ Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab
   for (const random_model::Tensor& t : random_model::make_tensors(o, c)) {
     // llama.cpp convention: 1-D tensors (norms, biases) F32, matrices in the chosen type.
     const DType dt = t.shape.size() == 1 ? DType::F32 : o.dtype;
-    RETURN_IF_ERROR(w.add_tensor(t.name, dt, t.shape, [t, dt](uint8_t* dst, uint64_t n) {
-      const std::vector<uint8_t> bytes = random_model::encode(t.generate(), dt);
-      if (n != bytes.size()) return Status::internal("random model: tensor size mismatch");
-      std::memcpy(dst, bytes.data(), n);
-      return Status();
-    }));
+    RETURN_IF_ERROR(random_model::add_generated_tensor(w, t, dt, "random model"));
   }
   if (!c.rope_freq_factors.empty()) {  // llama.cpp's form of Llama-3.1 RoPE scaling
     const std::vector<float>& f = c.rope_freq_factors;

@@ -2,7 +2,7 @@
 // directory (f16 passthrough: the same weights, so float rounding only; packed: within the
 // quantisation error), and its packed tensors are byte for byte those quantize_gguf makes
 // from the GGUF twin of the same model (so the Llama q/k row reordering is exact).
-#include "model/quantize_hf.h"
+#include "convert/quantize_hf.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "formats/gguf.h"
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 #include "quant/packed.h"
 
 namespace edge {

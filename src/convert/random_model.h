@@ -1,7 +1,7 @@
 // Writes a model with deterministic random weights in any supported family, as a GGUF file
 // (path ending in .gguf) or a Hugging Face directory (config.json, model.safetensors,
 // tokenizer.json, tokenizer_config.json). The tokenizer is the synthetic SPM vocabulary
-// (tokenizer/synthetic_vocab.h). Used by `edge-infer make-model` and the tests.
+// (convert/synthetic_vocab.h). Used by `edge-infer make-model` and the tests.
 //
 // Values are generated per canonical tensor name from the seed, so the GGUF file and the
 // HF directory of the same options hold the same model: HF Llama q/k rows are permuted to
