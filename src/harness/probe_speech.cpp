@@ -8,7 +8,7 @@
 #include "harness/probe.h"
 #include "harness/probe_check.h"
 #include "harness/probe_pipeline_util.h"
-#include "pipeline/speech_graph.h"
+#include "pipeline/prebuilt/speech_graph.h"
 
 namespace edge {
 

@@ -14,11 +14,11 @@
 
 #include "model/random_audio_projector.h"
 #include "model/random_vision_projector.h"
-#include "pipeline/artifact.h"
-#include "pipeline/audio_stage.h"
-#include "pipeline/encoder_graph.h"
-#include "pipeline/executor.h"
-#include "pipeline/vision_stage.h"
+#include "pipeline/graph/artifact.h"
+#include "pipeline/graph/executor.h"
+#include "pipeline/prebuilt/encoder_graph.h"
+#include "pipeline/stages/audio_stage.h"
+#include "pipeline/stages/vision_stage.h"
 
 namespace edge::pipeline {
 namespace {

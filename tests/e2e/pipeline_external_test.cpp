@@ -16,9 +16,9 @@
 
 #include "core/process_rss.h"
 #include "model/random_model.h"
-#include "pipeline/artifact.h"
-#include "pipeline/executor.h"
-#include "pipeline/external_stage.h"
+#include "pipeline/graph/artifact.h"
+#include "pipeline/graph/executor.h"
+#include "pipeline/stages/external_stage.h"
 
 namespace edge::pipeline {
 namespace {

@@ -17,7 +17,7 @@
 #include "harness/probe.h"
 #include "model/random_model.h"
 #include "model/random_vocoder.h"
-#include "pipeline/speech_graph.h"
+#include "pipeline/prebuilt/speech_graph.h"
 #include "server_process.h"
 #include "test_support.h"
 #include "tokenizer/outetts_tokens.h"

@@ -1,0 +1,17 @@
+// The text.generate@1 stage on our engine: prompt tokens (or text, tokenised with the
+// model's tokenizer) in; generated tokens and text out, one event per engine chunk on each
+// port. Runs in the pipeline's process or inside an `edge-infer worker`.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "pipeline/graph/executor.h"
+
+namespace edge::pipeline {
+
+Expected<std::unique_ptr<StageRunner>> start_lm_stage(const std::string& model_path,
+                                                      const StageSpec& s,
+                                                      const PipelineRunOptions& o);
+
+}  // namespace edge::pipeline

@@ -1,0 +1,19 @@
+// The audio.pcm@1 stage on our vocoder (model/vocoder.h, WavTokenizer decoder): audio
+// codes in as they arrive, 24 kHz mono PCM out as it becomes final (events on port "pcm",
+// samples in [-1, 1]; the API turns them into s16le). Exact mode (window 0) emits the
+// utterance at the end; windowed mode (stage keys window / context / lookahead, in codes)
+// emits a window as soon as its lookahead has arrived.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "pipeline/graph/executor.h"
+
+namespace edge::pipeline {
+
+Expected<std::unique_ptr<StageRunner>> start_vocoder_stage(const std::string& model_path,
+                                                           const StageSpec& s,
+                                                           const PipelineRunOptions& o);
+
+}  // namespace edge::pipeline
