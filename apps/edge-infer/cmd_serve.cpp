@@ -32,6 +32,7 @@
 #include "model_source.h"
 #include "pipeline/graph/executor.h"
 #include "pipeline/prebuilt/encoder_graph.h"
+#include "pipeline/prebuilt/single_model_graph.h"
 #include "pipeline/prebuilt/speech_graph.h"
 #include "plan_options.h"
 #include "server/http_server.h"

@@ -13,13 +13,7 @@
 #include "core/process_rss.h"
 #include "pipeline/graph/artifact.h"
 #include "pipeline/graph/plan.h"
-#include "pipeline/stages/audio_stage.h"
-#include "pipeline/stages/external_stage.h"
-#include "pipeline/stages/lm_stage.h"
-#include "pipeline/stages/speech_codes_stage.h"
-#include "pipeline/stages/vision_stage.h"
-#include "pipeline/stages/vocoder_stage.h"
-#include "pipeline/worker/worker.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
 
@@ -60,19 +54,11 @@ PipelineRuntime::PipelineRuntime(const PipelineSpec& spec, RamLedger& ledger,
 
 Status PipelineRuntime::start_stage(const StageSpec& s) {
   const PipelineRunOptions& o = options_;
-  const bool external = s.placement == Placement::kExternal;
-  const bool in_process = s.placement == Placement::kInProcess;
-  const bool vocoder = s.kind == StageKind::kVocoder;
-  const bool speech = s.kind == StageKind::kSpeechCodes && in_process;
-  const bool vision = s.kind == StageKind::kVisionEncoder;
-  const bool audio = s.kind == StageKind::kAudioEncoder;
-  if (!external && !vocoder && !speech && !vision && !audio && s.kind != StageKind::kLm)
-    return Status::unsupported(fmt::format(
-        "stage '{}': {} stages placed {} cannot run yet (lm, vocoder, vision_encoder and "
-        "audio_encoder stages in process or in a worker, speech_codes stages in process, and "
-        "external.openai.text.v1 "
-        "backends can)",
-        s.name, stage_kind_name(s.kind), placement_name(s.placement)));
+  const StageKind& kind = *s.kind;
+  if (!kind.runs_in(s.placement))
+    return Status::unsupported(
+        fmt::format("stage '{}': {} stages placed {} cannot run yet ({} can)", s.name, kind.name,
+                    placement_name(s.placement), stage_kind_placements()));
   PipelinePlanOptions po;
   po.ctx = o.ctx;
   ASSIGN_OR_RETURN(StagePlan plan, plan_stage(spec_, s, po));
@@ -83,26 +69,14 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
   st->reserved_bytes = plan.reserved_bytes;
   stages_.push_back(std::move(st));  // released by the destructor from here on
   Started& started = *stages_.back();
-  if (external) {
-    ASSIGN_OR_RETURN(started.runner, start_external_stage(spec_, s, o));
+  if (s.placement == Placement::kExternal) {
+    ASSIGN_OR_RETURN(started.runner, kind.start_external(spec_, s, o));
     return check_rss(started);
   }
   const Artifact* model = model_artifact(s);
   if (!model) return Status::invalid_argument(fmt::format("stage '{}': no model artifact", s.name));
-  const std::string path = artifact_path(spec_, *model);
-  if (vocoder && in_process) {
-    ASSIGN_OR_RETURN(started.runner, start_vocoder_stage(path, s, o));
-  } else if (speech) {
-    ASSIGN_OR_RETURN(started.runner, start_speech_codes_stage(path, s, o));
-  } else if (vision && in_process) {
-    ASSIGN_OR_RETURN(started.runner, start_vision_stage(path, s, o));
-  } else if (audio && in_process) {
-    ASSIGN_OR_RETURN(started.runner, start_audio_stage(path, s, o));
-  } else if (s.placement == Placement::kWorker) {
-    ASSIGN_OR_RETURN(started.runner, start_worker_stage(path, s, WorkerOptions{o.worker_binary, o}));
-  } else {
-    ASSIGN_OR_RETURN(started.runner, start_lm_stage(path, s, o));
-  }
+  const StartStageFn start = s.placement == Placement::kWorker ? kind.start_in_worker : kind.start;
+  ASSIGN_OR_RETURN(started.runner, start(artifact_path(spec_, *model), s, o));
   return check_rss(started);
 }
 
@@ -198,8 +172,8 @@ Expected<PipelineHandle> PipelineRuntime::submit(const std::map<std::string, Por
       running += r->finished ? 0 : 1;
     }
     if (running >= capacity_)
-      return Status::unavailable(fmt::format(
-          "pipeline '{}' is at capacity ({} requests in flight)", spec_.name, capacity_));
+      return Status::unavailable(fmt::format("pipeline '{}' is at capacity ({} requests in flight)",
+                                             spec_.name, capacity_));
     req->epoch = epochs_.next();  // under mu_: epochs enter requests_ in order, none skipped
     requests_[req->epoch] = req;
     req->thread = std::thread([this, r = req.get()] { run_request(*r); });
@@ -264,8 +238,7 @@ Status PipelineRuntime::cancel(const PipelineHandle& h) {
   return Status();
 }
 
-Expected<std::pair<int32_t, int32_t>> PipelineRuntime::stream_depth(
-    const PipelineHandle& h) const {
+Expected<std::pair<int32_t, int32_t>> PipelineRuntime::stream_depth(const PipelineHandle& h) const {
   std::shared_ptr<Request> r = find(h);
   if (!r) return stale(h);
   std::lock_guard<std::mutex> l(r->mu);
@@ -333,8 +306,8 @@ Status PipelineRuntime::run_stage(Request& r, Started& st, StageInputs& in,
   in.abandon_all();                   // what still comes in is not wanted any more
   for (const Route& route : spec_.routes)
     if (route.from.stage == name && route.to.stage != "output")
-      channels.at(route.to.str())->close(ran.ok() ? Status() : Status::cancelled(fmt::format(
-                                                                  "stage '{}' failed", name)));
+      channels.at(route.to.str())
+          ->close(ran.ok() ? Status() : Status::cancelled(fmt::format("stage '{}' failed", name)));
   return ran;
 }
 
@@ -411,11 +384,12 @@ Engine* PipelineRuntime::text_engine() const {
 nlohmann::json PipelineRuntime::state_json() const {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& st : stages_)
-    stages.push_back({{"stage", st->spec->name},
-                      {"placement_actual", st->runner ? st->runner->placement() : "not started"},
-                      {"worker_generation", st->runner ? st->runner->generation() : 0},
-                      {"loaded_rss_bytes", st->rss_bytes.load()},
-                      {"transport", st->runner ? st->runner->transport_stats() : nlohmann::json()}});
+    stages.push_back(
+        {{"stage", st->spec->name},
+         {"placement_actual", st->runner ? st->runner->placement() : "not started"},
+         {"worker_generation", st->runner ? st->runner->generation() : 0},
+         {"loaded_rss_bytes", st->rss_bytes.load()},
+         {"transport", st->runner ? st->runner->transport_stats() : nlohmann::json()}});
   return {{"pipeline", spec_.name},
           {"epochs_issued", epochs_.issued()},
           {"ledger", ledger_.to_json()},

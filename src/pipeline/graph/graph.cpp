@@ -10,26 +10,9 @@
 #include <sstream>
 
 #include "core/memory_ledger.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
-
-const char* stage_kind_name(StageKind k) {
-  switch (k) {
-    case StageKind::kLm:
-      return "lm";
-    case StageKind::kVisionEncoder:
-      return "vision_encoder";
-    case StageKind::kAudioEncoder:
-      return "audio_encoder";
-    case StageKind::kSpeechCodes:
-      return "speech_codes";
-    case StageKind::kVocoder:
-      return "vocoder";
-    case StageKind::kExternal:
-      return "external";
-  }
-  return "?";
-}
 
 const char* device_class_name(DeviceClass d) {
   return d == DeviceClass::kCpu ? "cpu" : d == DeviceClass::kIgpu ? "igpu" : "npu";
@@ -137,15 +120,11 @@ Expected<StageSpec> parse_stage(const YAML::Node& n) {
     return Status::invalid_argument(fmt::format(
         "stage name '{}' must be non-empty, without '.' or spaces, and not input/output", s.name));
   auto ctx = [&](Status st) { return st.with_context("stage '" + s.name + "'"); };
-  auto kind = parse_enum<StageKind>("kind", scalar(n, "kind"),
-                                    {{"lm", StageKind::kLm},
-                                     {"vision_encoder", StageKind::kVisionEncoder},
-                                     {"audio_encoder", StageKind::kAudioEncoder},
-                                     {"speech_codes", StageKind::kSpeechCodes},
-                                     {"vocoder", StageKind::kVocoder},
-                                     {"external", StageKind::kExternal}});
-  if (!kind) return ctx(kind.status());
-  s.kind = *kind;
+  const std::string kind = scalar(n, "kind");
+  s.kind = find_stage_kind(kind);
+  if (!s.kind)
+    return ctx(Status::invalid_argument(
+        fmt::format("kind '{}' is not one of {}", kind, stage_kind_names())));
   auto ref = parse_contract_ref(scalar(n, "contract"));
   if (!ref) return ctx(ref.status());
   s.contract = *ref;
@@ -279,25 +258,6 @@ Status check_nesting(const std::string& text) {
 }
 
 }  // namespace
-
-PipelineSpec single_model_pipeline(const std::string& model_path, int32_t capacity,
-                                   const EngineSettings& engine, int64_t reservation_bytes) {
-  PipelineSpec p;
-  p.name = "single-model";
-  StageSpec s;
-  s.name = "lm";
-  s.kind = StageKind::kLm;
-  s.contract = ContractRef{"text.generate", 1};
-  s.artifacts.push_back(Artifact{"model", model_path, ""});
-  s.capacity = capacity;
-  s.reservation_bytes = reservation_bytes;
-  s.engine = engine;
-  p.stages.push_back(std::move(s));
-  p.routes = {Route{{"input", "prompt"}, {"lm", "prompt"}},
-              Route{{"lm", "text"}, {"output", "text"}},
-              Route{{"lm", "tokens"}, {"output", "tokens"}}};
-  return p;
-}
 
 Expected<PipelineSpec> parse_pipeline(const std::string& text, const std::string& base_dir) {
   if (text.size() > kMaxPipelineBytes)

@@ -5,8 +5,8 @@
 //   pipeline: tts
 //   stages:
 //     - name: talker
-//       kind: speech_codes            # lm | vision_encoder | audio_encoder | speech_codes
-//       contract: speech.codes@1      #   | vocoder | external
+//       kind: speech_codes            # a row of stages/stage_kinds.cpp: lm | vision_encoder
+//       contract: speech.codes@1      #   | audio_encoder | speech_codes | vocoder | external
 //       device: cpu                   # cpu | igpu | npu
 //       placement: in_process         # in_process | worker | external
 //       artifacts: [{role: model, path: talker.gguf, sha256: 3f2a...}]
@@ -27,10 +27,9 @@
 
 namespace edge::pipeline {
 
-enum class StageKind { kLm, kVisionEncoder, kAudioEncoder, kSpeechCodes, kVocoder, kExternal };
+struct StageKind;  // stage_kind.h: one entry of the stage-kind table
 enum class DeviceClass { kCpu, kIgpu, kNpu };
 enum class Placement { kInProcess, kWorker, kExternal };
-const char* stage_kind_name(StageKind k);
 const char* device_class_name(DeviceClass d);
 const char* placement_name(Placement p);
 
@@ -62,7 +61,7 @@ struct VocoderSettings {
 
 struct StageSpec {
   std::string name;
-  StageKind kind = StageKind::kLm;
+  const StageKind* kind = nullptr;  // set by the file's `kind:` (or by a graph built in code)
   ContractRef contract;
   DeviceClass device = DeviceClass::kCpu;
   Placement placement = Placement::kInProcess;
@@ -101,11 +100,6 @@ struct PipelineSpec {
   // Stages in an order where every stage comes after those it reads from.
   std::vector<const StageSpec*> topological_order() const;
 };
-
-// The graph `serve -m MODEL` serves: one in-process lm stage "lm" (text.generate@1) with
-// input.prompt -> lm.prompt, lm.text -> output.text and lm.tokens -> output.tokens.
-PipelineSpec single_model_pipeline(const std::string& model_path, int32_t capacity,
-                                   const EngineSettings& engine, int64_t reservation_bytes);
 
 // Parses and validates (validate_pipeline) a pipeline file's text; base_dir is recorded.
 Expected<PipelineSpec> parse_pipeline(const std::string& text, const std::string& base_dir);

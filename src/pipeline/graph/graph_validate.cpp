@@ -6,27 +6,19 @@
 #include <set>
 
 #include "pipeline/graph/graph.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
 
 namespace {
 
-bool kind_implements(StageKind k, const std::string& contract) {
-  switch (k) {
-    case StageKind::kLm:
-      return contract == "text.generate";
-    case StageKind::kVisionEncoder:
-      return contract == "vision.encode";
-    case StageKind::kAudioEncoder:
-      return contract == "audio.encode";
-    case StageKind::kSpeechCodes:
-      return contract == "speech.codes";
-    case StageKind::kVocoder:
-      return contract == "audio.pcm";
-    case StageKind::kExternal:
-      return true;  // another runtime may serve any contract
-  }
-  return false;
+// The kinds another runtime serves ("external"): such a kind and placement external go
+// together.
+std::string external_kind_names() {
+  std::vector<std::string> names;
+  for (const StageKind* k : stage_kinds())
+    if (k->runs_in(Placement::kExternal)) names.push_back(k->name);
+  return join_with_and(names);
 }
 
 // server_flavour and server_args describe the process of an external stage; the pipeline
@@ -58,15 +50,16 @@ Status check_stages(const PipelineSpec& p) {
     if (!find_contract(s.contract))
       return Status::unsupported(
           fmt::format("stage '{}': unknown contract {}", s.name, s.contract.str()));
-    if (!kind_implements(s.kind, s.contract.name))
+    if (!s.kind) return Status::invalid_argument(fmt::format("stage '{}': no kind", s.name));
+    if (!s.kind->implements(s.contract.name))
       return Status::invalid_argument(fmt::format("stage '{}': a {} stage does not implement {}",
-                                                  s.name, stage_kind_name(s.kind),
-                                                  s.contract.str()));
-    if ((s.kind == StageKind::kExternal) != (s.placement == Placement::kExternal))
+                                                  s.name, s.kind->name, s.contract.str()));
+    const bool served_elsewhere = s.kind->runs_in(Placement::kExternal);
+    if (served_elsewhere != (s.placement == Placement::kExternal))
       return Status::invalid_argument(fmt::format(
-          "stage '{}': kind external and placement external go together (kind {}, placement {})",
-          s.name, stage_kind_name(s.kind), placement_name(s.placement)));
-    if (s.kind == StageKind::kExternal && s.backend.empty())
+          "stage '{}': kind {} and placement external go together (kind {}, placement {})", s.name,
+          external_kind_names(), s.kind->name, placement_name(s.placement)));
+    if (served_elsewhere && s.backend.empty())
       return Status::invalid_argument(
           fmt::format("stage '{}': an external stage names its backend", s.name));
     RETURN_IF_ERROR(check_server_fields(s));

@@ -4,10 +4,8 @@
 #include <unistd.h>
 
 #include "core/process_rss.h"
-#include "kernels/api.h"
 #include "pipeline/graph/artifact.h"
-#include "pipeline/stages/audio_stage.h"
-#include "pipeline/stages/vision_stage.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
 
@@ -40,12 +38,13 @@ void add_worker_code(const StageSpec& s, StagePlan* out) {
   const auto self = read_rss(getpid());
   const int64_t code = self.ok() ? self->file : 0;
   out->reserved_bytes += code + kWorkerProcessAllowance;
-  out->reservation_source += fmt::format(" + {} of worker process code + {} of its heap, stacks "
-                                         "and shared buffers",
-                                         format_bytes(code), format_bytes(kWorkerProcessAllowance));
+  out->reservation_source += fmt::format(
+      " + {} of worker process code + {} of its heap, stacks "
+      "and shared buffers",
+      format_bytes(code), format_bytes(kWorkerProcessAllowance));
 }
 
-// Bytes a stage reserves: declared, or our memory plan of its model artifact.
+// Bytes a stage reserves: declared, or what its kind plans for its model artifact.
 Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelinePlanOptions& o,
                       StagePlan* out) {
   if (s.reservation_bytes >= 0) {
@@ -56,39 +55,16 @@ Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelineP
   const Artifact* model = nullptr;
   for (const Artifact& a : s.artifacts)
     if (a.role == "model") model = &a;
-  const bool encoder = s.kind == StageKind::kVisionEncoder || s.kind == StageKind::kAudioEncoder;
-  if (model && encoder && s.placement != Placement::kExternal) {
-    const std::string path = artifact_path(p, *model);
-    ASSIGN_OR_RETURN(out->reserved_bytes, s.kind == StageKind::kVisionEncoder
-                                              ? vision_stage_reservation(path)
-                                              : audio_stage_reservation(path));
-    out->reservation_source = fmt::format("projector {}: weights + one encode", model->path);
-    add_worker_code(s, out);
-    return Status();
-  }
-  const bool ours = s.kind == StageKind::kLm || s.kind == StageKind::kSpeechCodes;
-  if (!model || !ours || s.placement == Placement::kExternal)
+  const PlanReservationFn plan = s.kind->plan_reservation;
+  if (!model || !plan || s.placement == Placement::kExternal)
     return Status::invalid_argument(
         fmt::format("stage '{}': reservation 'plan' needs one of our language-model stages with a "
                     "model artifact; "
                     "declare the bytes (e.g. reservation: 512MiB)",
                     s.name));
-  const std::string path = artifact_path(p, *model);
-  ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(path));
-  PlanOptions po;
-  po.ctx = s.engine.ctx > 0 ? s.engine.ctx : o.ctx;
-  po.max_seqs = o.max_seqs > 0 ? o.max_seqs : s.capacity;
-  po.max_batched_tokens = s.engine.max_batched_tokens;
-  po.kv_budget_bytes = s.engine.kv_budget_bytes;
-  if (!parse_kv_type(s.engine.kv_type, &po.kv_type))
-    return Status::invalid_argument(
-        fmt::format("stage '{}': kv_type '{}' is not one of f32, f16, bf16, q8", s.name,
-                    s.engine.kv_type));
-  MemoryLimit unlimited;  // the stage's own bytes; the pipeline ledger decides admission
-  ASSIGN_OR_RETURN(MemoryPlan mp, make_memory_plan(fp, po, unlimited));
-  out->reserved_bytes = mp.total();
-  out->reservation_source =
-      fmt::format("memory plan of {} at ctx {} x {} seqs", model->path, po.ctx, po.max_seqs);
+  ASSIGN_OR_RETURN(PlannedBytes planned, plan(s, *model, artifact_path(p, *model), o));
+  out->reserved_bytes = planned.bytes;
+  out->reservation_source = std::move(planned.source);
   add_worker_code(s, out);
   return Status();
 }
@@ -137,7 +113,7 @@ nlohmann::json PipelinePlan::to_json() const {
     for (const auto& [path, sha] : sp.artifacts)
       arts.push_back({{"path", path}, {"sha256", sha}, {"verified", true}});
     stages_json.push_back({{"stage", s.name},
-                           {"kind", stage_kind_name(s.kind)},
+                           {"kind", s.kind->name},
                            {"contract", s.contract.str()},
                            {"backend", sp.backend},
                            {"requested_device", device_class_name(s.device)},

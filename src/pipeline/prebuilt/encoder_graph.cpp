@@ -4,30 +4,34 @@
 
 #include <filesystem>
 
+#include "pipeline/stages/audio_stage.h"
+#include "pipeline/stages/vision_stage.h"
+
 namespace edge::pipeline {
 
 namespace {
 
 // input.<port> -> <stage>.<port>, <stage>.embeddings -> output.embeddings.
 Expected<PipelineSpec> encoder_pipeline(const std::string& projector_path, Placement placement,
-                                        StageKind kind, const std::string& contract,
+                                        const StageKind& kind, const std::string& name,
                                         const std::string& port) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(projector_path, ec))
     return Status::not_found(fmt::format("projector {}: no such file", projector_path));
   if (placement == Placement::kExternal)
-    return Status::invalid_argument("an encoder stage runs in this process or in a worker, not external");
-  const std::string name = kind == StageKind::kVisionEncoder ? "vision" : "audio";
+    return Status::invalid_argument(
+        "an encoder stage runs in this process or in a worker, not external");
   PipelineSpec p;
   p.name = name;
   StageSpec s;
   s.name = name;
-  s.kind = kind;
-  s.contract = ContractRef{contract, 1};
+  s.kind = &kind;
+  s.contract = ContractRef{kind.contract, 1};
   s.placement = placement;
   s.artifacts.push_back(Artifact{"model", projector_path, ""});
   p.stages = {std::move(s)};
-  p.routes = {Route{{"input", port}, {name, port}}, Route{{name, "embeddings"}, {"output", "embeddings"}}};
+  p.routes = {Route{{"input", port}, {name, port}},
+              Route{{name, "embeddings"}, {"output", "embeddings"}}};
   return p;
 }
 
@@ -47,14 +51,15 @@ Expected<std::vector<float>> run_encoder(PipelineRuntime& rt, const std::string&
 }  // namespace
 
 Expected<PipelineSpec> vision_pipeline(const std::string& projector_path, Placement placement) {
-  return encoder_pipeline(projector_path, placement, StageKind::kVisionEncoder, "vision.encode", "image");
+  return encoder_pipeline(projector_path, placement, kVisionEncoderKind, "vision", "image");
 }
 
 Expected<PipelineSpec> audio_pipeline(const std::string& projector_path, Placement placement) {
-  return encoder_pipeline(projector_path, placement, StageKind::kAudioEncoder, "audio.encode", "pcm");
+  return encoder_pipeline(projector_path, placement, kAudioEncoderKind, "audio", "pcm");
 }
 
-Expected<std::vector<float>> encode_on_graph(PipelineRuntime& rt, const RgbImage& img, int64_t* rows) {
+Expected<std::vector<float>> encode_on_graph(PipelineRuntime& rt, const RgbImage& img,
+                                             int64_t* rows) {
   PortValue in;
   in.pixels = img.rgb;
   in.width = img.width, in.height = img.height;

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <filesystem>
 
+#include "pipeline/stages/speech_codes_stage.h"
+#include "pipeline/stages/vocoder_stage.h"
+
 namespace edge::pipeline {
 
 Expected<PipelineSpec> speech_pipeline(const SpeechGraphOptions& o) {
@@ -16,14 +19,14 @@ Expected<PipelineSpec> speech_pipeline(const SpeechGraphOptions& o) {
   p.name = "speech";
   StageSpec talker;
   talker.name = "talker";
-  talker.kind = StageKind::kSpeechCodes;
+  talker.kind = &kSpeechCodesKind;
   talker.contract = ContractRef{"speech.codes", 2};
   talker.artifacts.push_back(Artifact{"model", o.talker_model, ""});
   talker.capacity = o.capacity;
   talker.engine.ctx = o.talker_ctx;
   StageSpec voc;
   voc.name = "vocoder";
-  voc.kind = StageKind::kVocoder;
+  voc.kind = &kVocoderKind;
   voc.contract = ContractRef{"audio.pcm", 1};
   voc.placement = o.vocoder_placement;
   voc.artifacts.push_back(Artifact{"model", o.vocoder_model, ""});
@@ -41,7 +44,9 @@ Expected<PipelineSpec> speech_pipeline(const SpeechGraphOptions& o) {
   return p;
 }
 
-SpeechTimeline::SpeechTimeline(int32_t sample_rate) : rate_(sample_rate) { start(); }
+SpeechTimeline::SpeechTimeline(int32_t sample_rate) : rate_(sample_rate) {
+  start();
+}
 
 void SpeechTimeline::start() {
   t0_ = std::chrono::steady_clock::now();
@@ -49,7 +54,8 @@ void SpeechTimeline::start() {
 }
 
 void SpeechTimeline::chunk(int64_t n_samples) {
-  chunk_at(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(), n_samples);
+  chunk_at(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(),
+           n_samples);
 }
 
 void SpeechTimeline::chunk_at(double at_seconds, int64_t n_samples) {
@@ -85,9 +91,15 @@ SpeechTimeline::Figures SpeechTimeline::figures() const {
 }
 
 nlohmann::json figures_json(const SpeechTimeline::Figures& f) {
-  return {{"ttfa_s", f.ttfa_s},     {"total_s", f.total_s},   {"audio_s", f.audio_s},
-          {"rtf", f.rtf},           {"underruns", f.underruns}, {"stall_s", f.stall_s},
-          {"prebuffer_s", f.prebuffer_s}, {"samples", f.samples}, {"chunks", f.chunks}};
+  return {{"ttfa_s", f.ttfa_s},
+          {"total_s", f.total_s},
+          {"audio_s", f.audio_s},
+          {"rtf", f.rtf},
+          {"underruns", f.underruns},
+          {"stall_s", f.stall_s},
+          {"prebuffer_s", f.prebuffer_s},
+          {"samples", f.samples},
+          {"chunks", f.chunks}};
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -119,7 +131,8 @@ using Field = double (*)(const SpeechTimeline::Figures&);
 const std::pair<const char*, Field> kFields[] = {
     {"ttfa_s", [](const SpeechTimeline::Figures& f) { return f.ttfa_s; }},
     {"rtf", [](const SpeechTimeline::Figures& f) { return f.rtf; }},
-    {"underruns", [](const SpeechTimeline::Figures& f) { return static_cast<double>(f.underruns); }},
+    {"underruns",
+     [](const SpeechTimeline::Figures& f) { return static_cast<double>(f.underruns); }},
     {"stall_s", [](const SpeechTimeline::Figures& f) { return f.stall_s; }},
     {"prebuffer_s", [](const SpeechTimeline::Figures& f) { return f.prebuffer_s; }},
     {"audio_s", [](const SpeechTimeline::Figures& f) { return f.audio_s; }},
@@ -148,12 +161,13 @@ std::string SpeechFigureSet::metrics_text() const {
       s["n"].get<size_t>(), s["cancelled"].get<uint64_t>());
   for (const auto& [name, get] : kFields) {
     (void)get;
-    out += fmt::format("# HELP edge_tts_{0} Speech {0} per utterance (p50, p95).\n"
-                       "# TYPE edge_tts_{0} gauge\n",
-                       name);
+    out += fmt::format(
+        "# HELP edge_tts_{0} Speech {0} per utterance (p50, p95).\n"
+        "# TYPE edge_tts_{0} gauge\n",
+        name);
     for (const char* q : {"p50", "p95"})
-      out += fmt::format("edge_tts_{}{{quantile=\"{}\"}} {}\n", name, q == std::string("p50") ? "0.5" : "0.95",
-                         s[name][q].get<double>());
+      out += fmt::format("edge_tts_{}{{quantile=\"{}\"}} {}\n", name,
+                         q == std::string("p50") ? "0.5" : "0.95", s[name][q].get<double>());
   }
   return out;
 }
@@ -165,10 +179,10 @@ std::map<std::string, PortValue> speech_inputs(const std::string& text, const st
   return {{"text", t}, {"voice", v}};
 }
 
-Expected<SpeechTimeline::Figures> speak(PipelineRuntime& rt, const std::string& text,
-                                        const std::string& voice,
-                                        const std::function<bool(const std::vector<float>&)>& on_audio,
-                                        const std::function<bool()>& stop) {
+Expected<SpeechTimeline::Figures> speak(
+    PipelineRuntime& rt, const std::string& text, const std::string& voice,
+    const std::function<bool(const std::vector<float>&)>& on_audio,
+    const std::function<bool()>& stop) {
   SpeechTimeline timeline;
   ASSIGN_OR_RETURN(PipelineHandle h, rt.submit(speech_inputs(text, voice)));
   bool cancelled = false;

@@ -9,8 +9,13 @@
 #include <string>
 
 #include "pipeline/graph/executor.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
+
+// Kind "audio_encoder": audio.encode@1, in process or in a worker; reservation "plan" is its
+// projector's weights and one encode.
+extern const StageKind kAudioEncoderKind;
 
 Expected<std::unique_ptr<StageRunner>> start_audio_stage(const std::string& projector_path,
                                                          const StageSpec& s,

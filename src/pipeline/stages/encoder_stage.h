@@ -2,6 +2,7 @@
 // value in, all of its LM input-embedding rows out as one terminal "embeddings" event
 // (f32 [rows][n_embd]), one encode at a time on the stage's own pool, a cancel honoured
 // before the encode starts. A subclass says only how it checks and encodes its input.
+// Reservation "plan": the projector's weights and one encode (encoder_plan).
 #pragma once
 
 #include <fmt/format.h>
@@ -13,8 +14,17 @@
 
 #include "core/thread_pool.h"
 #include "pipeline/graph/executor.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
+
+// An encoder kind's plan_reservation: `Bytes` of its projector (the model artifact).
+template <Expected<int64_t> (*Bytes)(const std::string& projector_path)>
+Expected<PlannedBytes> encoder_plan(const StageSpec&, const Artifact& projector,
+                                    const std::string& projector_path, const PipelinePlanOptions&) {
+  ASSIGN_OR_RETURN(int64_t bytes, Bytes(projector_path));
+  return PlannedBytes{bytes, fmt::format("projector {}: weights + one encode", projector.path)};
+}
 
 class EncoderStageRunner : public StageRunner {
  public:
@@ -43,11 +53,14 @@ class EncoderStageRunner : public StageRunner {
 
  protected:
   EncoderStageRunner(std::string name, std::string input_port, int threads, int64_t resident)
-      : name_(std::move(name)), input_port_(std::move(input_port)), pool_(std::max(1, threads)),
+      : name_(std::move(name)),
+        input_port_(std::move(input_port)),
+        pool_(std::max(1, threads)),
         resident_(resident) {}
   // The rows of one input value: f32 [*rows][n_embd]; invalid_argument names what is wrong
   // with the input.
-  virtual Expected<std::vector<float>> encode(const PortValue& in, ThreadPool& pool, int64_t* rows) = 0;
+  virtual Expected<std::vector<float>> encode(const PortValue& in, ThreadPool& pool,
+                                              int64_t* rows) = 0;
 
  private:
   bool cancelled(uint64_t epoch) {

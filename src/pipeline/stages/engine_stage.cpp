@@ -1,8 +1,30 @@
 #include "pipeline/stages/engine_stage.h"
 
+#include <fmt/format.h>
+
 #include "core/process_rss.h"
+#include "kernels/api.h"
+#include "runtime/memory_plan.h"
 
 namespace edge::pipeline {
+
+Expected<PlannedBytes> engine_stage_reservation(const StageSpec& s, const Artifact& model,
+                                                const std::string& model_path,
+                                                const PipelinePlanOptions& o) {
+  ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(model_path));
+  PlanOptions po;
+  po.ctx = s.engine.ctx > 0 ? s.engine.ctx : o.ctx;
+  po.max_seqs = o.max_seqs > 0 ? o.max_seqs : s.capacity;
+  po.max_batched_tokens = s.engine.max_batched_tokens;
+  po.kv_budget_bytes = s.engine.kv_budget_bytes;
+  if (!parse_kv_type(s.engine.kv_type, &po.kv_type))
+    return Status::invalid_argument(fmt::format(
+        "stage '{}': kv_type '{}' is not one of f32, f16, bf16, q8", s.name, s.engine.kv_type));
+  MemoryLimit unlimited;  // the stage's own bytes; the pipeline ledger decides admission
+  ASSIGN_OR_RETURN(MemoryPlan mp, make_memory_plan(fp, po, unlimited));
+  return PlannedBytes{mp.total(), fmt::format("memory plan of {} at ctx {} x {} seqs", model.path,
+                                              po.ctx, po.max_seqs)};
+}
 
 Status EngineStage::load(const std::string& model_path, const StageSpec& s,
                          const PipelineRunOptions& o) {

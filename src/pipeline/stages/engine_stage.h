@@ -1,7 +1,7 @@
 // What the stages on our engine share (lm: text.generate@1, speech_codes: speech.codes@1):
 // the model and an engine sized by the stage, each request in a session of its own and
 // tracked by epoch so that cancel() reaches it (also when it comes before the submit), and
-// the stage's resident bytes as its own ledger.
+// the stage's resident bytes as its own ledger; and their "plan" reservation.
 #pragma once
 
 #include <functional>
@@ -14,8 +14,15 @@
 #include "edge/engine.h"
 #include "model/model.h"
 #include "pipeline/graph/executor.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
+
+// Reservation "plan" of a stage on our engine: the memory plan of its model at the stage's
+// context (else the run's) for its capacity (else o.max_seqs) in sequences.
+Expected<PlannedBytes> engine_stage_reservation(const StageSpec& s, const Artifact& model,
+                                                const std::string& model_path,
+                                                const PipelinePlanOptions& o);
 
 class EngineStage : public StageRunner {
  public:

@@ -439,4 +439,6 @@ Expected<std::unique_ptr<StageRunner>> start_external_stage(const PipelineSpec& 
   return std::unique_ptr<StageRunner>(std::move(r));
 }
 
+const StageKind kExternalKind{.name = "external", .start_external = start_external_stage};
+
 }  // namespace edge::pipeline

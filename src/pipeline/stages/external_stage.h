@@ -18,10 +18,15 @@
 #include <vector>
 
 #include "pipeline/graph/executor.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
 
 inline constexpr const char* kOpenAiTextBackend = "external.openai.text.v1";
+
+// Kind "external": any contract, served by another runtime (placement external, the stage
+// names its backend); its reservation is declared.
+extern const StageKind kExternalKind;
 
 // Starts the backend (generation 1) and waits until it is ready. Refused, naming the stage:
 // another backend or contract, a missing server or model artifact, a server that exits or

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "pipeline/stages/engine_stage.h"
+#include "pipeline/worker/worker.h"
 
 namespace edge::pipeline {
 
@@ -92,5 +93,11 @@ Expected<std::unique_ptr<StageRunner>> start_lm_stage(const std::string& model_p
                                                       const PipelineRunOptions& o) {
   return LmStageRunner::start(model_path, s, o);
 }
+
+const StageKind kLmKind{.name = "lm",
+                        .contract = "text.generate",
+                        .start = start_lm_stage,
+                        .start_in_worker = start_in_worker,
+                        .plan_reservation = engine_stage_reservation};
 
 }  // namespace edge::pipeline

@@ -7,8 +7,13 @@
 #include <string>
 
 #include "pipeline/graph/executor.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
+
+// Kind "lm": text.generate@1, in process or in a worker; reservation "plan" is the memory
+// plan of its model.
+extern const StageKind kLmKind;
 
 Expected<std::unique_ptr<StageRunner>> start_lm_stage(const std::string& model_path,
                                                       const StageSpec& s,

@@ -33,9 +33,12 @@ class SpeechCodesRunner final : public EngineStage {
     auto r = std::unique_ptr<SpeechCodesRunner>(new SpeechCodesRunner(s.name));
     RETURN_IF_ERROR(r->load(model_path, s, o));
     const Tokenizer* tok = r->engine_->tokenizer();
-    if (!tok) return Status::invalid_argument(fmt::format("stage '{}': the model has no tokenizer", s.name));
+    if (!tok)
+      return Status::invalid_argument(
+          fmt::format("stage '{}': the model has no tokenizer", s.name));
     auto vocab = find_outetts_vocab(*tok);
-    if (!vocab) return vocab.status().with_context(fmt::format("stage '{}' ({})", s.name, model_path));
+    if (!vocab)
+      return vocab.status().with_context(fmt::format("stage '{}' ({})", s.name, model_path));
     r->vocab_ = *vocab;
     return std::unique_ptr<StageRunner>(std::move(r));
   }
@@ -43,13 +46,15 @@ class SpeechCodesRunner final : public EngineStage {
   Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
              const std::function<void(StageEvent)>& emit) override {
     auto it = inputs.find("text");
-    if (it == inputs.end()) return Status::invalid_argument(fmt::format("stage '{}': no text", name_));
+    if (it == inputs.end())
+      return Status::invalid_argument(fmt::format("stage '{}': no text", name_));
     std::optional<Speaker> speaker;
     auto voice = inputs.find("voice");
     if (voice != inputs.end() && !voice->second.text.empty()) {
       ASSIGN_OR_RETURN(speaker, read_speaker(voice->second.text));
     }
-    ASSIGN_OR_RETURN(GenerateRequest req, build_request(it->second.text, speaker ? &*speaker : nullptr));
+    ASSIGN_OR_RETURN(GenerateRequest req,
+                     build_request(it->second.text, speaker ? &*speaker : nullptr));
     return submit_and_drain(epoch, std::move(req),
                             [&](const RequestHandle& h) { return drain(h, epoch, emit); });
   }
@@ -65,8 +70,8 @@ class SpeechCodesRunner final : public EngineStage {
       for (int32_t c : w.codes)
         if (c < 0 || c >= vocab_.n_codes)
           return Status::invalid_argument(fmt::format(
-              "stage '{}': voice: code {} of word '{}' is not one of the model's {} codes", name_, c,
-              w.word, vocab_.n_codes));
+              "stage '{}': voice: code {} of word '{}' is not one of the model's {} codes", name_,
+              c, w.word, vocab_.n_codes));
     return sp;
   }
 
@@ -74,7 +79,8 @@ class SpeechCodesRunner final : public EngineStage {
   Expected<GenerateRequest> build_request(const std::string& text, const Speaker* speaker) const {
     const std::vector<std::string> words = normalize_tts_text(text);
     if (words.empty())
-      return Status::invalid_argument(fmt::format("stage '{}': nothing to speak in the text", name_));
+      return Status::invalid_argument(
+          fmt::format("stage '{}': nothing to speak in the text", name_));
     const Tokenizer& tok = *engine_->tokenizer();
     GenerateRequest req;
     req.prompt = tok.encode(outetts_prompt(vocab_.version, words, speaker), /*add_special=*/true);
@@ -96,7 +102,8 @@ class SpeechCodesRunner final : public EngineStage {
   }
 
   // Engine chunks -> code events: only code tokens pass, as code indices.
-  Status drain(const RequestHandle& h, uint64_t epoch, const std::function<void(StageEvent)>& emit) {
+  Status drain(const RequestHandle& h, uint64_t epoch,
+               const std::function<void(StageEvent)>& emit) {
     uint64_t seq = 0;
     for (;;) {
       auto c = engine_->next(h, std::chrono::minutes(10));
@@ -126,5 +133,10 @@ Expected<std::unique_ptr<StageRunner>> start_speech_codes_stage(const std::strin
                                                                 const PipelineRunOptions& o) {
   return SpeechCodesRunner::start(model_path, s, o);
 }
+
+const StageKind kSpeechCodesKind{.name = "speech_codes",
+                                 .contract = "speech.codes",
+                                 .start = start_speech_codes_stage,
+                                 .plan_reservation = engine_stage_reservation};
 
 }  // namespace edge::pipeline

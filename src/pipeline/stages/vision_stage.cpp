@@ -7,6 +7,7 @@
 #include "kernels/api.h"
 #include "model/arch/clip_vision.h"
 #include "pipeline/stages/encoder_stage.h"
+#include "pipeline/worker/worker.h"
 
 namespace edge::pipeline {
 
@@ -19,11 +20,12 @@ class VisionStageRunner final : public EncoderStageRunner {
       : EncoderStageRunner(name, "image", threads, resident), model_(std::move(m)) {}
 
  private:
-  Expected<std::vector<float>> encode(const PortValue& in, ThreadPool& pool, int64_t* rows) override {
+  Expected<std::vector<float>> encode(const PortValue& in, ThreadPool& pool,
+                                      int64_t* rows) override {
     if (in.width <= 0 || in.height <= 0 ||
         static_cast<int64_t>(in.pixels.size()) != in.width * in.height * 3)
-      return Status::invalid_argument(fmt::format("image of {} bytes is not {}x{}x3",
-                                                  in.pixels.size(), in.width, in.height));
+      return Status::invalid_argument(
+          fmt::format("image of {} bytes is not {}x{}x3", in.pixels.size(), in.width, in.height));
     const ClipVisionHparams& h = model_->hparams;
     RgbImage img;
     img.width = in.width;
@@ -51,5 +53,11 @@ Expected<std::unique_ptr<StageRunner>> start_vision_stage(const std::string& pro
   return std::unique_ptr<StageRunner>(
       new VisionStageRunner(s.name, std::move(m), o.n_threads > 0 ? o.n_threads : 2, resident));
 }
+
+const StageKind kVisionEncoderKind{.name = "vision_encoder",
+                                   .contract = "vision.encode",
+                                   .start = start_vision_stage,
+                                   .start_in_worker = start_in_worker,
+                                   .plan_reservation = encoder_plan<vision_stage_reservation>};
 
 }  // namespace edge::pipeline

@@ -9,8 +9,13 @@
 #include <string>
 
 #include "pipeline/graph/executor.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
+
+// Kind "vision_encoder": vision.encode@1, in process or in a worker; reservation "plan" is its
+// projector's weights and one encode.
+extern const StageKind kVisionEncoderKind;
 
 Expected<std::unique_ptr<StageRunner>> start_vision_stage(const std::string& projector_path,
                                                           const StageSpec& s,

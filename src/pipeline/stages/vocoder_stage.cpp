@@ -8,6 +8,7 @@
 
 #include "core/process_rss.h"
 #include "model/vocoder.h"
+#include "pipeline/worker/worker.h"
 
 namespace edge::pipeline {
 
@@ -17,7 +18,9 @@ class VocoderStageRunner final : public StageRunner {
  public:
   VocoderStageRunner(std::string name, std::unique_ptr<Vocoder> v, VocoderStreamOptions so,
                      int64_t file_bytes)
-      : name_(std::move(name)), vocoder_(std::move(v)), stream_options_(so),
+      : name_(std::move(name)),
+        vocoder_(std::move(v)),
+        stream_options_(so),
         file_bytes_(file_bytes) {}
 
   Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
@@ -122,8 +125,14 @@ Expected<std::unique_ptr<StageRunner>> start_vocoder_stage(const std::string& mo
   so.lookahead = s.vocoder.lookahead;
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(model_path, ec);
-  return std::unique_ptr<StageRunner>(new VocoderStageRunner(
-      s.name, std::move(v), so, ec ? 0 : static_cast<int64_t>(bytes)));
+  return std::unique_ptr<StageRunner>(
+      new VocoderStageRunner(s.name, std::move(v), so, ec ? 0 : static_cast<int64_t>(bytes)));
 }
+
+const StageKind kVocoderKind{.name = "vocoder",
+                             .contract = "audio.pcm",
+                             .start = start_vocoder_stage,
+                             .start_in_worker = start_in_worker,
+                             .streams_input = true};
 
 }  // namespace edge::pipeline

@@ -9,8 +9,13 @@
 #include <string>
 
 #include "pipeline/graph/executor.h"
+#include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
+
+// Kind "vocoder": audio.pcm@1, in process or in a worker, starting on its first codes; its
+// reservation is declared.
+extern const StageKind kVocoderKind;
 
 Expected<std::unique_ptr<StageRunner>> start_vocoder_stage(const std::string& model_path,
                                                            const StageSpec& s,

@@ -14,10 +14,7 @@
 
 #include "pipeline/graph/artifact.h"
 #include "pipeline/graph/credits.h"
-#include "pipeline/stages/audio_stage.h"
-#include "pipeline/stages/lm_stage.h"
-#include "pipeline/stages/vision_stage.h"
-#include "pipeline/stages/vocoder_stage.h"
+#include "pipeline/graph/stage_kind.h"
 #include "pipeline/worker/port_tensor.h"
 #include "pipeline/worker/request_params_json.h"
 #include "pipeline/worker/shm_tensor.h"
@@ -29,18 +26,24 @@ namespace {
 
 constexpr auto kForever = std::chrono::hours(24 * 365);
 
+// "text.generate@1, ...": every contract version a kind that runs in a worker implements.
+std::string worker_contracts() {
+  std::vector<std::string> refs;
+  for (const StageKind* k : stage_kinds())
+    for (const Contract& c : builtin_contracts())
+      if (k->start_in_worker && k->contract && c.ref.name == k->contract)
+        refs.push_back(c.ref.str());
+  return join_with_and(refs);
+}
+
 // Checks the hello and starts the stage; the error names what the pipeline asked for.
 Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h) {
   ASSIGN_OR_RETURN(ContractRef ref, parse_contract_ref(h.value("contract", "")));
-  const Contract* c = find_contract(ref);
-  const bool vocoder = c && ref.name == "audio.pcm";
-  const bool vision = c && ref.name == "vision.encode";
-  const bool audio = c && ref.name == "audio.encode";
-  if (!c || (ref.name != "text.generate" && !vocoder && !vision && !audio))
-    return Status::unsupported(fmt::format(
-        "this worker does not implement contract {} (it implements text.generate@1, audio.pcm@1, "
-        "vision.encode@1 and audio.encode@1)",
-        ref.str()));
+  const StageKind* kind = find_contract(ref) ? worker_stage_kind(ref.name) : nullptr;
+  if (!kind)
+    return Status::unsupported(
+        fmt::format("this worker does not implement contract {} (it implements {})", ref.str(),
+                    worker_contracts()));
   const std::string model = h.value("model", "");
   const std::string pinned = h.value("sha256", "");
   if (!pinned.empty()) {
@@ -51,6 +54,7 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   }
   StageSpec s;
   s.name = h.value("stage", "worker");
+  s.kind = kind;
   s.contract = ref;
   s.capacity = h.value("capacity", 1);
   s.engine.ctx = h.value("engine_ctx", int64_t{0});
@@ -63,22 +67,10 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   o.ctx = h.value("ctx", int64_t{4096});
   o.max_tokens = h.value("max_tokens", 64);
   o.n_threads = h.value("threads", 0);
-  if (vocoder) {
-    s.kind = StageKind::kVocoder;
-    s.vocoder.window = h.value("vocoder_window", 0);
-    s.vocoder.context = h.value("vocoder_context", 0);
-    s.vocoder.lookahead = h.value("vocoder_lookahead", 0);
-    return start_vocoder_stage(model, s, o);
-  }
-  if (vision) {
-    s.kind = StageKind::kVisionEncoder;
-    return start_vision_stage(model, s, o);
-  }
-  if (audio) {
-    s.kind = StageKind::kAudioEncoder;
-    return start_audio_stage(model, s, o);
-  }
-  return start_lm_stage(model, s, o);
+  s.vocoder.window = h.value("vocoder_window", 0);
+  s.vocoder.context = h.value("vocoder_context", 0);
+  s.vocoder.lookahead = h.value("vocoder_lookahead", 0);
+  return kind->start(model, s, o);
 }
 
 // The requests this worker runs: their threads and credit gates, by epoch.
@@ -221,7 +213,9 @@ class WorkerLoop {
     auto st = std::make_shared<Stream>();
     for (const auto& port : req["streamed"]) {
       auto ch = std::make_shared<Channel>(kWorkerInputCredits);
-      ch->set_on_pop([this, epoch] { (void)send({{"type", "input_ack"}, {"epoch", epoch}, {"n", 1}}); });
+      ch->set_on_pop([this, epoch] {
+        (void)send({{"type", "input_ack"}, {"epoch", epoch}, {"n", 1}});
+      });
       st->ports[port.get<std::string>()] = ch;
     }
     streams_[epoch] = st;
@@ -261,8 +255,8 @@ class WorkerLoop {
     Status link;
     auto emit = [&](StageEvent e) {
       if (!link.ok() || !gate.acquire(kForever)) return;  // closed: cancelled
-      nlohmann::json m = {{"type", "event"},        {"epoch", e.epoch}, {"seq", e.seq},
-                          {"terminal", e.terminal}, {"port", e.port},   {"text", e.value.text},
+      nlohmann::json m = {{"type", "event"},         {"epoch", e.epoch}, {"seq", e.seq},
+                          {"terminal", e.terminal},  {"port", e.port},   {"text", e.value.text},
                           {"tokens", e.value.tokens}};
       link = attach_tensor(e.value, m);
       if (!e.error.ok()) m["error"] = e.error.to_string();
@@ -304,11 +298,13 @@ class WorkerLoop {
     if (!t.ok()) return m["error"] = t.status().to_string(), Status();
     if (!*t || !v.tokens.empty()) return Status();  // tokens go inline in the event
     if (!outputs_) {
-      if (v.samples.empty()) return m["error"] = "the worker has no shared buffers for its output", Status();
+      if (v.samples.empty())
+        return m["error"] = "the worker has no shared buffers for its output", Status();
       m["samples"] = v.samples;
       return Status();
     }
-    ASSIGN_OR_RETURN(TensorSlot slot, outputs_->acquire((*t)->bytes.size(), std::chrono::seconds(30)));
+    ASSIGN_OR_RETURN(TensorSlot slot,
+                     outputs_->acquire((*t)->bytes.size(), std::chrono::seconds(30)));
     const PortTensor& pt = **t;
     std::memcpy(slot.data.data(), pt.bytes.data(), pt.bytes.size());
     ASSIGN_OR_RETURN(PublishedTensor p, outputs_->publish(slot, pt.dtype, pt.shape));
@@ -379,8 +375,8 @@ int run_worker(int fd) {
     // While retiring, look up every 50 ms to notice the last request finishing.
     auto got =
         receive_message_with_fds(fd, loop.retiring() ? std::chrono::milliseconds(50) : kForever);
-    Expected<nlohmann::json> msg =
-        got.ok() ? Expected<nlohmann::json>(std::move(got->msg)) : Expected<nlohmann::json>(got.status());
+    Expected<nlohmann::json> msg = got.ok() ? Expected<nlohmann::json>(std::move(got->msg))
+                                            : Expected<nlohmann::json>(got.status());
     if (!msg.ok()) {
       if (msg.status().code() == StatusCode::kDeadlineExceeded) continue;
       loop.stop_all();  // EOF: the pipeline is gone
@@ -399,7 +395,7 @@ int run_worker(int fd) {
         loop.ack(epoch, msg->value("n", 0));
       else if (type == "cancel")
         loop.cancel(epoch);
-      else if (type == "release") {  // the pipeline has copied an event's PCM
+      else if (type == "release") {                     // the pipeline has copied an event's PCM
         if (!loop.release_output(*msg).ok()) return 1;  // a broken pipeline
       } else if (type == "retire")
         loop.retire();

@@ -30,5 +30,10 @@ struct WorkerOptions {
 Expected<std::unique_ptr<StageRunner>> start_worker_stage(const std::string& model_path,
                                                           const StageSpec& s,
                                                           const WorkerOptions& o);
+// start_worker_stage with the run's worker binary: a stage kind's start_in_worker
+// (stage_kind.h). In the worker, the kind that runs the stage is chosen by its contract.
+Expected<std::unique_ptr<StageRunner>> start_in_worker(const std::string& model_path,
+                                                       const StageSpec& s,
+                                                       const PipelineRunOptions& o);
 
 }  // namespace edge::pipeline

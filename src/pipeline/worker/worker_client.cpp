@@ -16,6 +16,7 @@
 
 #include "core/process_rss.h"
 #include "pipeline/graph/credits.h"
+#include "pipeline/graph/stage_kind.h"
 #include "pipeline/worker/port_tensor.h"
 #include "pipeline/worker/request_params_json.h"
 #include "pipeline/worker/shm_tensor.h"
@@ -119,7 +120,8 @@ class WorkerConn {
     nlohmann::json in = nlohmann::json::object();
     for (const auto& [port, v] : inputs) {
       auto t = port_tensor(v);
-      const bool small_tokens = t.ok() && *t && !v.tokens.empty() && t->value().bytes.size() < shm_min_bytes;
+      const bool small_tokens =
+          t.ok() && *t && !v.tokens.empty() && t->value().bytes.size() < shm_min_bytes;
       if (t.ok() && (!*t || small_tokens)) {
         in[port] = {{"text", v.text}, {"tokens", v.tokens}};
         continue;
@@ -139,9 +141,12 @@ class WorkerConn {
   }
   nlohmann::json transport_stats() const {
     const TensorPoolStats t = inputs_->stats();
-    return {{"shm_slots", t.slots},         {"shm_in_use", t.in_use},
-            {"shm_high_water", t.high_water}, {"shm_stalls", t.stalls},
-            {"shm_published", t.published},   {"shm_dedicated", t.dedicated},
+    return {{"shm_slots", t.slots},
+            {"shm_in_use", t.in_use},
+            {"shm_high_water", t.high_water},
+            {"shm_stalls", t.stalls},
+            {"shm_published", t.published},
+            {"shm_dedicated", t.dedicated},
             {"audio_buffers_mapped", audio_buffers()}};
   }
   void close(uint64_t epoch) {
@@ -221,8 +226,8 @@ class WorkerConn {
   void read_loop() {
     for (;;) {
       auto got = receive_message_with_fds(proc_.fd, std::chrono::hours(24 * 365), 1);
-      Expected<nlohmann::json> m =
-          got.ok() ? Expected<nlohmann::json>(std::move(got->msg)) : Expected<nlohmann::json>(got.status());
+      Expected<nlohmann::json> m = got.ok() ? Expected<nlohmann::json>(std::move(got->msg))
+                                            : Expected<nlohmann::json>(got.status());
       if (m.ok() && (*m)["type"] == "announce") {  // a buffer the worker's audio will come in
         std::lock_guard<std::mutex> o(outputs_mu_);
         if (outputs_.add(*m, std::move(got->fds)).ok()) continue;
@@ -364,11 +369,11 @@ class WorkerStageRunner final : public StageRunner {
     return serve(epoch, inputs, params, nullptr, emit);
   }
 
-  // A vocoder starts on the first codes: its inputs stream into the worker as they arrive.
-  // Other stages gather theirs (a language model's prompt is needed whole).
+  // A kind that streams its input (a vocoder starts on the first codes) gets it in the worker
+  // as it arrives. Other stages gather theirs (a language model's prompt is needed whole).
   Status run_streaming(uint64_t epoch, StageInputs& in, const RequestParams* params,
                        const std::function<void(StageEvent)>& emit) override {
-    if (spec_.kind != StageKind::kVocoder) return StageRunner::run_streaming(epoch, in, params, emit);
+    if (!spec_.kind->streams_input) return StageRunner::run_streaming(epoch, in, params, emit);
     return serve(epoch, {}, params, &in, emit);
   }
 
@@ -383,8 +388,8 @@ class WorkerStageRunner final : public StageRunner {
       if (!c->request(epoch, inputs, params, o_.run.shm_min_bytes,
                       streamed ? streamed->ports() : std::vector<std::string>{}, &st)) {
         if (attempt == 3)
-          return Status::unavailable(fmt::format("stage '{}': no worker took request epoch {}",
-                                                 spec_.name, epoch));
+          return Status::unavailable(
+              fmt::format("stage '{}': no worker took request epoch {}", spec_.name, epoch));
         c.reset();
       }
     }
@@ -394,7 +399,7 @@ class WorkerStageRunner final : public StageRunner {
       feeder = std::thread([&, c] { feed(*c, epoch, *streamed, input_credits); });
     if (st.ok()) st = relay(*c, epoch, emit, input_credits);
     if (feeder.joinable()) {
-      input_credits.close();   // a feeder waiting for a credit gives up
+      input_credits.close();    // a feeder waiting for a credit gives up
       streamed->abandon_all();  // and one waiting for the next chunk
       feeder.join();
     }
@@ -538,7 +543,7 @@ class WorkerStageRunner final : public StageRunner {
   WorkerOptions o_;
   mutable std::mutex mu_;
   std::shared_ptr<WorkerConn> current_;
-  std::vector<std::shared_ptr<WorkerConn>> retired_;  // draining, reaped when drained
+  std::vector<std::shared_ptr<WorkerConn>> retired_;         // draining, reaped when drained
   std::map<uint64_t, std::shared_ptr<WorkerConn>> serving_;  // by epoch
   uint32_t generation_ = 0;
 };
@@ -555,6 +560,12 @@ Expected<std::unique_ptr<StageRunner>> start_worker_stage(const std::string& mod
     if (a.role == "model") r->set_hash(a.sha256);
   RETURN_IF_ERROR(r->start());
   return std::unique_ptr<StageRunner>(std::move(r));
+}
+
+Expected<std::unique_ptr<StageRunner>> start_in_worker(const std::string& model_path,
+                                                       const StageSpec& s,
+                                                       const PipelineRunOptions& o) {
+  return start_worker_stage(model_path, s, WorkerOptions{o.worker_binary, o});
 }
 
 }  // namespace edge::pipeline
