@@ -40,7 +40,7 @@ struct StageEvent {
   uint32_t worker_generation = 0;  // 0: in process
   std::string stage, port;         // who produced it ("output.X" names come from routes)
   PortValue value;
-  Status error;  // set on a terminal event that ends the request in error
+  Status error;               // set on a terminal event that ends the request in error
   std::string finish_reason;  // a text stage's terminal event: "stop" | "length"
   // The request's last event (no stage, no port): it has ended, in error when error is set.
   bool end_of_request = false;
@@ -69,9 +69,13 @@ class StageRunner {
  public:
   virtual ~StageRunner() = default;
   // Runs one request, emitting its events in order (the last one per port terminal).
-  // Called from up to `capacity` threads at once, one request (epoch) per call.
+  // Called from up to `capacity` threads at once, one request (epoch) per call. A stage
+  // overrides run() or, if it takes generation settings, run_with_params(): each of the two
+  // defaults to the other.
   virtual Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
-                     const std::function<void(StageEvent)>& emit) = 0;
+                     const std::function<void(StageEvent)>& emit) {
+    return run_with_params(epoch, inputs, nullptr, emit);
+  }
   // run() with per-request generation settings (max_tokens, sampling, stop strings) for a
   // text.generate stage; null: the stage's defaults (greedy, the run's max_tokens). A stage
   // that cannot honour them refuses instead of ignoring them.

@@ -14,6 +14,7 @@
 #include "core/process_rss.h"
 #include "pipeline/graph/artifact.h"
 #include "pipeline/stages/external_backend.h"
+#include "pipeline/stages/lm_stage.h"
 
 namespace edge::pipeline {
 
@@ -189,25 +190,17 @@ class ExternalStageRunner final : public StageRunner {
     return spawn_locked();
   }
 
-  Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
-             const std::function<void(StageEvent)>& emit) override {
-    return run_with_params(epoch, inputs, nullptr, emit);
-  }
-
   Status run_with_params(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
                          const RequestParams* params,
                          const std::function<void(StageEvent)>& emit) override {
-    if (inputs.count("media"))
-      return Status::unsupported(
-          fmt::format("stage '{}': media input needs an encoder stage (not built yet)", name_));
-    auto it = inputs.find("prompt");
-    if (it == inputs.end() || (it->second.tokens.empty() && it->second.text.empty()))
+    ASSIGN_OR_RETURN(const PortValue* prompt, find_prompt(name_, inputs));
+    if (prompt->tokens.empty() && prompt->text.empty())
       return Status::invalid_argument(fmt::format("stage '{}': no prompt", name_));
     ASSIGN_OR_RETURN(Lease b, lease());
     std::shared_ptr<InFlight> f = enter(epoch);
     Stream s;
     s.stage = name_, s.epoch = epoch, s.generation = b.generation, s.emit = &emit;
-    const httplib::Error err = send(b, request_body(it->second, params), *f, s);
+    const httplib::Error err = send(b, request_body(*prompt, params), *f, s);
     leave(epoch);
     if (s.ended && s.failure.ok()) return Status();  // all out, even if cancelled since
     if (f->cancelled)

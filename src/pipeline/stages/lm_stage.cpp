@@ -23,28 +23,18 @@ class LmStageRunner final : public EngineStage {
     return std::unique_ptr<StageRunner>(std::move(r));
   }
 
-  Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
-             const std::function<void(StageEvent)>& emit) override {
-    return run_with_params(epoch, inputs, nullptr, emit);
-  }
-
   Status run_with_params(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
                          const RequestParams* params,
                          const std::function<void(StageEvent)>& emit) override {
-    if (inputs.count("media"))
-      return Status::unsupported(
-          fmt::format("stage '{}': media input needs an encoder stage (not built yet)", name_));
-    auto it = inputs.find("prompt");
-    if (it == inputs.end())
-      return Status::invalid_argument(fmt::format("stage '{}': no prompt", name_));
+    ASSIGN_OR_RETURN(const PortValue* prompt, find_prompt(name_, inputs));
     GenerateRequest req;
-    req.prompt = it->second.tokens;
+    req.prompt = prompt->tokens;
     if (req.prompt.empty()) {
       const Tokenizer* tok = engine_->tokenizer();
       if (!tok)
         return Status::invalid_argument(
             fmt::format("stage '{}': text prompt but the model has no tokenizer", name_));
-      req.prompt = tok->encode(it->second.text);
+      req.prompt = tok->encode(prompt->text);
     }
     if (params)
       req.params = *params;
@@ -87,6 +77,17 @@ class LmStageRunner final : public EngineStage {
 };
 
 }  // namespace
+
+Expected<const PortValue*> find_prompt(const std::string& stage,
+                                       const std::map<std::string, PortValue>& inputs) {
+  if (inputs.count("media"))
+    return Status::unsupported(
+        fmt::format("stage '{}': media input needs an encoder stage (not built yet)", stage));
+  auto it = inputs.find("prompt");
+  if (it == inputs.end())
+    return Status::invalid_argument(fmt::format("stage '{}': no prompt", stage));
+  return &it->second;
+}
 
 Expected<std::unique_ptr<StageRunner>> start_lm_stage(const std::string& model_path,
                                                       const StageSpec& s,

@@ -3,6 +3,7 @@
 // port. Runs in the pipeline's process or inside an `edge-infer worker`.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -18,5 +19,10 @@ extern const StageKind kLmKind;
 Expected<std::unique_ptr<StageRunner>> start_lm_stage(const std::string& model_path,
                                                       const StageSpec& s,
                                                       const PipelineRunOptions& o);
+
+// The prompt of a text.generate@1 request; refused naming the stage when it has none or
+// brings media (which needs an encoder stage before it).
+Expected<const PortValue*> find_prompt(const std::string& stage,
+                                       const std::map<std::string, PortValue>& inputs);
 
 }  // namespace edge::pipeline

@@ -358,11 +358,6 @@ class WorkerStageRunner final : public StageRunner {
     return Status();
   }
 
-  Status run(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
-             const std::function<void(StageEvent)>& emit) override {
-    return run_with_params(epoch, inputs, nullptr, emit);
-  }
-
   Status run_with_params(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
                          const RequestParams* params,
                          const std::function<void(StageEvent)>& emit) override {
