@@ -30,6 +30,8 @@ Expected<int64_t> audio_stage_reservation(const std::string& projector_path) {
   return static_cast<int64_t>(fp.weights_mapped + fp.weights_anon + fp.activations);
 }
 
+namespace {
+
 Expected<std::unique_ptr<StageRunner>> start_audio_stage(const std::string& projector_path,
                                                          const StageSpec& s,
                                                          const PipelineRunOptions& o) {
@@ -39,6 +41,8 @@ Expected<std::unique_ptr<StageRunner>> start_audio_stage(const std::string& proj
   return std::unique_ptr<StageRunner>(
       new AudioStageRunner(s.name, std::move(m), threads, resident));
 }
+
+}  // namespace
 
 const StageKind kAudioEncoderKind{.name = "audio_encoder",
                                   .contract = "audio.encode",

@@ -17,10 +17,6 @@ namespace edge::pipeline {
 // projector's weights and one encode.
 extern const StageKind kAudioEncoderKind;
 
-Expected<std::unique_ptr<StageRunner>> start_audio_stage(const std::string& projector_path,
-                                                         const StageSpec& s,
-                                                         const PipelineRunOptions& o);
-
 // Bytes to reserve for an audio stage: the projector's weights and one encode's activations.
 Expected<int64_t> audio_stage_reservation(const std::string& projector_path);
 

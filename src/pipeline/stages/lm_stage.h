@@ -16,10 +16,6 @@ namespace edge::pipeline {
 // plan of its model.
 extern const StageKind kLmKind;
 
-Expected<std::unique_ptr<StageRunner>> start_lm_stage(const std::string& model_path,
-                                                      const StageSpec& s,
-                                                      const PipelineRunOptions& o);
-
 // The prompt of a text.generate@1 request; refused naming the stage when it has none or
 // brings media (which needs an encoder stage before it).
 Expected<const PortValue*> find_prompt(const std::string& stage,

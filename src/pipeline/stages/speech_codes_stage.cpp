@@ -126,13 +126,13 @@ class SpeechCodesRunner final : public EngineStage {
   OuteTtsVocab vocab_;
 };
 
-}  // namespace
-
 Expected<std::unique_ptr<StageRunner>> start_speech_codes_stage(const std::string& model_path,
                                                                 const StageSpec& s,
                                                                 const PipelineRunOptions& o) {
   return SpeechCodesRunner::start(model_path, s, o);
 }
+
+}  // namespace
 
 const StageKind kSpeechCodesKind{.name = "speech_codes",
                                  .contract = "speech.codes",

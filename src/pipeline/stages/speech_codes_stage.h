@@ -7,10 +7,6 @@
 // code = id - id(<|0|>). In this process (the guide does not cross a process boundary).
 #pragma once
 
-#include <memory>
-#include <string>
-
-#include "pipeline/graph/executor.h"
 #include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
@@ -18,9 +14,5 @@ namespace edge::pipeline {
 // Kind "speech_codes": speech.codes@1 and @2, in process only; reservation "plan" is the
 // memory plan of its model.
 extern const StageKind kSpeechCodesKind;
-
-Expected<std::unique_ptr<StageRunner>> start_speech_codes_stage(const std::string& model_path,
-                                                                const StageSpec& s,
-                                                                const PipelineRunOptions& o);
 
 }  // namespace edge::pipeline

@@ -45,6 +45,8 @@ Expected<int64_t> vision_stage_reservation(const std::string& projector_path) {
   return static_cast<int64_t>(fp.weights_mapped + fp.weights_anon + fp.activations);
 }
 
+namespace {
+
 Expected<std::unique_ptr<StageRunner>> start_vision_stage(const std::string& projector_path,
                                                           const StageSpec& s,
                                                           const PipelineRunOptions& o) {
@@ -53,6 +55,8 @@ Expected<std::unique_ptr<StageRunner>> start_vision_stage(const std::string& pro
   return std::unique_ptr<StageRunner>(
       new VisionStageRunner(s.name, std::move(m), o.n_threads > 0 ? o.n_threads : 2, resident));
 }
+
+}  // namespace
 
 const StageKind kVisionEncoderKind{.name = "vision_encoder",
                                    .contract = "vision.encode",

@@ -17,10 +17,6 @@ namespace edge::pipeline {
 // projector's weights and one encode.
 extern const StageKind kVisionEncoderKind;
 
-Expected<std::unique_ptr<StageRunner>> start_vision_stage(const std::string& projector_path,
-                                                          const StageSpec& s,
-                                                          const PipelineRunOptions& o);
-
 // Bytes to reserve for a vision stage: the projector's weights and one encode's activations.
 Expected<int64_t> vision_stage_reservation(const std::string& projector_path);
 

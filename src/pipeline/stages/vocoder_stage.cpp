@@ -111,8 +111,6 @@ class VocoderStageRunner final : public StageRunner {
   std::set<uint64_t> cancelled_;
 };
 
-}  // namespace
-
 Expected<std::unique_ptr<StageRunner>> start_vocoder_stage(const std::string& model_path,
                                                            const StageSpec& s,
                                                            const PipelineRunOptions& o) {
@@ -128,6 +126,8 @@ Expected<std::unique_ptr<StageRunner>> start_vocoder_stage(const std::string& mo
   return std::unique_ptr<StageRunner>(
       new VocoderStageRunner(s.name, std::move(v), so, ec ? 0 : static_cast<int64_t>(bytes)));
 }
+
+}  // namespace
 
 const StageKind kVocoderKind{.name = "vocoder",
                              .contract = "audio.pcm",

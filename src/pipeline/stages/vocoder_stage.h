@@ -5,10 +5,6 @@
 // emits a window as soon as its lookahead has arrived.
 #pragma once
 
-#include <memory>
-#include <string>
-
-#include "pipeline/graph/executor.h"
 #include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
@@ -16,9 +12,5 @@ namespace edge::pipeline {
 // Kind "vocoder": audio.pcm@1, in process or in a worker, starting on its first codes; its
 // reservation is declared.
 extern const StageKind kVocoderKind;
-
-Expected<std::unique_ptr<StageRunner>> start_vocoder_stage(const std::string& model_path,
-                                                           const StageSpec& s,
-                                                           const PipelineRunOptions& o);
 
 }  // namespace edge::pipeline
