@@ -89,19 +89,9 @@ Expected<const PortValue*> find_prompt(const std::string& stage,
   return &it->second;
 }
 
-namespace {
-
-Expected<std::unique_ptr<StageRunner>> start_lm_stage(const std::string& model_path,
-                                                      const StageSpec& s,
-                                                      const PipelineRunOptions& o) {
-  return LmStageRunner::start(model_path, s, o);
-}
-
-}  // namespace
-
 const StageKind kLmKind{.name = "lm",
                         .contract = "text.generate",
-                        .start = start_lm_stage,
+                        .start = LmStageRunner::start,
                         .start_in_worker = start_in_worker,
                         .plan_reservation = engine_stage_reservation};
 

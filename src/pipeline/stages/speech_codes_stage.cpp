@@ -126,17 +126,11 @@ class SpeechCodesRunner final : public EngineStage {
   OuteTtsVocab vocab_;
 };
 
-Expected<std::unique_ptr<StageRunner>> start_speech_codes_stage(const std::string& model_path,
-                                                                const StageSpec& s,
-                                                                const PipelineRunOptions& o) {
-  return SpeechCodesRunner::start(model_path, s, o);
-}
-
 }  // namespace
 
 const StageKind kSpeechCodesKind{.name = "speech_codes",
                                  .contract = "speech.codes",
-                                 .start = start_speech_codes_stage,
+                                 .start = SpeechCodesRunner::start,
                                  .plan_reservation = engine_stage_reservation};
 
 }  // namespace edge::pipeline
