@@ -11,7 +11,7 @@
 #include "commands.h"
 #include "fill_context.h"
 #include "harness/rss_sampler.h"
-#include "pipeline/executor.h"
+#include "pipeline/graph/executor.h"
 #include "plan_options.h"
 
 namespace edge::cli {

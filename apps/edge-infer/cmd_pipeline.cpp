@@ -13,8 +13,8 @@
 #include "commands.h"
 #include "core/memory_ledger.h"
 #include "formats/wav.h"
-#include "pipeline/executor.h"
-#include "pipeline/plan.h"
+#include "pipeline/graph/executor.h"
+#include "pipeline/graph/plan.h"
 #include "plan_options.h"
 
 namespace edge::cli {

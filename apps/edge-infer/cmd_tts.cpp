@@ -1,7 +1,7 @@
 // edge-infer tts [-m LM --vocoder VOC] -p TEXT -o out.wav [--speaker FILE.json] [--window W
 //   --context C --lookahead L] [--vocoder-worker] [--json]
 // edge-infer bench-tts [-m LM --vocoder VOC] [-p TEXT] [-r N] [...]
-// Text to speech through the speech graph (pipeline/speech_graph.h): an OuteTTS speech-code
+// Text to speech by the speech graph (pipeline/prebuilt/speech_graph.h): an OuteTTS speech-code
 // LM, then a WavTokenizer vocoder (in this process, or in a worker). Without -m/--vocoder
 // the demo pair (random weights: the audio is noise). `tts` writes a 24 kHz 16-bit mono WAV
 // and prints the utterance's figures on stderr (JSON on stdout with --json); `bench-tts`
@@ -14,8 +14,8 @@
 #include "core/memory_ledger.h"
 #include "formats/wav.h"
 #include "model_source.h"
-#include "pipeline/outetts_prompt.h"
-#include "pipeline/speech_graph.h"
+#include "pipeline/prebuilt/speech_graph.h"
+#include "pipeline/stages/outetts/outetts_prompt.h"
 #include "plan_options.h"
 
 namespace edge::cli {

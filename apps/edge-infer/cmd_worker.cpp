@@ -1,8 +1,8 @@
 // edge-infer worker --fd N
 // A pipeline stage in its own process, started by a pipeline (never by hand): serves the
-// stage over the socket it inherited as descriptor N (src/pipeline/worker.h).
+// stage over the socket it inherited as descriptor N (src/pipeline/worker/worker.h).
 #include "commands.h"
-#include "pipeline/worker.h"
+#include "pipeline/worker/worker.h"
 
 namespace edge::cli {
 

@@ -13,7 +13,7 @@
 #include "harness/grid_process.h"
 #include "harness/grid_serve.h"
 #include "harness/provenance.h"
-#include "pipeline/artifact.h"
+#include "pipeline/graph/artifact.h"
 
 namespace edge {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "core/process_rss.h"
 #include "harness/grid_process.h"
-#include "pipeline/external_stage.h"
+#include "pipeline/stages/external_stage.h"
 
 namespace edge {
 namespace {

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "pipeline/executor.h"
+#include "pipeline/graph/executor.h"
 
 namespace edge {
 

@@ -9,6 +9,7 @@
 #include "harness/probe.h"
 #include "harness/probe_check.h"
 #include "harness/probe_pipeline_util.h"
+#include "pipeline/stages/lm_stage.h"
 
 namespace edge {
 
@@ -23,7 +24,7 @@ bool graph_has_speech(const pipeline::PipelineSpec& spec) {
 bool graph_has_text(const pipeline::PipelineSpec& spec) {
   for (const pipeline::Route& r : spec.routes) {
     const pipeline::StageSpec* s = spec.stage(r.from.stage);
-    if (r.to.stage == "output" && s && s->kind == pipeline::StageKind::kLm) return true;
+    if (r.to.stage == "output" && s && s->kind == &pipeline::kLmKind) return true;
   }
   return false;
 }

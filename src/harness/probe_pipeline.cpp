@@ -8,6 +8,7 @@
 #include "harness/probe.h"
 #include "harness/probe_check.h"
 #include "harness/probe_pipeline_util.h"
+#include "pipeline/stages/lm_stage.h"
 
 namespace edge {
 
@@ -181,7 +182,7 @@ class TextProbe {
 void TextProbe::worker_killed() {
   std::string stage;
   for (const auto& s : rt_.spec().stages)
-    if (s.kind == pipeline::StageKind::kLm && s.placement == pipeline::Placement::kWorker)
+    if (s.kind == &pipeline::kLmKind && s.placement == pipeline::Placement::kWorker)
       stage = s.name;
   Expected<StageWorker> w = Status::not_found("no worker");
   {

@@ -8,7 +8,8 @@
 #include "harness/probe.h"
 #include "harness/probe_check.h"
 #include "harness/probe_pipeline_util.h"
-#include "pipeline/speech_graph.h"
+#include "pipeline/prebuilt/speech_graph.h"
+#include "pipeline/stages/vocoder_stage.h"
 
 namespace edge {
 
@@ -98,7 +99,7 @@ class SpeechProbe {
   void vocoder_killed() {
     std::string stage;
     for (const auto& s : rt_.spec().stages)
-      if (s.kind == pipeline::StageKind::kVocoder && s.placement == pipeline::Placement::kWorker)
+      if (s.kind == &pipeline::kVocoderKind && s.placement == pipeline::Placement::kWorker)
         stage = s.name;
     Running c(r_, "speech.vocoder_killed");
     if (stage.empty()) return c.skip("the vocoder does not run in a worker");

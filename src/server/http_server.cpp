@@ -5,7 +5,7 @@
 #include <atomic>
 #include <functional>
 
-#include "pipeline/graph_engine.h"
+#include "pipeline/graph/graph_engine.h"
 #include "server/auth.h"
 #include "server/connection_watch.h"
 #include "server/server_context.h"

@@ -14,7 +14,7 @@
 
 #include "core/status.h"
 #include "edge/engine.h"
-#include "pipeline/executor.h"
+#include "pipeline/graph/executor.h"
 #include "server/client_limits.h"
 
 namespace edge::server {

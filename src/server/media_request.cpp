@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "model/image_encoder.h"
-#include "pipeline/encoder_graph.h"
+#include "pipeline/prebuilt/encoder_graph.h"
 #include "server/chat_prompt.h"
 
 namespace edge::server {

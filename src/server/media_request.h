@@ -28,7 +28,7 @@ namespace edge::server {
 
 // The encoders a server was started with (serve --mmproj). Encoding runs on its own pool,
 // one image at a time, or (serve --vision-placement stage|worker) as the vision.encode@1
-// stage of a one-stage graph on the server's ledger (pipeline/encoder_graph.h), where the
+// stage of a one-stage graph on the server's ledger (pipeline/prebuilt/encoder_graph.h), where the
 // server keeps only the projector's hyper-parameters.
 struct MediaEncoders {
   std::unique_ptr<VisionEncoderModel> vision;           // in this process; null with a stage

@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "edge/engine.h"
-#include "pipeline/executor.h"
-#include "pipeline/speech_graph.h"
+#include "pipeline/graph/executor.h"
+#include "pipeline/prebuilt/speech_graph.h"
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
 #include "server/client_limits.h"

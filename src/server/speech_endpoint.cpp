@@ -1,6 +1,6 @@
 // POST /v1/audio/speech (OpenAI's create-speech): text in, audio out, from the server's
-// speech graph (pipeline/speech_graph.h). Fields: model (any id; the graph is the server's),
-// input (1..4096 characters, something speakable), voice (a speaker profile --voices
+// speech graph (pipeline/prebuilt/speech_graph.h). Fields: model (any id; the graph is the
+// server's), input (1..4096 characters, something speakable), voice (a speaker profile --voices
 // DIR/VOICE.json, else an OpenAI voice name, spoken with the model's own voice), response_format wav | pcm (default wav), speed 0.25..4
 // (resampled), stream_format "audio" (chunked transfer: each chunk as the vocoder produces
 // it; a WAV stream then carries the unknown-length header) or "sse" (server-sent events:
@@ -15,8 +15,8 @@
 #include <memory>
 
 #include "core/mapped_file.h"
-#include "pipeline/outetts_prompt.h"
-#include "pipeline/speech_graph.h"
+#include "pipeline/prebuilt/speech_graph.h"
+#include "pipeline/stages/outetts/outetts_prompt.h"
 #include "server/connection_watch.h"
 #include "server/server_context.h"
 #include "server/speech_audio.h"

@@ -4,7 +4,7 @@
 // durations <|t_0.00|>..<|t_3.00|> (one per 10 ms), then the chat markers and 0.3's
 // <|space|>. On a 151665-token base (Qwen2.5's size) the ids are OuteTTS-0.2's: <|0|> is
 // 151672 and <|t_0.00|> 155772, the ids llama.cpp's `tts` example hard-codes. Names as in
-// OuteTTS; the prompt and the code mapping are in pipeline/outetts_prompt.h.
+// OuteTTS; the prompt and the code mapping are in pipeline/stages/outetts/outetts_prompt.h.
 #pragma once
 
 #include <cstdint>

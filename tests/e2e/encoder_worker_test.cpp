@@ -8,17 +8,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
-
 #include <cmath>
+#include <filesystem>
 
 #include "convert/random_audio_projector.h"
 #include "convert/random_vision_projector.h"
-#include "pipeline/artifact.h"
-#include "pipeline/audio_stage.h"
-#include "pipeline/encoder_graph.h"
-#include "pipeline/executor.h"
-#include "pipeline/vision_stage.h"
+#include "pipeline/graph/artifact.h"
+#include "pipeline/graph/executor.h"
+#include "pipeline/prebuilt/encoder_graph.h"
+#include "pipeline/stages/audio_stage.h"
+#include "pipeline/stages/vision_stage.h"
 
 namespace edge::pipeline {
 namespace {
@@ -26,7 +25,8 @@ namespace {
 class EncoderWorker : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("edge_encoder_worker_" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("edge_encoder_worker_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     RandomVisionProjectorOptions o;  // 64x64, patch 4, pool 4: 16 rows
     o.n_embd = 32;
@@ -38,8 +38,10 @@ class EncoderWorker : public ::testing::Test {
 
   PipelineSpec spec(const std::string& placement) {
     auto p = parse_pipeline(
-        "pipeline: see\nstages:\n  - name: enc\n    kind: vision_encoder\n    contract: vision.encode@1\n"
-        "    placement: " + placement + "\n    artifacts: [{role: model, path: mmproj.gguf, sha256: " + hash_ +
+        "pipeline: see\nstages:\n  - name: enc\n    kind: vision_encoder\n    contract: "
+        "vision.encode@1\n"
+        "    placement: " +
+            placement + "\n    artifacts: [{role: model, path: mmproj.gguf, sha256: " + hash_ +
             "}]\nroutes: [input.image -> enc.image, enc.embeddings -> output.embeddings]\n",
         dir_.string());
     EXPECT_TRUE(p.ok()) << p.status().to_string();
@@ -52,7 +54,8 @@ class EncoderWorker : public ::testing::Test {
     return v;
   }
   // The rows of one image through the graph; their count in *rows.
-  static Status encode(PipelineRuntime& rt, const PortValue& img, std::vector<float>* out, int64_t* rows) {
+  static Status encode(PipelineRuntime& rt, const PortValue& img, std::vector<float>* out,
+                       int64_t* rows) {
     out->clear(), *rows = 0;
     return rt.run({{"image", img}}, [&](const StageEvent& e) {
       if (e.port != "embeddings") return;
@@ -132,7 +135,8 @@ TEST_F(EncoderWorker, AudioStageRowsMatchInProcessAndItsReservationIsOnTheLedger
     }
     EXPECT_EQ(rows, want_rows);
     EXPECT_EQ(*r, want) << "the worker's rows are the in-process stage's";
-    EXPECT_FALSE(encode_on_graph(**rt, std::vector<float>{}, &rows).ok()) << "no samples is an error";
+    EXPECT_FALSE(encode_on_graph(**rt, std::vector<float>{}, &rows).ok())
+        << "no samples is an error";
     EXPECT_TRUE(encode_on_graph(**rt, pcm, &rows).ok()) << "the worker keeps serving";
   }
   EXPECT_GT(want_rows, 0);

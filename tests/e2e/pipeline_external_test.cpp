@@ -16,9 +16,9 @@
 
 #include "convert/random_model.h"
 #include "core/process_rss.h"
-#include "pipeline/artifact.h"
-#include "pipeline/executor.h"
-#include "pipeline/external_stage.h"
+#include "pipeline/graph/artifact.h"
+#include "pipeline/graph/executor.h"
+#include "pipeline/stages/external_stage.h"
 
 namespace edge::pipeline {
 namespace {

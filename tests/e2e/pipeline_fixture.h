@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "convert/random_model.h"
-#include "pipeline/artifact.h"
-#include "pipeline/executor.h"
+#include "pipeline/graph/artifact.h"
+#include "pipeline/graph/executor.h"
 
 namespace edge::pipeline {
 

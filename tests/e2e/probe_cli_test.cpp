@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/artifact.h"
+#include "pipeline/graph/artifact.h"
 #include "server_process.h"
 
 namespace edge::e2e {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "pipeline/artifact.h"
+#include "pipeline/graph/artifact.h"
 #include "server_process.h"
 
 namespace edge::e2e {

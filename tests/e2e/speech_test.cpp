@@ -3,21 +3,21 @@
 // consumer, abort mid-utterance, vocoder worker killed mid-stream), `edge-infer tts` and
 // `bench-tts`, and /v1/audio/speech through curl and the official openai npm client.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "convert/random_model.h"
 #include "convert/random_vocoder.h"
 #include "formats/wav.h"
 #include "harness/probe.h"
-#include "pipeline/speech_graph.h"
+#include "pipeline/prebuilt/speech_graph.h"
 #include "server_process.h"
 #include "test_support.h"
 #include "tokenizer/outetts_tokens.h"
@@ -33,13 +33,15 @@ using Clock = std::chrono::steady_clock;
 // Written once per test run: a tiny OuteTTS 0.2 LM and a 4096-code vocoder.
 const std::pair<std::string, std::string>& speech_pair() {
   static const std::pair<std::string, std::string> paths = [] {
-    const std::string lm = server_tmp_dir() + "/outetts.gguf", voc = server_tmp_dir() + "/wavtok.gguf";
+    const std::string lm = server_tmp_dir() + "/outetts.gguf",
+                      voc = server_tmp_dir() + "/wavtok.gguf";
     RandomModelOptions o;
     o.arch = "qwen2", o.outetts = "0.2";
     o.n_layer = 2, o.n_embd = 64, o.n_head = 4, o.n_head_kv = 2, o.n_vocab = 512, o.ctx = 4096;
     RandomVocoderOptions v;
     v.n_vocab = kOuteTtsCodebook;
-    if (!write_random_model(o, lm).ok() || !write_random_vocoder(v, voc).ok()) return std::make_pair(std::string(), std::string());
+    if (!write_random_model(o, lm).ok() || !write_random_vocoder(v, voc).ok())
+      return std::make_pair(std::string(), std::string());
     return std::make_pair(lm, voc);
   }();
   return paths;
@@ -49,7 +51,9 @@ constexpr const char* kText = "The quick brown fox jumps over the lazy dog near 
 
 class Speech : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_FALSE(speech_pair().first.empty()) << "making the speech pair failed"; }
+  void SetUp() override {
+    ASSERT_FALSE(speech_pair().first.empty()) << "making the speech pair failed";
+  }
 
   // The graph with a windowed vocoder (many chunks per utterance).
   void start(pipeline::Placement vocoder = pipeline::Placement::kInProcess, int32_t window = 16,
@@ -60,7 +64,8 @@ class Speech : public ::testing::Test {
     o.vocoder.window = window, o.vocoder.context = window / 2, o.vocoder.lookahead = window / 4;
     auto spec = pipeline::speech_pipeline(o);
     ASSERT_TRUE(spec.ok()) << spec.status().to_string();
-    if (codes_out) spec->routes.push_back(pipeline::Route{{"talker", "codes"}, {"output", "codes"}});
+    if (codes_out)
+      spec->routes.push_back(pipeline::Route{{"talker", "codes"}, {"output", "codes"}});
     // Declared reservations: these tests are about the process, not the plan's estimate,
     // which a sanitizer's shadow memory exceeds several times over (a worker whose RSS
     // passes its reservation is stopped: under ASan the vocoder worker reached ~380 MiB
@@ -91,7 +96,8 @@ class Speech : public ::testing::Test {
     for (;;) {
       auto e = rt_->next(h, std::chrono::seconds(60));
       EXPECT_TRUE(e.ok()) << e.status().to_string();
-      if (!e.ok() || e->end_of_request || !e->value.samples.empty()) return e.ok() ? *e : StageEvent{};
+      if (!e.ok() || e->end_of_request || !e->value.samples.empty())
+        return e.ok() ? *e : StageEvent{};
     }
   }
 
@@ -112,7 +118,8 @@ TEST_F(Speech, ProbeSlowConsumerAbortAndKilledVocoder) {
   SpeechProbeOptions o;
   o.slow_consumer_pause = std::chrono::seconds(2);
   speech_probe(*rt_, o, report);
-  for (const char* name : {"speech.baseline", "speech.slow_consumer", "speech.abort", "speech.vocoder_killed"}) {
+  for (const char* name :
+       {"speech.baseline", "speech.slow_consumer", "speech.abort", "speech.vocoder_killed"}) {
     const ProbeCheck* c = report.check(name);
     ASSERT_NE(c, nullptr) << name;
     EXPECT_EQ(c->result, "pass") << name << ": " << c->detail;
@@ -167,8 +174,8 @@ TEST(SpeechCli, TtsWritesAWavAndBenchPrintsFigures) {
   const auto& [lm, voc] = speech_pair();
   ASSERT_FALSE(lm.empty());
   const std::string wav = server_tmp_dir() + "/tts.wav";
-  const CommandResult r = run_command(std::string(EDGE_BINARY) + " tts -m " + lm + " --vocoder " + voc +
-                                      " -p 'Hello there, 7 apples.' -o " + wav + " --json");
+  const CommandResult r = run_command(std::string(EDGE_BINARY) + " tts -m " + lm + " --vocoder " +
+                                      voc + " -p 'Hello there, 7 apples.' -o " + wav + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string bytes = read_file(wav);
   auto w = decode_wav16(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
@@ -179,8 +186,9 @@ TEST(SpeechCli, TtsWritesAWavAndBenchPrintsFigures) {
   ASSERT_TRUE(f.is_object()) << r.out;
   EXPECT_EQ(f["samples"].get<size_t>(), w->samples.size());
   EXPECT_GT(f["ttfa_s"].get<double>(), 0.0);
-  const CommandResult b = run_command(std::string(EDGE_BINARY) + " bench-tts -m " + lm + " --vocoder " + voc +
-                                      " -p 'One two three.' -r 3 --window 16 --context 8 --lookahead 4");
+  const CommandResult b =
+      run_command(std::string(EDGE_BINARY) + " bench-tts -m " + lm + " --vocoder " + voc +
+                  " -p 'One two three.' -r 3 --window 16 --context 8 --lookahead 4");
   ASSERT_EQ(b.code, 0) << b.out;
   const json j = json::parse(b.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << b.out;
@@ -203,7 +211,8 @@ const std::string& speaker_file() {
     }
     const std::string p = server_tmp_dir() + "/narrator.json";
     std::ofstream(p) << json{{"text", "hello there"}, {"words", words}}.dump();
-    std::ofstream(server_tmp_dir() + "/broken.json") << R"({"words": [{"word": "x", "codes": [99999], "duration": 1}]})";
+    std::ofstream(server_tmp_dir() + "/broken.json")
+        << R"({"words": [{"word": "x", "codes": [99999], "duration": 1}]})";
     return p;
   }();
   return path;
@@ -212,12 +221,15 @@ const std::string& speaker_file() {
 TEST(SpeechCli, ASpeakerProfileChangesTheVoiceAndABadOneIsRefused) {
   const auto& [lm, voc] = speech_pair();
   ASSERT_FALSE(lm.empty());
-  const std::string base = std::string(EDGE_BINARY) + " tts -m " + lm + " --vocoder " + voc + " -p 'Good morning.' -o ";
+  const std::string base =
+      std::string(EDGE_BINARY) + " tts -m " + lm + " --vocoder " + voc + " -p 'Good morning.' -o ";
   ASSERT_EQ(run_command(base + server_tmp_dir() + "/plain.wav").code, 0);
-  ASSERT_EQ(run_command(base + server_tmp_dir() + "/voiced.wav --speaker " + speaker_file()).code, 0);
-  EXPECT_NE(read_file(server_tmp_dir() + "/plain.wav"), read_file(server_tmp_dir() + "/voiced.wav"));
-  const CommandResult bad = run_command(base + server_tmp_dir() + "/bad.wav --speaker " + server_tmp_dir() +
-                                        "/broken.json 2>&1");
+  ASSERT_EQ(run_command(base + server_tmp_dir() + "/voiced.wav --speaker " + speaker_file()).code,
+            0);
+  EXPECT_NE(read_file(server_tmp_dir() + "/plain.wav"),
+            read_file(server_tmp_dir() + "/voiced.wav"));
+  const CommandResult bad = run_command(base + server_tmp_dir() + "/bad.wav --speaker " +
+                                        server_tmp_dir() + "/broken.json 2>&1");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.out.find("not one of the model's"), std::string::npos) << bad.out;
 }
@@ -228,14 +240,15 @@ class SpeechServer : public ::testing::Test {
     ASSERT_FALSE(tiny_model().empty());
     ASSERT_FALSE(speech_pair().first.empty());
     const std::string voices = std::filesystem::path(speaker_file()).parent_path().string();
-    ASSERT_TRUE(server_.start(tiny_model(), {"--speech-model", speech_pair().first, "--vocoder", speech_pair().second,
-                                             "--voices", voices,
-                                             "--vocoder-window", "32", "--vocoder-context", "16",
-                                             "--vocoder-lookahead", "8"}));
+    ASSERT_TRUE(server_.start(
+        tiny_model(),
+        {"--speech-model", speech_pair().first, "--vocoder", speech_pair().second, "--voices",
+         voices, "--vocoder-window", "32", "--vocoder-context", "16", "--vocoder-lookahead", "8"}));
   }
   CommandResult post(const std::string& body, const std::string& out) {
-    return run_command("curl -sS -o " + out + " -w '%{http_code}' -H 'Content-Type: application/json' -d '" + body +
-                       "' " + server_.url() + "/v1/audio/speech");
+    return run_command("curl -sS -o " + out +
+                       " -w '%{http_code}' -H 'Content-Type: application/json' -d '" + body + "' " +
+                       server_.url() + "/v1/audio/speech");
   }
   ServerProcess server_;
 };
@@ -248,7 +261,8 @@ TEST_F(SpeechServer, ErrorsAre4xxAndTheServerKeepsServing) {
            {R"({"model":"tts-1","input":")" + big + R"(","voice":"alloy"})", "input"},
            {R"({"model":"tts-1","input":"?!","voice":"alloy"})", "input"},
            {R"({"model":"tts-1","input":"hi","voice":"robot"})", "voice"},
-           {R"({"model":"tts-1","input":"hi","voice":"alloy","response_format":"mp3"})", "response_format"},
+           {R"({"model":"tts-1","input":"hi","voice":"alloy","response_format":"mp3"})",
+            "response_format"},
            {R"({"model":"tts-1","input":"hi","voice":"alloy","speed":9})", "speed"},
            {R"({"input":"hi","voice":"alloy"})", "model"}}) {
     const CommandResult r = post(body, out);
@@ -257,11 +271,15 @@ TEST_F(SpeechServer, ErrorsAre4xxAndTheServerKeepsServing) {
     EXPECT_EQ(e["error"]["param"], param) << read_file(out);
   }
   // A voice from --voices speaks with its profile; a profile that does not parse is a 400.
-  EXPECT_EQ(post(R"({"model":"tts-1","input":"Still here.","voice":"narrator"})", server_tmp_dir() + "/n.wav").out, "200");
+  EXPECT_EQ(post(R"({"model":"tts-1","input":"Still here.","voice":"narrator"})",
+                 server_tmp_dir() + "/n.wav")
+                .out,
+            "200");
   EXPECT_EQ(post(R"({"model":"tts-1","input":"hi","voice":"../narrator"})", out).out, "400");
   EXPECT_EQ(post(R"({"model":"tts-1","input":"hi","voice":"broken"})", out).out, "400");
   EXPECT_NE(read_file(out).find("not one of the model's"), std::string::npos) << read_file(out);
-  const CommandResult ok = post(R"({"model":"tts-1","input":"Still here.","voice":"alloy"})", server_tmp_dir() + "/ok.wav");
+  const CommandResult ok = post(R"({"model":"tts-1","input":"Still here.","voice":"alloy"})",
+                                server_tmp_dir() + "/ok.wav");
   EXPECT_EQ(ok.out, "200") << server_.log();
   const std::string bytes = read_file(server_tmp_dir() + "/ok.wav");
   EXPECT_TRUE(decode_wav16(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()).ok());
@@ -310,25 +328,29 @@ TEST_F(SpeechServer, SlowAndVanishingStreamClients) {
 // slow reader gets the baseline's bytes, a hang-up is cancelled in the pipeline
 // (edge_tts_cancelled_total), the next utterance is unchanged.
 TEST_F(SpeechServer, ProbeOverHttpRunsTheSpeechChecks) {
-  const CommandResult r = run_command(std::string(EDGE_BINARY) + " probe --server " + server_.url() +
-                                      " --n 2 --stream-tokens 600 --slow-consumer-ms 1500");
+  const CommandResult r =
+      run_command(std::string(EDGE_BINARY) + " probe --server " + server_.url() +
+                  " --n 2 --stream-tokens 600 --slow-consumer-ms 1500");
   const json j = json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << r.out;
   std::map<std::string, json> checks;
   for (const json& c : j["checks"]) checks[c["name"].get<std::string>()] = c;
-  for (const char* name : {"speech.baseline", "speech.slow_consumer", "speech.abort", "speech.after_abort"}) {
+  for (const char* name :
+       {"speech.baseline", "speech.slow_consumer", "speech.abort", "speech.after_abort"}) {
     ASSERT_TRUE(checks.count(name)) << name << " missing: " << r.out;
     EXPECT_EQ(checks[name]["result"], "pass") << checks[name].dump();
   }
   EXPECT_GT(checks["speech.baseline"]["figures"]["bytes"].get<int64_t>(), 48000);
   EXPECT_EQ(checks["speech.vocoder_killed"]["result"], "skipped");
   const std::string metrics = run_command("curl -sS " + server_.url() + "/metrics").out;
-  EXPECT_NE(metrics.find("edge_tts_cancelled_total 1"), std::string::npos) << metrics.substr(0, 400);
+  EXPECT_NE(metrics.find("edge_tts_cancelled_total 1"), std::string::npos)
+      << metrics.substr(0, 400);
   EXPECT_EQ(server_.stop(), 0) << server_.log();
 }
 
 TEST_F(SpeechServer, OpenAIClientAudioSpeechCreate) {
-  if (!have_node_openai()) EDGE_SKIP_UNLESS_REQUIRED("node or the openai package (tests/node) is missing");
+  if (!have_node_openai())
+    EDGE_SKIP_UNLESS_REQUIRED("node or the openai package (tests/node) is missing");
   const CommandResult r = run_node("server_speech.mjs", server_.url());
   EXPECT_EQ(r.code, 0) << r.out << "\n--- server log ---\n" << server_.log();
   const json summary = json::parse(r.out, nullptr, false);
@@ -340,10 +362,12 @@ TEST_F(SpeechServer, OpenAIClientAudioSpeechCreate) {
 // The worker child of `parent` (an `edge-infer worker`), -1 if none.
 pid_t worker_child(pid_t parent) {
   std::error_code ec;
-  for (const auto& t : std::filesystem::directory_iterator("/proc/" + std::to_string(parent) + "/task", ec)) {
+  for (const auto& t :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(parent) + "/task", ec)) {
     std::ifstream in(t.path() / "children");
     for (pid_t c; in >> c;)
-      if (read_file("/proc/" + std::to_string(c) + "/cmdline").find("worker") != std::string::npos) return c;
+      if (read_file("/proc/" + std::to_string(c) + "/cmdline").find("worker") != std::string::npos)
+        return c;
   }
   return -1;
 }
@@ -354,15 +378,18 @@ TEST(SpeechServerWorker, VocoderKilledMidStreamIsAnErrorEventAndTheNextRequestSu
   ASSERT_FALSE(tiny_model().empty());
   ASSERT_FALSE(speech_pair().first.empty());
   ServerProcess server;
-  ASSERT_TRUE(server.start(tiny_model(), {"--speech-model", speech_pair().first, "--vocoder", speech_pair().second,
-                                          "--vocoder-worker", "--vocoder-window", "8", "--vocoder-context", "4",
-                                          "--vocoder-lookahead", "2"}));
+  ASSERT_TRUE(server.start(
+      tiny_model(),
+      {"--speech-model", speech_pair().first, "--vocoder", speech_pair().second, "--vocoder-worker",
+       "--vocoder-window", "8", "--vocoder-context", "4", "--vocoder-lookahead", "2"}));
   const pid_t worker = worker_child(server.pid());
   ASSERT_GT(worker, 0) << "no worker child of the server";
   const std::string body = std::string(R"({"model":"tts-1","input":")") + kText +
                            R"(","voice":"alloy","response_format":"pcm","stream_format":"sse"})";
-  FILE* p = popen(("curl -sS -N -H 'Content-Type: application/json' -d '" + body + "' " + server.url() +
-                   "/v1/audio/speech").c_str(), "r");
+  FILE* p = popen(("curl -sS -N -H 'Content-Type: application/json' -d '" + body + "' " +
+                   server.url() + "/v1/audio/speech")
+                      .c_str(),
+                  "r");
   ASSERT_NE(p, nullptr);
   char line[1 << 16];
   std::string last;
@@ -384,9 +411,10 @@ TEST(SpeechServerWorker, VocoderKilledMidStreamIsAnErrorEventAndTheNextRequestSu
   const json end = json::parse(last, nullptr, false);
   EXPECT_EQ(end["type"], "error") << last;
   EXPECT_NE(end.dump().find("generation 1"), std::string::npos) << last;
-  const CommandResult next = run_command("curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d "
-                                         "'{\"model\":\"tts-1\",\"input\":\"Again.\",\"voice\":\"alloy\"}' " +
-                                         server.url() + "/v1/audio/speech");
+  const CommandResult next = run_command(
+      "curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d "
+      "'{\"model\":\"tts-1\",\"input\":\"Again.\",\"voice\":\"alloy\"}' " +
+      server.url() + "/v1/audio/speech");
   EXPECT_EQ(next.out, "200") << server.log();
   const pid_t second = worker_child(server.pid());
   EXPECT_GT(second, 0);

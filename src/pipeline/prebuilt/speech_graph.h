@@ -1,0 +1,104 @@
+// Speech out: the text-to-speech graph (text -> speech-code LM -> vocoder -> 24 kHz PCM)
+// and the figures of one utterance as a listener would hear it.
+//
+//   input.text -> talker.text, input.voice -> talker.voice
+//                               (speech_codes, speech.codes@2: an OuteTTS LM, in process)
+//   talker.codes -> vocoder.codes   (vocoder, audio.pcm@1: WavTokenizer, in process or worker)
+//   vocoder.pcm -> output.audio
+//
+// Figures from chunk arrival times (SpeechTimeline): time to first audio (TTFA), real-time
+// factor (RTF: wall time from the request to its last sample over the audio's duration;
+// above 1.0 the pipeline cannot keep up), and a simulated player that starts on the first
+// chunk: how often it runs dry (underruns, and for how long) and the prebuffer that would
+// have avoided every underrun.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include <functional>
+
+#include "pipeline/graph/executor.h"
+#include "pipeline/graph/graph.h"
+
+namespace edge::pipeline {
+
+struct SpeechGraphOptions {
+  std::string talker_model, vocoder_model;
+  int32_t capacity = 2;
+  Placement vocoder_placement = Placement::kInProcess;
+  VocoderSettings vocoder;  // window 0: exact (the utterance at its end)
+  int64_t talker_ctx = 4096;
+};
+
+// The graph in code (what `tts` and the server's speech endpoint run); the same graph can be
+// written as a pipeline file. The vocoder reserves what its file and its buffers need.
+Expected<PipelineSpec> speech_pipeline(const SpeechGraphOptions& o);
+
+// One utterance's chunks as they arrived.
+class SpeechTimeline {
+ public:
+  explicit SpeechTimeline(int32_t sample_rate = 24000);
+  void start();  // the request was sent
+  void chunk(int64_t n_samples);  // a chunk of audio arrived now
+  // For tests and replays: a chunk that arrived `at` after start().
+  void chunk_at(double at_seconds, int64_t n_samples);
+
+  struct Figures {
+    double ttfa_s = 0;         // start -> first sample
+    double total_s = 0;        // start -> last sample
+    double audio_s = 0;        // duration of the audio
+    double rtf = 0;            // total_s / audio_s
+    int32_t underruns = 0;     // times a player starting at the first chunk ran dry
+    double stall_s = 0;        // how long it stood still in all
+    double prebuffer_s = 0;    // buffering before playback that avoids every underrun
+    int64_t samples = 0, chunks = 0;
+  };
+  Figures figures() const;
+
+ private:
+  int32_t rate_;
+  std::chrono::steady_clock::time_point t0_;
+  std::vector<std::pair<double, int64_t>> arrivals_;  // seconds after start, samples
+};
+
+nlohmann::json figures_json(const SpeechTimeline::Figures& f);
+
+// Figures of many utterances: p50/p95 of each (bench-tts, /metrics).
+class SpeechFigureSet {
+ public:
+  void add(const SpeechTimeline::Figures& f);
+  // An utterance cancelled because its client left before the end (a probe reads this to
+  // tell that a hang-up reached the pipeline).
+  void add_cancelled();
+  nlohmann::json summary_json() const;  // {"n", "cancelled", "ttfa_s": {"p50","p95"}, ...}
+  std::string metrics_text() const;     // Prometheus lines, edge_tts_*
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<SpeechTimeline::Figures> all_;
+  uint64_t cancelled_ = 0;
+};
+
+// The graph inputs of one utterance: its text and voice (a speaker profile's JSON; "" for
+// the model's own voice).
+std::map<std::string, PortValue> speech_inputs(const std::string& text, const std::string& voice = "");
+
+// One utterance through a speech graph (inputs "text" and "voice", output "audio"): `on_audio` gets
+// every chunk of samples as it arrives (returning false cancels the request: what follows
+// is dropped); `stop` is polled while waiting (true cancels too). The figures on success;
+// the request's error (kCancelled when stopped) otherwise.
+Expected<SpeechTimeline::Figures> speak(PipelineRuntime& rt, const std::string& text,
+                                        const std::string& voice,
+                                        const std::function<bool(const std::vector<float>&)>& on_audio,
+                                        const std::function<bool()>& stop = nullptr);
+
+// The q-quantile (0..1) of `v` by nearest rank (0 for none).
+double percentile(std::vector<double> v, double q);
+
+}  // namespace edge::pipeline
