@@ -41,14 +41,8 @@ constexpr int kMaxTile = 8;  // tokens sharing one loaded code block
 // of the 32 zmm (see w4a8_block).
 constexpr int kW4Tile = 6;
 
-constexpr int64_t cell_bytes(PackedKind kind, int32_t g) {
-  return kind == PackedKind::kW8       ? g * 16 + 64
-         : kind == PackedKind::kW4Asym ? g * 8 + 64
-         : kind == PackedKind::kW6     ? g * 12 + 32
-         : kind == PackedKind::kQ4K    ? g * 8 + 320
-         : kind == PackedKind::kQ6K    ? g * 12 + 288
-                                       : g * 8 + 32;
-}
+using packed::cell_bytes;
+
 constexpr PackedKind a8_kind(bool asym, bool w6) {
   return w6 ? PackedKind::kW6 : asym ? PackedKind::kW4Asym : PackedKind::kW4Sym;
 }
