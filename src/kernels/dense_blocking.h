@@ -2,7 +2,8 @@
 // arm_neon/): tokens in blocks whose activation rows stay in L2 while every weight-row tile
 // passes over them; inside a block, weight rows four at a time through register tiles of
 // Tile::kTokens tokens (one narrower tile for the rest), then the last rows one by one.
-// An ISA file supplies only its register tile:
+// The register tile is kernels/dense_tile.h's, over an ISA file's vector primitives; any
+// Tile with this shape runs here:
 //
 //   struct Tile {
 //     static constexpr int kTokens;         // widest token count of a register tile
@@ -10,7 +11,8 @@
 //     static void run(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out);
 //   };
 //
-// and installs matmul_rows<Tile> (an api.h MatmulRowsFn) for each weight type.
+// matmul_rows<Tile> is an api.h MatmulRowsFn (dense::install_matmuls installs one per weight
+// type).
 #pragma once
 
 #include <algorithm>

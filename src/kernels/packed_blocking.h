@@ -42,22 +42,29 @@ inline void rest_tile(const Tile& tile, int64_t rest, int64_t pb, int64_t pe, in
   }
 }
 
+namespace {
+
+// Bytes of a (panel, group) cell: packed_api.h's packed_cell_bytes() spelled out with
+// internal linkage, for every ISA file: a constexpr function called at run time (a run-time
+// group) can be emitted out of line, and one ISA's copy of a shared one kept for all.
+constexpr int64_t cell_bytes(PackedKind kind, int64_t g) {
+  return kind == PackedKind::kW8       ? g * 16 + 64
+         : kind == PackedKind::kW4Asym ? g * 8 + 64
+         : kind == PackedKind::kW6     ? g * 12 + 32
+         : kind == PackedKind::kQ4K    ? g * 8 + 320
+         : kind == PackedKind::kQ6K    ? g * 12 + 288
+         : kind == PackedKind::kQ5K    ? g * 10 + 320
+                                       : g * 8 + 32;
+}
+
+}  // namespace
+
 // Panels [p0, p1) of w x tokens [0, n).
 template <class Tile>
 void over_panels(const Tile& tile, const PackedMatrixView& w, int64_t n, int64_t p0, int64_t p1) {
   constexpr int kT = Tile::kTokens;
-  // packed_cell_bytes() written out: a constexpr function called at run time could be
-  // emitted out of line, and one ISA's copy of it kept for all.
-  const PackedKind kind = w.fmt.kind;
-  const int64_t g = w.fmt.group;
-  const int64_t cell = kind == PackedKind::kW8       ? g * 16 + 64
-                       : kind == PackedKind::kW4Asym ? g * 8 + 64
-                       : kind == PackedKind::kW6     ? g * 12 + 32
-                       : kind == PackedKind::kQ4K    ? g * 8 + 320
-                       : kind == PackedKind::kQ6K    ? g * 12 + 288
-                       : kind == PackedKind::kQ5K    ? g * 10 + 320
-                                                     : g * 8 + 32;
-  const int64_t panel_bytes = (w.k / g) * cell;
+  const int64_t cell = cell_bytes(w.fmt.kind, w.fmt.group);
+  const int64_t panel_bytes = (w.k / w.fmt.group) * cell;
   // An even number of panels per cache block: the AVX-512 tiles take panel pairs, and an odd
   // block ends in a one-panel pass (K = 2048 at W4 g128: 31 panels fit; the one-panel passes
   // took 4.7% of a pp512 on Zen 4).

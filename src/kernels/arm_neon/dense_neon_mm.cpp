@@ -1,9 +1,10 @@
 // aarch64 Advanced SIMD dense matmuls (F32 / F16 / BF16 weights, F32 activations) and
-// attention over every KV element type. 4 f32 lanes per vector; the matmul is a register
-// tile of 4 weight rows x 2 tokens (8 accumulators of the 32 vector registers) run by the
-// shared loop nest (kernels/dense_blocking.h); attention is the shared flash tiling
-// (kernels/attention_blocking.h: GQA tiles, online softmax, 4-key blocks) on this file's
-// vector primitives.
+// attention over every KV element type. 4 f32 lanes per vector; the matmul is the shared
+// register tile (kernels/dense_tile.h: 4 weight rows x 2 tokens, 8 accumulators of the 32
+// vector registers, the tail of a row one element at a time) in the shared loop nest
+// (kernels/dense_blocking.h); attention is the shared flash tiling
+// (kernels/attention_blocking.h: GQA tiles, online softmax, 4-key blocks). This file holds
+// the vector primitives both run on.
 // Tested against the reference by tests/kernels/dense_simd_test.cpp (under qemu-aarch64).
 #include <arm_neon.h>
 
@@ -12,68 +13,11 @@
 #include "core/half.h"
 #include "kernels/arm_neon/neon_math.h"
 #include "kernels/attention_blocking.h"
-#include "kernels/dense_blocking.h"
 #include "kernels/dense_isa.h"
+#include "kernels/dense_tile.h"
 
 namespace edge {
 namespace {
-
-enum Kind { kF32, kF16, kBF16 };
-
-// Elements [i, i + 4) of a row of kind K as f32.
-template <int K>
-inline float32x4_t load4(const uint8_t* row, int64_t i) {
-  if constexpr (K == kF32) return vld1q_f32(reinterpret_cast<const float*>(row) + i);
-  const uint16x4_t h = vld1_u16(reinterpret_cast<const uint16_t*>(row) + i);
-  if constexpr (K == kF16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
-  return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
-}
-
-// Element i as f32 (the tails shorter than a vector).
-template <int K>
-inline float load1(const uint8_t* row, int64_t i) {
-  if constexpr (K == kF32) return reinterpret_cast<const float*>(row)[i];
-  uint16_t h;
-  std::memcpy(&h, row + 2 * i, 2);
-  if constexpr (K == kF16) return f16_to_f32(h);
-  return bf16_to_f32(h);
-}
-
-// ---- matmul -------------------------------------------------------------------------
-
-// y[t, r] for R weight rows x T tokens (x rows `in` apart, y rows `out` apart).
-template <int K, int R, int T>
-void mm_tile(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out) {
-  float32x4_t acc[R][T];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = vdupq_n_f32(0.0f);
-  int64_t i = 0;
-  for (; i + 4 <= in; i += 4) {
-    float32x4_t wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = load4<K>(w[r], i);
-    for (int t = 0; t < T; ++t) {
-      const float32x4_t xv = vld1q_f32(x + t * in + i);
-      for (int r = 0; r < R; ++r) acc[r][t] = vfmaq_f32(acc[r][t], wv[r], xv);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) {
-      float s = vaddvq_f32(acc[r][t]);
-      for (int64_t j = i; j < in; ++j) s += load1<K>(w[r], j) * x[t * in + j];
-      y[t * out + r] = s;
-    }
-}
-
-// The register tile the shared loop nest (kernels/dense_blocking.h) runs; 2 tokens x 4 rows:
-// 8 of the 32 vector registers accumulate, the x rows of a token block (half the L2) stay there.
-template <int K>
-struct Tile {
-  static constexpr int kTokens = 2;
-  template <int R, int T>
-  static void run(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out) {
-    mm_tile<K, R, T>(x, in, w, y, out);
-  }
-};
 
 // ---- attention ----------------------------------------------------------------------
 
@@ -148,12 +92,28 @@ struct AttnPrims {
   }
 };
 
+// ---- matmul -------------------------------------------------------------------------
+
+// The register tile's primitives (kernels/dense_tile.h): the attention's, 2 tokens x 4 rows
+// (8 of the 32 vector registers accumulate; the x rows of a token block, half the L2, stay
+// there); the last in % 4 elements one at a time.
+struct MatmulPrims : AttnPrims {
+  static constexpr int kTokens = 2;
+  static constexpr bool kMaskedTail = false;
+  [[gnu::always_inline]] static V load_f16_full(const uint16_t* p) {
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+  }
+  [[gnu::always_inline]] static V load_bf16_full(const uint16_t* p) {
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+  }
+  static float f16_to_f32(uint16_t h) { return edge::f16_to_f32(h); }
+  static float bf16_to_f32(uint16_t h) { return edge::bf16_to_f32(h); }
+};
+
 }  // namespace
 
 void install_dense_neon_matmul_attention(KernelTable* t) {
-  t->matmul_f32 = dense::matmul_rows<Tile<kF32>>;
-  t->matmul_f16 = dense::matmul_rows<Tile<kF16>>;
-  t->matmul_bf16 = dense::matmul_rows<Tile<kBF16>>;
+  dense::install_matmuls<MatmulPrims>(t);
   t->attention = attn::Flash<AttnPrims>::attention;
 }
 

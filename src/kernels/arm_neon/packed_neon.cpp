@@ -14,6 +14,7 @@
 #include "kernels/arm_neon/packed_neon_tile.h"
 #include "kernels/packed_api.h"
 #include "kernels/packed_blocking.h"
+#include "kernels/quantize_act.h"
 
 namespace edge {
 namespace {
@@ -21,36 +22,45 @@ namespace {
 using arm_packed::zero;
 using neon::store_panel;
 
-// Per block: amax, inv = 127 / amax, q = round-half-even(x * inv) clamped to +-127, exactly
-// the reference's operations (vrndnq = nearbyint in the default rounding mode).
+// The activation quantiser's primitives (kernels/quantize_act.h): 8 floats a chunk (two
+// vectors, one 8-byte store), rounded half to even in float (vrndnq = nearbyint in the
+// default rounding mode), clamped in float, then converted.
+struct ActQuantPrims {
+  static constexpr int kW = 8;
+  using Max = float32x4_t;
+  using Codes = int32x4x2_t;
+  using Sum = int32x4_t;
+  static Max max_zero() { return vdupq_n_f32(0.0f); }
+  static Sum sum_zero() { return vdupq_n_s32(0); }
+  static Max abs_max(Max m, const float* x) {
+    m = vmaxq_f32(m, vabsq_f32(vld1q_f32(x)));
+    return vmaxq_f32(m, vabsq_f32(vld1q_f32(x + 4)));
+  }
+  static float hmax(Max m) { return vmaxvq_f32(m); }
+  static Codes quantize(const float* x, float inv) {
+    const float32x4_t lo = vdupq_n_f32(-127.0f), hi = vdupq_n_f32(127.0f);
+    Codes q;
+#pragma GCC unroll 16
+    for (int h = 0; h < 2; ++h) {
+      const float32x4_t v = vrndnq_f32(vmulq_n_f32(vld1q_f32(x + 4 * h), inv));
+      q.val[h] = vcvtq_s32_f32(vminq_f32(hi, vmaxq_f32(lo, v)));
+    }
+    return q;
+  }
+  static Sum add(Sum s, Codes q) {
+    return vaddq_s32(vaddq_s32(s, q.val[0]), q.val[1]);
+  }
+  static void store(int8_t* p, Codes q) {
+    vst1_s8(p, vmovn_s16(vcombine_s16(vmovn_s32(q.val[0]), vmovn_s32(q.val[1]))));
+  }
+  static int32_t hsum(Sum s) {
+    return vaddvq_s32(s);
+  }
+};
+
 void quantize_act(const float* x, const QuantizedActivations& a, int64_t t0, int64_t t1) {
   CHECK(a.group > 0 && a.k % a.group == 0 && a.group % 16 == 0);
-  const int64_t nb = a.k / a.group;
-  for (int64_t t = t0; t < t1; ++t) {
-    for (int64_t b = 0; b < nb; ++b) {
-      const float* xb = x + t * a.k + b * a.group;
-      int8_t* qb = a.q + t * a.k + b * a.group;
-      float32x4_t m = vdupq_n_f32(0.0f);
-      for (int i = 0; i < a.group; i += 4) m = vmaxq_f32(m, vabsq_f32(vld1q_f32(xb + i)));
-      const float amax = vmaxvq_f32(m);
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      const float32x4_t lo = vdupq_n_f32(-127.0f), hi = vdupq_n_f32(127.0f);
-      int32x4_t sum = vdupq_n_s32(0);
-      for (int i = 0; i < a.group; i += 8) {
-        int32x4_t q[2];
-#pragma GCC unroll 16
-        for (int h = 0; h < 2; ++h) {
-          const float32x4_t v = vrndnq_f32(vmulq_n_f32(vld1q_f32(xb + i + 4 * h), inv));
-          q[h] = vcvtq_s32_f32(vminq_f32(hi, vmaxq_f32(lo, v)));
-          sum = vaddq_s32(sum, q[h]);
-        }
-        const int16x8_t q16 = vcombine_s16(vmovn_s32(q[0]), vmovn_s32(q[1]));
-        vst1_s8(qb + i, vmovn_s16(q16));
-      }
-      a.scales[t * nb + b] = amax / 127.0f;
-      a.sums[t * nb + b] = vaddvq_s32(sum);
-    }
-  }
+  packed::quantize_act<ActQuantPrims>(x, a, t0, t1);
 }
 
 // Quarter codes transposed from lanes of rows (byte 4j + i = row j, k i) to lanes of k

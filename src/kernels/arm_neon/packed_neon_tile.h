@@ -19,23 +19,13 @@
 #include "core/check.h"
 #include "kernels/arm_neon/neon_math.h"
 #include "kernels/packed_api.h"
+#include "kernels/packed_blocking.h"
 
 namespace edge {
 namespace {
 namespace arm_packed {
 
-// Bytes of a (panel, group) cell: packed_api.h's packed_cell_bytes spelled out here, so a
-// call at run time (a run-time group) uses this file's internal copy, never one emitted
-// out of line by another ISA's file (as x86_avx2/packed_avx2_tiles.h does).
-constexpr int64_t cell_bytes(PackedKind kind, int32_t group) {
-  return kind == PackedKind::kW8       ? int64_t{group} * 16 + 64
-         : kind == PackedKind::kW4Asym ? int64_t{group} * 8 + 64
-         : kind == PackedKind::kW6     ? int64_t{group} * 12 + 32
-         : kind == PackedKind::kQ4K    ? int64_t{group} * 8 + 320
-         : kind == PackedKind::kQ6K    ? int64_t{group} * 12 + 288
-         : kind == PackedKind::kQ5K    ? int64_t{group} * 10 + 320
-                                       : int64_t{group} * 8 + 32;
-}
+using packed::cell_bytes;  // kernels/packed_blocking.h: internal linkage
 
 // Byte offset of the 16 fp16 scales in a cell of `kind` (mins follow at +32 for W4 asym).
 constexpr int64_t scale_offset(PackedKind kind, int32_t group) {

@@ -1,18 +1,20 @@
 // AVX2 + FMA + F16C dense kernels: F32/F16/BF16 matmul, flash-style attention, rmsnorm /
-// softmax / silu / gelu. 8-wide vectors: matmul tiles of 4 weight rows x 2 tokens (16 ymm
-// registers) run by the shared loop nest (kernels/dense_blocking.h); attention key blocks of
-// 8 run by the shared tiling (kernels/attention_blocking.h). This file holds the primitives.
+// softmax / silu / gelu. 8-wide vectors: the matmul is the shared register tile
+// (kernels/dense_tile.h, 4 weight rows x 2 tokens) in the shared loop nest
+// (kernels/dense_blocking.h); attention key blocks of 8 run by the shared tiling
+// (kernels/attention_blocking.h). This file holds the primitives both run on.
 //
 // This file is compiled with AVX2 flags: it must not instantiate inline functions or
 // templates shared with portable code (the linker could keep this copy for everyone), so it
-// uses only intrinsics and its own helpers in an anonymous namespace.
+// uses only intrinsics, its own helpers in an anonymous namespace and the shared templates
+// instantiated over those helpers (internal linkage).
 #include <immintrin.h>
 
 #include <cstdint>
 
 #include "kernels/attention_blocking.h"
-#include "kernels/dense_blocking.h"
 #include "kernels/dense_isa.h"
+#include "kernels/dense_tile.h"
 
 namespace edge {
 namespace {
@@ -70,80 +72,6 @@ inline __m256 exp8(__m256 x) {
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
-
-// ---- matmul -------------------------------------------------------------------------
-
-enum WKind { kF32, kF16, kBF16 };
-
-template <int K>
-inline __m256 load_w(const uint8_t* row, int64_t i) {
-  if constexpr (K == kF32) return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i));
-  if constexpr (K == kF16) return _mm256_cvtph_ps(h);
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-// The last rem (< 8) elements, zero-padded.
-template <int K>
-inline __m256 load_w_tail(const uint8_t* row, int64_t i, int64_t rem) {
-  if constexpr (K == kF32)
-    return _mm256_maskload_ps(reinterpret_cast<const float*>(row) + i, tail_mask(rem));
-  alignas(16) uint16_t buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  const uint16_t* src = reinterpret_cast<const uint16_t*>(row) + i;
-  for (int64_t j = 0; j < rem; ++j) buf[j] = src[j];
-  const __m128i h = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
-  if constexpr (K == kF16) return _mm256_cvtph_ps(h);
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-// y[t, r] for R weight rows x T tokens (x rows `in` apart, y rows `out` apart).
-template <int K, int R, int T>
-void mm_tile(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out) {
-  __m256 acc[R][T];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= in; i += 8) {
-    __m256 wv[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) wv[r] = load_w<K>(w[r], i);
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m256 xv = _mm256_loadu_ps(x + t * in + i);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
-    }
-  }
-  if (i < in) {
-    const __m256i m = tail_mask(in - i);
-    __m256 wv[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) wv[r] = load_w_tail<K>(w[r], i, in - i);
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m256 xv = _mm256_maskload_ps(x + t * in + i, m);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * out + r] = hsum8(acc[r][t]);
-}
-
-// The register tile the shared loop nest (kernels/dense_blocking.h) runs; 2 tokens x 4 rows:
-// 8 ymm accumulators, the x rows of a token block (half the L2) stay there.
-template <int K>
-struct Tile {
-  static constexpr int kTokens = 2;
-  template <int R, int T>
-  static void run(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out) {
-    mm_tile<K, R, T>(x, in, w, y, out);
-  }
-};
 
 // ---- attention ----------------------------------------------------------------------
 
@@ -247,6 +175,22 @@ struct AttnPrims {
       for (int64_t j = 0; j < rem; ++j) reinterpret_cast<int8_t*>(&w)[j] = p[j];
     }
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(w)));
+  }
+};
+
+// ---- matmul -------------------------------------------------------------------------
+
+// The register tile's primitives (kernels/dense_tile.h): the attention's, 2 tokens x 4 rows
+// (8 ymm accumulators; the x rows of a token block, half the L2, stay there), masked tails.
+struct MatmulPrims : AttnPrims {
+  static constexpr int kTokens = 2;
+  static constexpr bool kMaskedTail = true;
+  [[gnu::always_inline]] static V load_f16_full(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  [[gnu::always_inline]] static V load_bf16_full(const uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
 };
 
@@ -362,9 +306,7 @@ void store_kv_row(KvType t, const float* src, int32_t n_head_kv, int32_t head_di
 }  // namespace
 
 void install_dense_avx2(KernelTable* t) {
-  t->matmul_f32 = dense::matmul_rows<Tile<kF32>>;
-  t->matmul_f16 = dense::matmul_rows<Tile<kF16>>;
-  t->matmul_bf16 = dense::matmul_rows<Tile<kBF16>>;
+  dense::install_matmuls<MatmulPrims>(t);
   t->attention = attn::Flash<AttnPrims>::attention;
   t->rmsnorm = rmsnorm;
   t->softmax = softmax;

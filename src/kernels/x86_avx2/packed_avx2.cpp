@@ -17,21 +17,34 @@
 //         widening (Q5K: bit 4 of each code from its high block); (A16) the W4A16 / W6A16
 //         tiles with a float scale per sub-block.
 //
+// Written once elsewhere: the loop nest (kernels/packed_blocking.h) and the activation
+// quantiser (kernels/quantize_act.h, over this file's ActQuantPrims). The register tiles
+// stay per ISA because their instruction mix differs, not just their width: here a code
+// block is two ymm halves (16 ymm in all, so T <= 4 tokens), int8 products go through
+// maddubs + madd with s16 pair sums bounded as above (or VEX vpdpbusd), and nibbles widen
+// through shuffles; AVX-512 takes a block as one zmm (32 registers, panel pairs x 6-8
+// tokens), vpdpbusd, a 16-entry vpermps table and masked row stores; NEON widens with
+// vmull / SDOT / SMMLA over codes transposed to lanes of k.
+//
 // Compiled with -mavx2 -mfma -mf16c only (kernels/isa.h): the AVX-VNNI variant lives in
 // packed_avxvnni.cpp. Like the AVX-512 file, it instantiates nothing shared with portable
 // code (intrinsics and anonymous-namespace helpers only).
+#include "kernels/quantize_act.h"
 #include "kernels/x86_avx2/packed_avx2_gemm.h"
 
 namespace edge {
 namespace {
 
-void w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
+void w4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+            float* y) {
   packed::over_panel_tiles<W4A16Tile<PackedKind::kW4Sym>>(w, x, n, p0, p1, y);
 }
-void w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
+void w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+            float* y) {
   packed::over_panel_tiles<W8A16Tile>(w, x, n, p0, p1, y);
 }
-void w6_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1, float* y) {
+void w6_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+            float* y) {
   packed::over_panel_tiles<W4A16Tile<PackedKind::kW6>>(w, x, n, p0, p1, y);
 }
 void q4k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
@@ -47,47 +60,47 @@ void q5k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, i
   packed::over_panel_tiles<W4A16Tile<PackedKind::kQ5K>>(w, x, n, p0, p1, y);
 }
 
-// Bit-identical to the reference: amax, inv = 127 / amax, round-to-nearest-even of x*inv.
-void quantize_act(const float* x, const QuantizedActivations& a, int64_t t0, int64_t t1) {
-  const int32_t G = a.group;
-  const int64_t nb = a.k / G;
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
-  for (int64_t t = t0; t < t1; ++t) {
-    for (int64_t b = 0; b < nb; ++b) {
-      const float* xb = x + t * a.k + b * G;
-      int8_t* qb = a.q + t * a.k + b * G;
-      __m256 mx = _mm256_setzero_ps();
-      for (int i = 0; i < G; i += 8)
-        mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + i)));
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, mx);
-      float amax = 0.0f;
-      for (float l : lanes) amax = l > amax ? l : amax;
-      const __m256 inv = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
-      __m256i sum = _mm256_setzero_si256();
-      for (int i = 0; i < G; i += 8) {
-        __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + i), inv));
-        q = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
-        sum = _mm256_add_epi32(sum, q);
-        alignas(32) int32_t qi[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(qi), q);
-        for (int j = 0; j < 8; ++j) qb[i + j] = static_cast<int8_t>(qi[j]);
-      }
-      alignas(32) int32_t si[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(si), sum);
-      a.scales[t * nb + b] = amax / 127.0f;
-      a.sums[t * nb + b] = si[0] + si[1] + si[2] + si[3] + si[4] + si[5] + si[6] + si[7];
-    }
+// The activation quantiser's primitives (kernels/quantize_act.h): 8 floats a chunk, the
+// codes rounded by vcvtps2dq (the default rounding mode: half to even) and clamped as int32.
+struct ActQuantPrims {
+  static constexpr int kW = 8;
+  using Max = __m256;
+  using Codes = __m256i;
+  using Sum = __m256i;
+  static Max max_zero() { return _mm256_setzero_ps(); }
+  static Sum sum_zero() { return _mm256_setzero_si256(); }
+  static Max abs_max(Max m, const float* x) {
+    return _mm256_max_ps(m, _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_loadu_ps(x)));
   }
-}
-
+  static float hmax(Max m) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, m);
+    float amax = 0.0f;
+    for (float l : lanes) amax = l > amax ? l : amax;
+    return amax;
+  }
+  static Codes quantize(const float* x, float inv) {
+    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), _mm256_set1_ps(inv)));
+    return _mm256_min_epi32(_mm256_max_epi32(q, _mm256_set1_epi32(-127)), _mm256_set1_epi32(127));
+  }
+  static Sum add(Sum s, Codes q) { return _mm256_add_epi32(s, q); }
+  static void store(int8_t* p, Codes q) {
+    alignas(32) int32_t qi[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(qi), q);
+    for (int j = 0; j < 8; ++j) p[j] = static_cast<int8_t>(qi[j]);
+  }
+  static int32_t hsum(Sum s) {
+    alignas(32) int32_t si[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(si), s);
+    return si[0] + si[1] + si[2] + si[3] + si[4] + si[5] + si[6] + si[7];
+  }
+};
 
 }  // namespace
 
 void install_packed_avx2(PackedKernels* t) {
   t->name = "avx2";
-  t->quantize_act = quantize_act;
+  t->quantize_act = packed::quantize_act<ActQuantPrims>;
   t->matmul_w4_a8 = w4_a8<false>;
   t->matmul_w8_a8 = w8_a8<false>;
   t->matmul_w4_a16 = w4_a16;

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/packed_api.h"
+#include "kernels/packed_blocking.h"
 
 namespace edge {
 namespace {
@@ -18,16 +19,7 @@ namespace {
 // Tokens per register tile of the f32-activation (A16) tiles.
 constexpr int kMaxTile = 4;
 
-// packed_cell_bytes spelled out here: this file's functions must have internal linkage.
-constexpr int64_t cell_bytes(PackedKind kind, int32_t g) {
-  return kind == PackedKind::kW8       ? g * 16 + 64
-         : kind == PackedKind::kW4Asym ? g * 8 + 64
-         : kind == PackedKind::kW6     ? g * 12 + 32
-         : kind == PackedKind::kQ4K    ? g * 8 + 320
-         : kind == PackedKind::kQ6K    ? g * 12 + 288
-         : kind == PackedKind::kQ5K    ? g * 10 + 320
-                                       : g * 8 + 32;
-}
+using packed::cell_bytes;
 
 // Prefetches the `bytes` that start `ahead` bytes past p: the cell a tile reads `ahead`
 // bytes from now (cells are contiguous along a panel, panels along the matrix).

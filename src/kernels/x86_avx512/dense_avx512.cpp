@@ -1,25 +1,28 @@
 // AVX-512 dense kernels: F32/F16/BF16 matmul, flash-style attention, rmsnorm / softmax /
 // silu / gelu. Contracts are those of kernels/api.h.
 //
-// Matmul: a tile of R (<= 4) weight rows x T (<= 6) tokens keeps R*T zmm accumulators; each
-// 16-wide weight chunk is loaded (F16 via vcvtph2ps, BF16 by a 16-bit shift) once and used by
-// the T tokens. Tokens are taken in blocks whose x rows fit in L2, so a prefill streams the
-// weights n / block times instead of re-reading x from L3 for every row tile. The scratch
-// buffer is not needed.
+// Matmul: the shared register tile (kernels/dense_tile.h) of R (<= 4) weight rows x T (<= 6)
+// tokens, R*T zmm accumulators, each 16-wide weight chunk loaded (F16 via vcvtph2ps, BF16 by
+// a 16-bit shift) once for the T tokens, masked loads for the tail; the shared loop nest
+// (kernels/dense_blocking.h) takes tokens in blocks whose x rows fit in L2, so a prefill
+// streams the weights n / block times instead of re-reading x from L3 for every row tile.
+// The scratch buffer is not needed.
 //
 // Attention: the shared flash tiling (kernels/attention_blocking.h) over 16-key blocks (one
-// zmm of scores); this file supplies its vector primitives (AttnPrims).
+// zmm of scores); this file supplies its vector primitives (AttnPrims), which the matmul
+// tile's (MatmulPrims) extend.
 //
 // This file is compiled with AVX-512 flags: it must not instantiate inline functions or
 // templates shared with portable code (the linker could keep this copy for everyone), so it
-// uses only intrinsics and its own helpers in an anonymous namespace.
+// uses only intrinsics, its own helpers in an anonymous namespace and the shared templates
+// instantiated over those helpers (internal linkage).
 #include <immintrin.h>
 
 #include <cstdint>
 
 #include "kernels/attention_blocking.h"
-#include "kernels/dense_blocking.h"
 #include "kernels/dense_isa.h"
+#include "kernels/dense_tile.h"
 
 namespace edge {
 namespace {
@@ -47,75 +50,6 @@ inline __m512 exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, n);
 }
-
-// ---- matmul -------------------------------------------------------------------------
-
-enum WKind { kF32, kF16, kBF16 };
-
-template <int K>
-inline __m512 load_w(const uint8_t* row, int64_t i) {
-  if constexpr (K == kF32) return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i));
-  if constexpr (K == kF16) return _mm512_cvtph_ps(h);
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-template <int K>
-inline __m512 load_w_mask(const uint8_t* row, int64_t i, __mmask16 m) {
-  if constexpr (K == kF32) return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
-  const __m256i h = _mm256_maskz_loadu_epi16(m, row + 2 * i);
-  if constexpr (K == kF16) return _mm512_cvtph_ps(h);
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-// y[t, r] for R weight rows w[0..R) x T tokens (x rows `in` apart, y rows `out` apart).
-template <int K, int R, int T>
-void mm_tile(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out) {
-  __m512 acc[R][T];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= in; i += 16) {
-    __m512 wv[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) wv[r] = load_w<K>(w[r], i);
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m512 xv = _mm512_loadu_ps(x + t * in + i);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
-    }
-  }
-  if (i < in) {
-    const __mmask16 m = tail_mask(in - i);
-    __m512 wv[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) wv[r] = load_w_mask<K>(w[r], i, m);
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m512 xv = _mm512_maskz_loadu_ps(m, x + t * in + i);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * out + r] = _mm512_reduce_add_ps(acc[r][t]);
-}
-
-// The register tile the shared loop nest (kernels/dense_blocking.h) runs; 6 tokens x 4 rows:
-// 24 zmm accumulators, the x rows of a token block (half the L2) stay there.
-template <int K>
-struct Tile {
-  static constexpr int kTokens = 6;
-  template <int R, int T>
-  static void run(const float* x, int64_t in, const uint8_t* const* w, float* y, int64_t out) {
-    mm_tile<K, R, T>(x, in, w, y, out);
-  }
-};
 
 // ---- attention ----------------------------------------------------------------------
 
@@ -211,6 +145,22 @@ struct AttnPrims {
   }
   static V load_i8(const int8_t* p, int64_t rem) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(tail_mask(rem), p)));
+  }
+};
+
+// ---- matmul -------------------------------------------------------------------------
+
+// The register tile's primitives (kernels/dense_tile.h): the attention's, 6 tokens x 4 rows
+// (24 zmm accumulators; the x rows of a token block, half the L2, stay there), masked tails.
+struct MatmulPrims : AttnPrims {
+  static constexpr int kTokens = 6;
+  static constexpr bool kMaskedTail = true;
+  [[gnu::always_inline]] static V load_f16_full(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  [[gnu::always_inline]] static V load_bf16_full(const uint16_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
 };
 
@@ -334,9 +284,7 @@ void store_kv_row(KvType t, const float* src, int32_t n_head_kv, int32_t head_di
 }  // namespace
 
 void install_dense_avx512(KernelTable* t) {
-  t->matmul_f32 = dense::matmul_rows<Tile<kF32>>;
-  t->matmul_f16 = dense::matmul_rows<Tile<kF16>>;
-  t->matmul_bf16 = dense::matmul_rows<Tile<kBF16>>;
+  dense::install_matmuls<MatmulPrims>(t);
   t->attention = attn::Flash<AttnPrims>::attention;
   t->rmsnorm = rmsnorm;
   t->softmax = softmax;

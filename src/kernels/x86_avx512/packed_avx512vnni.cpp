@@ -13,6 +13,13 @@
 // Prefill keeps each loaded code block in registers across a tile of up to 8 tokens; the
 // loop nest around the tiles (cache blocks of panels, token tiles) is kernels/packed_blocking.h.
 //
+// Written once elsewhere: the loop nest and the activation quantiser
+// (kernels/quantize_act.h, over this file's ActQuantPrims). The tiles stay AVX-512's own:
+// one zmm per code block, 32 registers (panel pairs x up to 6 tokens of int32 dots beside
+// their f32 sums), vpdpbusd, the vpermps nibble table and masked row stores have no
+// counterpart of the same shape in the AVX2 tiles (two ymm halves, maddubs + madd, 16
+// registers) or NEON's (widening multiplies over codes transposed to lanes of k).
+//
 // This file is compiled with AVX-512 flags: it must not instantiate inline functions or
 // templates shared with portable code (the linker could keep this copy for everyone), so
 // it uses only intrinsics and its own helpers in an anonymous namespace.
@@ -23,6 +30,7 @@
 
 #include "kernels/packed_api.h"
 #include "kernels/packed_blocking.h"
+#include "kernels/quantize_act.h"
 #include "kernels/x86_avx512/packed_avx512_common.h"
 
 namespace edge {
@@ -33,14 +41,8 @@ constexpr int kMaxTile = 8;  // tokens sharing one loaded code block
 // of the 32 zmm (see w4a8_block).
 constexpr int kW4Tile = 6;
 
-constexpr int64_t cell_bytes(PackedKind kind, int32_t g) {
-  return kind == PackedKind::kW8       ? g * 16 + 64
-         : kind == PackedKind::kW4Asym ? g * 8 + 64
-         : kind == PackedKind::kW6     ? g * 12 + 32
-         : kind == PackedKind::kQ4K    ? g * 8 + 320
-         : kind == PackedKind::kQ6K    ? g * 12 + 288
-                                       : g * 8 + 32;
-}
+using packed::cell_bytes;
+
 constexpr PackedKind a8_kind(bool asym, bool w6) {
   return w6 ? PackedKind::kW6 : asym ? PackedKind::kW4Asym : PackedKind::kW4Sym;
 }
@@ -59,7 +61,8 @@ void w4a8_gemv_panel(const PackedMatrixView& w, const QuantizedActivations& a, i
   constexpr int64_t cb = kAsym ? G * 8 + 64 : G * 8 + 32;
   const int64_t ng = w.k / G;
   const uint8_t* panel = w.data + p * ng * cb;
-  const __m512i lo_mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
+  const __m512i lo_mask = _mm512_set1_epi8(0x0F),
+                hi_mask = _mm512_set1_epi8(static_cast<char>(0xF0));
   __m512 acc = _mm512_setzero_ps();
   for (int64_t g = 0; g < ng; ++g) {
     const int8_t* q = a.q + g * G;
@@ -97,10 +100,14 @@ using A8Fn = void (*)(const PackedMatrixView&, const QuantizedActivations&, int6
 A8Fn w4a8_gemv_for(const PackedMatrixView& w) {
   const bool asym = w.fmt.kind == PackedKind::kW4Asym;
   switch (w.fmt.group) {
-    case 32: return asym ? w4a8_gemv<32, true> : w4a8_gemv<32, false>;
-    case 64: return asym ? w4a8_gemv<64, true> : w4a8_gemv<64, false>;
-    case 128: return asym ? w4a8_gemv<128, true> : w4a8_gemv<128, false>;
-    default: return nullptr;
+    case 32:
+      return asym ? w4a8_gemv<32, true> : w4a8_gemv<32, false>;
+    case 64:
+      return asym ? w4a8_gemv<64, true> : w4a8_gemv<64, false>;
+    case 128:
+      return asym ? w4a8_gemv<128, true> : w4a8_gemv<128, false>;
+    default:
+      return nullptr;
   }
 }
 
@@ -214,22 +221,29 @@ void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t
 }
 
 // W6 with int8 activations: the GEMM block for any number of tokens (a GEMV at n = 1).
-void matmul_w6_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
-                  int64_t p1, float* y) {
+void matmul_w6_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+                  float* y) {
   switch (w.fmt.group) {
-    case 32: return w4a8_gemm<32, false, true>(w, a, p0, p1, y);
-    case 64: return w4a8_gemm<64, false, true>(w, a, p0, p1, y);
-    default: return w4a8_gemm<128, false, true>(w, a, p0, p1, y);
+    case 32:
+      return w4a8_gemm<32, false, true>(w, a, p0, p1, y);
+    case 64:
+      return w4a8_gemm<64, false, true>(w, a, p0, p1, y);
+    default:
+      return w4a8_gemm<128, false, true>(w, a, p0, p1, y);
   }
 }
 
 A8Fn w4a8_gemm_for(const PackedMatrixView& w) {
   const bool asym = w.fmt.kind == PackedKind::kW4Asym;
   switch (w.fmt.group) {
-    case 32: return asym ? w4a8_gemm<32, true> : w4a8_gemm<32, false>;
-    case 64: return asym ? w4a8_gemm<64, true> : w4a8_gemm<64, false>;
-    case 128: return asym ? w4a8_gemm<128, true> : w4a8_gemm<128, false>;
-    default: return nullptr;
+    case 32:
+      return asym ? w4a8_gemm<32, true> : w4a8_gemm<32, false>;
+    case 64:
+      return asym ? w4a8_gemm<64, true> : w4a8_gemm<64, false>;
+    case 128:
+      return asym ? w4a8_gemm<128, true> : w4a8_gemm<128, false>;
+    default:
+      return nullptr;
   }
 }
 
@@ -421,39 +435,36 @@ void matmul_w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t
   packed::over_panel_tiles<W8A16Tile>(w, x, n, p0, p1, y);
 }
 
-// Bit-identical to the reference: amax, inv = 127 / amax, round-to-nearest-even of x*inv.
-void quantize_act(const float* x, const QuantizedActivations& a, int64_t t0, int64_t t1) {
-  const int32_t G = a.group;
-  const int64_t nb = a.k / G;
-  const __m512 sign = _mm512_set1_ps(-0.0f);
-  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-  for (int64_t t = t0; t < t1; ++t) {
-    for (int64_t b = 0; b < nb; ++b) {
-      const float* xb = x + t * a.k + b * G;
-      int8_t* qb = a.q + t * a.k + b * G;
-      __m512 mx = _mm512_setzero_ps();
-      for (int i = 0; i < G; i += 16)
-        mx = _mm512_max_ps(mx, _mm512_andnot_ps(sign, _mm512_loadu_ps(xb + i)));
-      const float amax = _mm512_reduce_max_ps(mx);
-      const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
-      __m512i sum = _mm512_setzero_si512();
-      for (int i = 0; i < G; i += 16) {
-        __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + i), inv));
-        q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
-        sum = _mm512_add_epi32(sum, q);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + i), _mm512_cvtepi32_epi8(q));
-      }
-      a.scales[t * nb + b] = amax / 127.0f;
-      a.sums[t * nb + b] = _mm512_reduce_add_epi32(sum);
-    }
+// The activation quantiser's primitives (kernels/quantize_act.h): 16 floats a chunk, the
+// codes rounded by vcvtps2dq (the default rounding mode: half to even), clamped as int32
+// and narrowed by vpmovdb.
+struct ActQuantPrims {
+  static constexpr int kW = 16;
+  using Max = __m512;
+  using Codes = __m512i;
+  using Sum = __m512i;
+  static Max max_zero() { return _mm512_setzero_ps(); }
+  static Sum sum_zero() { return _mm512_setzero_si512(); }
+  static Max abs_max(Max m, const float* x) {
+    return _mm512_max_ps(m, _mm512_andnot_ps(_mm512_set1_ps(-0.0f), _mm512_loadu_ps(x)));
   }
-}
+  static float hmax(Max m) { return _mm512_reduce_max_ps(m); }
+  static Codes quantize(const float* x, float inv) {
+    const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), _mm512_set1_ps(inv)));
+    return _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32(-127)), _mm512_set1_epi32(127));
+  }
+  static Sum add(Sum s, Codes q) { return _mm512_add_epi32(s, q); }
+  static void store(int8_t* p, Codes q) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(q));
+  }
+  static int32_t hsum(Sum s) { return _mm512_reduce_add_epi32(s); }
+};
 
 }  // namespace
 
 void install_packed_avx512vnni(PackedKernels* t) {
   t->name = "avx512_vnni";
-  t->quantize_act = quantize_act;
+  t->quantize_act = packed::quantize_act<ActQuantPrims>;
   t->matmul_w4_a8 = matmul_w4_a8;
   t->matmul_w8_a8 = matmul_w8_a8;
   t->matmul_w4_a16 = matmul_w4_a16;
