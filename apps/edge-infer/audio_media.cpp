@@ -1,4 +1,4 @@
-#include "audio_media.h"
+#include "media_input.h"
 
 #include <fmt/format.h>
 
@@ -16,8 +16,8 @@
 
 namespace edge::cli {
 
-Expected<AudioPrompt> build_audio_prompt(const Model& lm, const std::string& mmproj,
-                                         const std::string& wav_path, const std::string& text) {
+Expected<SplicedPrompt> build_audio_prompt(const Model& lm, const std::string& mmproj,
+                                           const std::string& wav_path, const std::string& text) {
   if (mmproj.empty())
     return Status::invalid_argument("--audio needs --mmproj (an audio projector)");
   const Tokenizer* tok = lm.tokenizer();
@@ -34,13 +34,13 @@ Expected<AudioPrompt> build_audio_prompt(const Model& lm, const std::string& mmp
   const auto t0 = std::chrono::steady_clock::now();
   auto e = embed_wav({select_kernels(), lm.pool()}, *enc, bytes.data(), bytes.size());
   if (!e) return Status(e.status().code(), wav_path + ": " + e.status().message());
-  AudioPrompt p;
+  SplicedPrompt p;
   p.encode_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const AudioMarkers mk = audio_markers(enc->hparams.projector);
   p.tokens = tok->encode(mk.begin, /*add_special=*/true);
   const int64_t pos = static_cast<int64_t>(p.tokens.size());
-  p.n_audio = e->n_tokens;
+  p.n_rows = e->n_tokens;
   p.tokens.insert(p.tokens.end(), static_cast<size_t>(e->n_tokens), 0);  // placeholders
   // As mtmd: the end marker and the text are tokenized apart.
   for (const std::string& piece : {mk.end, text}) {
@@ -48,7 +48,7 @@ Expected<AudioPrompt> build_audio_prompt(const Model& lm, const std::string& mmp
     p.tokens.insert(p.tokens.end(), ids.begin(), ids.end());
   }
   p.rows = std::move(e->rows);
-  p.splices.push_back({pos, p.n_audio, p.rows.data(), /*bidirectional=*/false});
+  p.splices.push_back({pos, p.n_rows, p.rows.data(), /*bidirectional=*/false});
   return p;
 }
 

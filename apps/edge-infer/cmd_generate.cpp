@@ -7,9 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "audio_media.h"
 #include "commands.h"
-#include "image_media.h"
+#include "media_input.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "model_source.h"
@@ -88,8 +87,8 @@ Expected<Loaded> load_and_prepare(const GenerateArgs& a) {
 // The media put before the prompt text (--audio, --image): each replaces the prompt with
 // its own tokens, whose media positions take the encoded rows (splices).
 struct MediaPrompt {
-  std::optional<AudioPrompt> audio;
-  std::optional<ImagePrompt> image;
+  std::optional<SplicedPrompt> audio;
+  std::optional<SplicedPrompt> image;
 };
 
 Expected<MediaPrompt> build_media(const Model& model, const GenerateArgs& a,
@@ -171,9 +170,9 @@ nlohmann::json generate_report(const Model& model, const Loaded& l, const MediaP
   j["text"] = g.text;
   j["n_ctx"] = l.ctx;
   if (media.audio)
-    j["audio"] = {{"tokens", media.audio->n_audio}, {"encode_ms", media.audio->encode_ms}};
+    j["audio"] = {{"tokens", media.audio->n_rows}, {"encode_ms", media.audio->encode_ms}};
   if (media.image)
-    j["image"] = {{"tokens", media.image->n_image}, {"encode_ms", media.image->encode_ms}};
+    j["image"] = {{"tokens", media.image->n_rows}, {"encode_ms", media.image->encode_ms}};
   j["timings"] = {{"load_ms", l.load_ms},
                   {"prompt_ms", g.prompt_ms},
                   {"prompt_tokens_per_s", l.prompt.size() * 1000.0 / std::max(g.prompt_ms, 1e-9)},

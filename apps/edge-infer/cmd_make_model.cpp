@@ -3,10 +3,9 @@
 // Deterministic random weights: the same flags give the same bytes.
 #include <cstdio>
 
-#include "audio_media.h"
 #include "commands.h"
 #include "convert/random_model.h"
-#include "image_media.h"
+#include "media_input.h"
 #include "model/arch/clip_vision.h"
 #include "model/registry.h"
 

@@ -1,4 +1,4 @@
-#include "image_media.h"
+#include "media_input.h"
 
 #include <fmt/format.h>
 
@@ -16,8 +16,8 @@
 
 namespace edge::cli {
 
-Expected<ImagePrompt> build_image_prompt(const Model& lm, const std::string& mmproj,
-                                         const std::string& image_path, const std::string& text) {
+Expected<SplicedPrompt> build_image_prompt(const Model& lm, const std::string& mmproj,
+                                           const std::string& image_path, const std::string& text) {
   if (mmproj.empty())
     return Status::invalid_argument("--image needs --mmproj (a vision projector)");
   const Tokenizer* tok = lm.tokenizer();
@@ -35,18 +35,18 @@ Expected<ImagePrompt> build_image_prompt(const Model& lm, const std::string& mmp
   const auto t0 = std::chrono::steady_clock::now();
   auto e = encode_image({select_kernels(), lm.pool()}, **enc, bytes, ImageLimits{}, 0);
   if (!e) return Status(e.status().code(), image_path + ": " + e.status().message());
-  ImagePrompt p;
+  SplicedPrompt p;
   p.encode_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const VisionProjectorInfo& proj = vision_projector_info(h.projector);  // the markers
   p.tokens = tok->encode(proj.image_begin, /*add_special=*/true);
   const int64_t pos = static_cast<int64_t>(p.tokens.size());
-  p.n_image = e->n_tokens;
+  p.n_rows = e->n_tokens;
   p.tokens.insert(p.tokens.end(), static_cast<size_t>(e->n_tokens), 0);  // placeholders
   const std::vector<int32_t> rest = tok->encode(proj.image_end + text, /*add_special=*/false);
   p.tokens.insert(p.tokens.end(), rest.begin(), rest.end());
   p.rows = std::move(e->rows);
-  p.splices.push_back({pos, p.n_image, p.rows.data(), proj.bidirectional});
+  p.splices.push_back({pos, p.n_rows, p.rows.data(), proj.bidirectional});
   return p;
 }
 

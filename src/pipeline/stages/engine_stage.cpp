@@ -45,17 +45,27 @@ Status EngineStage::load(const std::string& model_path, const StageSpec& s,
 }
 
 Status EngineStage::submit_and_drain(uint64_t epoch, GenerateRequest req,
-                                     const std::function<Status(const RequestHandle&)>& drain) {
+                                     const std::function<void(const StreamChunk&)>& on_chunk) {
   ASSIGN_OR_RETURN(SessionId session, engine_->open_session());
   auto h = engine_->submit(session, std::move(req));
   Status st = h.status();
   if (h.ok()) {
     track(epoch, *h);
-    st = drain(*h);
+    st = drain(*h, on_chunk);
     untrack(epoch);
   }
   (void)engine_->close_session(session);
   return st;
+}
+
+Status EngineStage::drain(const RequestHandle& h,
+                          const std::function<void(const StreamChunk&)>& on_chunk) {
+  for (;;) {
+    auto c = engine_->next(h, std::chrono::minutes(10));
+    if (!c) return c.status().with_context("stage '" + name_ + "'");
+    on_chunk(*c);
+    if (c->kind != ChunkKind::kTokens) return c->kind == ChunkKind::kDone ? Status() : c->error;
+  }
 }
 
 void EngineStage::cancel(uint64_t epoch) {

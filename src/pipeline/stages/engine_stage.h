@@ -34,16 +34,19 @@ class EngineStage : public StageRunner {
   explicit EngineStage(std::string name) : name_(std::move(name)) {}
   // Loads the model and starts its engine as the stage and the run say.
   Status load(const std::string& model_path, const StageSpec& s, const PipelineRunOptions& o);
-  // Submits `req` in a session of its own and runs `drain` on its handle while cancel()
-  // can reach it; the session is closed whatever happened.
+  // Submits `req` in a session of its own and hands each chunk of its stream to
+  // `on_chunk` (a stage turns chunks into its port's events) while cancel() can reach it,
+  // until the terminal chunk: OK when the request finished, its error otherwise. The
+  // session is closed whatever happened.
   Status submit_and_drain(uint64_t epoch, GenerateRequest req,
-                          const std::function<Status(const RequestHandle&)>& drain);
+                          const std::function<void(const StreamChunk&)>& on_chunk);
 
   const std::string name_;
   std::unique_ptr<Model> model_;  // declared before engine_: destroyed after it
   std::unique_ptr<Engine> engine_;
 
  private:
+  Status drain(const RequestHandle& h, const std::function<void(const StreamChunk&)>& on_chunk);
   void track(uint64_t epoch, const RequestHandle& h);
   void untrack(uint64_t epoch);
 

@@ -40,8 +40,10 @@ class LmStageRunner final : public EngineStage {
       req.params = *params;
     else
       req.params.max_tokens = max_tokens_;  // greedy by default
-    return submit_and_drain(epoch, std::move(req),
-                            [&](const RequestHandle& h) { return drain(h, epoch, emit); });
+    uint64_t seq = 0;
+    return submit_and_drain(epoch, std::move(req), [&](const StreamChunk& c) {
+      emit_chunk(name_, epoch, seq++, c, emit);
+    });
   }
 
   Engine* engine() override { return engine_.get(); }
@@ -50,26 +52,20 @@ class LmStageRunner final : public EngineStage {
   LmStageRunner(std::string name, int32_t max_tokens)
       : EngineStage(std::move(name)), max_tokens_(max_tokens) {}
 
-  Status drain(const RequestHandle& h, uint64_t epoch,
-               const std::function<void(StageEvent)>& emit) {
-    uint64_t seq = 0;
-    for (;;) {
-      auto c = engine_->next(h, std::chrono::minutes(10));
-      if (!c) return c.status().with_context("stage '" + name_ + "'");
-      const bool terminal = c->kind != ChunkKind::kTokens;
-      for (const char* port : {"tokens", "text"}) {
-        StageEvent e;
-        e.epoch = epoch, e.seq = seq, e.terminal = terminal, e.stage = name_, e.port = port;
-        if (std::string(port) == "tokens")
-          e.value.tokens = c->tokens;
-        else
-          e.value.text = c->text;
-        if (c->kind == ChunkKind::kError || c->kind == ChunkKind::kCancelled) e.error = c->error;
-        e.finish_reason = c->finish_reason;
-        emit(std::move(e));
-      }
-      ++seq;
-      if (terminal) return c->kind == ChunkKind::kDone ? Status() : c->error;
+  // Engine chunk -> one event on each of the ports "tokens" and "text", same seq.
+  static void emit_chunk(const std::string& stage, uint64_t epoch, uint64_t seq,
+                         const StreamChunk& c, const std::function<void(StageEvent)>& emit) {
+    const bool terminal = c.kind != ChunkKind::kTokens;
+    for (const char* port : {"tokens", "text"}) {
+      StageEvent e;
+      e.epoch = epoch, e.seq = seq, e.terminal = terminal, e.stage = stage, e.port = port;
+      if (std::string(port) == "tokens")
+        e.value.tokens = c.tokens;
+      else
+        e.value.text = c.text;
+      if (c.kind == ChunkKind::kError || c.kind == ChunkKind::kCancelled) e.error = c.error;
+      e.finish_reason = c.finish_reason;
+      emit(std::move(e));
     }
   }
 

@@ -55,8 +55,9 @@ class SpeechCodesRunner final : public EngineStage {
     }
     ASSIGN_OR_RETURN(GenerateRequest req,
                      build_request(it->second.text, speaker ? &*speaker : nullptr));
+    uint64_t seq = 0;
     return submit_and_drain(epoch, std::move(req),
-                            [&](const RequestHandle& h) { return drain(h, epoch, emit); });
+                            [&](const StreamChunk& c) { emit_codes(epoch, &seq, c, emit); });
   }
 
  private:
@@ -101,25 +102,19 @@ class SpeechCodesRunner final : public EngineStage {
     return req;
   }
 
-  // Engine chunks -> code events: only code tokens pass, as code indices.
-  Status drain(const RequestHandle& h, uint64_t epoch,
-               const std::function<void(StageEvent)>& emit) {
-    uint64_t seq = 0;
-    for (;;) {
-      auto c = engine_->next(h, std::chrono::minutes(10));
-      if (!c) return c.status().with_context("stage '" + name_ + "'");
-      const bool terminal = c->kind != ChunkKind::kTokens;
-      StageEvent e;
-      e.epoch = epoch, e.terminal = terminal, e.stage = name_, e.port = "codes";
-      for (int32_t id : c->tokens)
-        if (vocab_.is_code(id)) e.value.tokens.push_back(id - vocab_.code0);
-      if (c->kind == ChunkKind::kError || c->kind == ChunkKind::kCancelled) e.error = c->error;
-      e.finish_reason = c->finish_reason;
-      if (terminal || !e.value.tokens.empty()) {
-        e.seq = seq++;
-        emit(std::move(e));
-      }
-      if (terminal) return c->kind == ChunkKind::kDone ? Status() : c->error;
+  // Engine chunk -> a code event: only code tokens pass, as code indices; a chunk with
+  // none is dropped unless it is the terminal one.
+  void emit_codes(uint64_t epoch, uint64_t* seq, const StreamChunk& c,
+                  const std::function<void(StageEvent)>& emit) const {
+    StageEvent e;
+    e.epoch = epoch, e.terminal = c.kind != ChunkKind::kTokens, e.stage = name_, e.port = "codes";
+    for (int32_t id : c.tokens)
+      if (vocab_.is_code(id)) e.value.tokens.push_back(id - vocab_.code0);
+    if (c.kind == ChunkKind::kError || c.kind == ChunkKind::kCancelled) e.error = c.error;
+    e.finish_reason = c.finish_reason;
+    if (e.terminal || !e.value.tokens.empty()) {
+      e.seq = (*seq)++;
+      emit(std::move(e));
     }
   }
 
