@@ -59,6 +59,21 @@ constexpr int64_t cell_bytes(PackedKind kind, int64_t g) {
 
 }  // namespace
 
+// A register tile's run() over panels [pb, pe) for T tokens, two panels per block (each
+// activation broadcast serves both) and a lone last panel alone; with one token (the GEMV)
+// one panel at a time, so each thread reads one weight stream. `block` is a template
+// lambda: block.template operator()<kPanels>(p) computes panels [p, p + kPanels).
+template <int T, class Block>
+inline void over_panel_pairs(int64_t pb, int64_t pe, const Block& block) {
+  int64_t p = pb;
+  if constexpr (T == 1) {
+    for (; p < pe; ++p) block.template operator()<1>(p);
+    return;
+  }
+  for (; p + 2 <= pe; p += 2) block.template operator()<2>(p);
+  if (p < pe) block.template operator()<1>(p);
+}
+
 // Panels [p0, p1) of w x tokens [0, n).
 template <class Tile>
 void over_panels(const Tile& tile, const PackedMatrixView& w, int64_t n, int64_t p0, int64_t p1) {

@@ -203,14 +203,10 @@ struct W4A8Blocks {
   float* y;
   template <int T>
   void run(int64_t pb, int64_t pe, int64_t t0) const {
-    int64_t p = pb;
     // One token (W6's GEMV): a panel at a time, one read stream (see w4a8_gemv_panel).
-    if constexpr (T == 1) {
-      for (; p < pe; ++p) w4a8_block<G, 1, T, kAsym, kW6>(w, a, p, t0, y);
-      return;
-    }
-    for (; p + 2 <= pe; p += 2) w4a8_block<G, 2, T, kAsym, kW6>(w, a, p, t0, y);
-    if (p < pe) w4a8_block<G, 1, T, kAsym, kW6>(w, a, p, t0, y);
+    packed::over_panel_pairs<T>(pb, pe, [&]<int kPanels>(int64_t p) {
+      w4a8_block<G, kPanels, T, kAsym, kW6>(w, a, p, t0, y);
+    });
   }
 };
 

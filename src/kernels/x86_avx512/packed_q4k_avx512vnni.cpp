@@ -216,13 +216,9 @@ struct KQuantBlocks {
   float* y;
   template <int T>
   void run(int64_t pb, int64_t pe, int64_t t0) const {
-    int64_t p = pb;
-    if constexpr (T == 1) {
-      for (; p < pe; ++p) kquant_block<K, 1, 1>(w, a, p, t0, y);
-      return;
-    }
-    for (; p + 2 <= pe; p += 2) kquant_block<K, 2, T>(w, a, p, t0, y);
-    if (p < pe) kquant_block<K, 1, T>(w, a, p, t0, y);
+    packed::over_panel_pairs<T>(pb, pe, [&]<int kPanels>(int64_t p) {
+      kquant_block<K, kPanels, T>(w, a, p, t0, y);
+    });
   }
 };
 
