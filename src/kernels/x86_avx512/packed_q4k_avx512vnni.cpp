@@ -216,9 +216,8 @@ struct KQuantBlocks {
   float* y;
   template <int T>
   void run(int64_t pb, int64_t pe, int64_t t0) const {
-    packed::over_panel_pairs<T>(pb, pe, [&]<int kPanels>(int64_t p) {
-      kquant_block<K, kPanels, T>(w, a, p, t0, y);
-    });
+    packed::over_panel_pairs<T>(
+        pb, pe, [&]<int kPanels>(int64_t p) { kquant_block<K, kPanels, T>(w, a, p, t0, y); });
   }
 };
 
