@@ -46,9 +46,13 @@ if [ "${EDGE_QEMU_NO_THREADS:-0}" != 1 ] && qemu_threads_work; then
   exit 0
 fi
 
-echo "aarch64: qemu-aarch64 on this host cannot start a thread (a pthread_create + join probe" \
-  "did not finish in 10 s): each test runs alone; a test that starts a thread is reported as" \
-  "not run here instead of hanging"
+if [ "${EDGE_QEMU_NO_THREADS:-0}" = 1 ]; then
+  why="EDGE_QEMU_NO_THREADS=1: taken as a qemu-aarch64 that cannot start a thread"
+else
+  why="qemu-aarch64 on this host cannot start a thread (a pthread_create + join probe did not finish in 10 s)"
+fi
+echo "aarch64: $why: each test runs alone; a test that starts a thread is reported as not" \
+  "run here instead of hanging"
 cat >"$WORK/no_threads.c" <<'EOF'
 /* Preloaded into tests under a qemu-aarch64 that hangs in pthread_create: end at once. */
 #include <pthread.h>
@@ -63,8 +67,9 @@ EOF
 aarch64-linux-gnu-gcc -O1 -shared -fPIC "$WORK/no_threads.c" -o "$WORK/no_threads.so"
 
 # GTEST_FILTER=-A:B (what CTest's runs leave out) leaves the same tests out here.
-excluded=":${GTEST_FILTER#-}:"
-[[ "${GTEST_FILTER:-}" == -* ]] || excluded=""
+filter=${GTEST_FILTER:-}
+excluded=""
+[[ "$filter" == -* ]] && excluded=":${filter#-}:"
 passed=0 needs_threads=0 failed=0
 failures=()
 for bin in "$@"; do
