@@ -75,6 +75,9 @@ void register_make_model(CLI::App& app, Context& ctx) {
   sub->add_option("--head-dim", a->o.head_dim, "0: dim / heads")->capture_default_str();
   sub->add_option("--ffn", a->o.n_ff, "feed-forward size (0: 2 * dim)")->capture_default_str();
   sub->add_option("--vocab", a->o.n_vocab)->capture_default_str();
+  sub->add_option("--experts", a->o.n_expert, "MoE families: experts per layer (0: the family's default)");
+  sub->add_option("--experts-used", a->o.n_expert_used, "MoE families: experts per token (0: the family's default)");
+  sub->add_option("--expert-ffn", a->o.n_ff_expert, "MoE families: one expert's FFN width (0: ffn / 2)");
   sub->add_option("--ctx", a->o.ctx, "advertised context length")->capture_default_str();
   sub->add_option("--sliding-window", a->o.sliding_window, "gemma3/spark: window of sliding layers");
   sub->add_option("--sliding-pattern", a->o.sliding_pattern, "gemma3/spark: one global layer every N");

@@ -31,6 +31,7 @@ struct Measured {
   RssSample rss;
   LedgerSnapshot ledger;
   Residency mapped;
+  Residency experts;  // the MoE experts among the mapped weights
   int64_t unattributed = 0;
 };
 
@@ -43,6 +44,12 @@ Measured measure(const Model& model) {
     if (!r) continue;
     m.mapped.resident += r->resident;
     m.mapped.total += r->total;
+  }
+  for (const auto& [data, bytes] : model.memory().expert_ranges) {
+    auto r = mincore_residency(data, bytes);
+    if (!r) continue;
+    m.experts.resident += r->resident;
+    m.experts.total += r->total;
   }
   m.unattributed = m.rss.anon - m.ledger.anon_total();
   return m;
@@ -66,6 +73,9 @@ void print_table(const Measured& m, const MemoryPlan& plan, const UntaggedStateC
               format_bytes(m.rss.file).c_str(), format_bytes(m.rss.shmem).c_str());
   std::printf("  mapped weights resident (mincore) %s of %s\n", format_bytes(m.mapped.resident).c_str(),
               format_bytes(m.mapped.total).c_str());
+  if (m.experts.total > 0)
+    std::printf("  of them MoE experts resident %s of %s (the rest stays on disk until a token picks it)\n",
+                format_bytes(m.experts.resident).c_str(), format_bytes(m.experts.total).c_str());
   const double pct = m.rss.anon > 0 ? 100.0 * m.unattributed / m.rss.anon : 0.0;
   std::printf("  unattributed RssAnon - ledger anon = %s (%.1f%% of RssAnon)%s\n",
               format_bytes(m.unattributed).c_str(), pct,
@@ -85,6 +95,7 @@ nlohmann::json to_json(const Measured& m, const MemoryPlan& plan, const Untagged
   return {{"ledger", ledger}, {"ledger_peak", peak}, {"ledger_anon_total", m.ledger.anon_total()},
           {"plan", plan.to_json()}, {"rss", rss_json(m.rss)},
           {"mapped_weights", {{"bytes", m.mapped.total}, {"resident", m.mapped.resident}}},
+          {"mapped_experts", {{"bytes", m.experts.total}, {"resident", m.experts.resident}}},
           {"unattributed", m.unattributed}, {"unattributed_pct_of_rss_anon", pct},
           {"unattributed_ok", std::abs(pct) < 5.0}, {"filled", filled}, {"n_filled", n_filled},
           {"kv_charged_by_memory_command", charges.kv_charged_here},

@@ -89,6 +89,8 @@ std::vector<Tensor> make_tensors(const RandomModelOptions& o, const ModelConfig&
     if (ends_with(s.name, "norm.weight")) {
       t.mean = 1.0f;
       t.stddev = 0.1f;
+    } else if (ends_with(s.name, "attn_sinks.weight")) {
+      t.stddev = 1.0f;  // logits of the scale of the scores, so the sink matters
     } else if (ends_with(s.name, ".bias")) {
       t.stddev = 0.1f;
     } else {
@@ -160,8 +162,8 @@ void set_layer_pattern(const RandomModelOptions& o, const ArchVariant& v, ModelC
     if ((i + 1) % period == 0) continue;
     LayerConfig& l = c->layers[i];
     l.sliding = true;
-    l.window = o.sliding_window > 0 ? o.sliding_window : 512;
-    l.rope_theta = 10000.0f;
+    l.window = o.sliding_window > 0 ? o.sliding_window : v.sliding_window;
+    l.rope_theta = v.sliding_rope_theta > 0 ? v.sliding_rope_theta : v.rope_theta;
     l.rotary_dim = c->head_dim;
   }
 }
@@ -200,6 +202,22 @@ Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
   c.scale_embeddings = fam->scale_embeddings;
   if (fam->gguf_sliding_pattern) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   set_layer_pattern(o, *v, &c);
+  if (fam->made_up) fam->made_up(&c);
+  if (v->yarn_factor > 0) {
+    c.yarn.factor = v->yarn_factor;
+    c.yarn.original_ctx = v->yarn_original_ctx;
+    c.rope_freq_factors = yarn_rope(c.yarn, c.layers[0].rotary_dim, v->rope_theta, &c.rope_mscale);
+    c.sliding_rope_scaled = true;
+  }
+  if (fam->moe.enabled()) {
+    c.moe = fam->moe;
+    if (o.n_expert > 0) c.moe.n_expert = o.n_expert;
+    if (o.n_expert_used > 0) c.moe.n_expert_used = o.n_expert_used;
+    c.moe.n_ff_expert = o.n_ff_expert > 0 ? o.n_ff_expert : std::max(c.n_ff / 2, 1);
+    for (LayerConfig& l : c.layers) l.moe = true;
+  } else if (o.n_expert > 0 || o.n_expert_used > 0 || o.n_ff_expert > 0) {
+    return Status::invalid_argument("make-model: experts for " + o.arch + ", not a mixture-of-experts family");
+  }
   if (o.llama3_rope_factor > 0) {
     if (!fam->gguf_rope_freqs)
       return Status::invalid_argument("make-model: llama3 RoPE scaling is for llama");
@@ -219,9 +237,11 @@ void write_gguf_hparams(const RandomModelOptions& o, const ModelConfig& c, GgufW
   for (const LayerConfig& l : c.layers) (l.sliding ? local : global) = &l;
   write_common_gguf_hparams(c, *global, "edge-random-" + a, w);
   w.set_u32("general.file_type", random_model::gguf_file_type(o.dtype));
-  if (local) {
+  const ArchFamily* fam = find_family_gguf(a);
+  if (fam->gguf_extras) fam->gguf_extras(c, &w);
+  if (local && fam->gguf_sliding_pattern) {
     w.set_u32(a + ".attention.sliding_window", local->window);
-    w.set_u32(a + ".edge.sliding_pattern", sliding_period(o, *find_family_gguf(a)->variant(a)));
+    w.set_u32(a + ".edge.sliding_pattern", sliding_period(o, *fam->variant(a)));
     w.set_f32(a + ".edge.rope.freq_base_swa", local->rope_theta);
     w.set_u32(a + ".edge.rope.dimension_count_swa", local->rotary_dim);
   }
@@ -240,7 +260,7 @@ Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab
     const DType dt = t.shape.size() == 1 ? DType::F32 : o.dtype;
     RETURN_IF_ERROR(random_model::add_generated_tensor(w, t, dt, "random model"));
   }
-  if (!c.rope_freq_factors.empty()) {  // llama.cpp's form of Llama-3.1 RoPE scaling
+  if (!c.rope_freq_factors.empty() && c.yarn.factor <= 1.0f) {  // llama.cpp's Llama-3.1 form
     const std::vector<float>& f = c.rope_freq_factors;
     RETURN_IF_ERROR(w.add_tensor("rope_freqs.weight", DType::F32, {static_cast<int64_t>(f.size())},
                                  f.data(), f.size() * sizeof(float)));

@@ -37,6 +37,11 @@ struct RandomModelOptions {
   // llama only: Llama-3.1 "llama3" RoPE scaling with this factor (0: none); GGUF gets a
   // rope_freqs.weight tensor, HF a rope_scaling object (low 1, high 4, original ctx 8192).
   float llama3_rope_factor = 0.0f;
+  // MoE families (ArchFamily::moe): experts per layer, used per token, one expert's FFN
+  // width (0: the family's defaults; width 0: n_ff / 2).
+  int32_t n_expert = 0;
+  int32_t n_expert_used = 0;
+  int32_t n_ff_expert = 0;
   DType dtype = DType::F32;    // 2-D weights: F32 | F16 | BF16 (GGUF norms stay F32)
   // "0.2" | "0.3": an OuteTTS speech-code LM (arch qwen2): the OuteTTS tokens
   // (tokenizer/outetts_tokens.h) follow the n_vocab synthetic ones; 0.3 is marked by the

@@ -73,10 +73,13 @@ Status write_hf_dir(const RandomModelOptions& o, const ModelConfig& c, const Voc
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::io_error(dir + ": " + ec.message());
   const ArchFamily& fam = *find_family_gguf(c.arch);
+  if (fam.hf_model_types.empty() || !fam.hf_name_of)
+    return Status::unsupported("make-model: " + c.arch + " has no Hugging Face form here (write .gguf)");
   std::vector<std::vector<uint8_t>> buffers;  // keep the bytes alive until written
   std::vector<TensorView> views;
   const std::vector<Tensor> tensors = make_tensors(o, c);
-  buffers.reserve(tensors.size());
+  const TensorSchema schema = fam.schema(c);
+  buffers.reserve(tensors.size() * static_cast<size_t>(std::max(c.moe.n_expert, 1)));
   for (const Tensor& t : tensors) {
     std::vector<float> v = t.generate();
     // The config is in GGUF conventions: interleaved q/k rows become HF's rotate-half ones.
@@ -86,15 +89,25 @@ Status write_hf_dir(const RandomModelOptions& o, const ModelConfig& c, const Voc
       v = to_rotate_half(v, t.shape[0], t.shape[1], c.head_dim);
     if (fam.hf_norms_plus_one && t.name.find("norm.weight") != std::string::npos)
       for (float& x : v) x -= 1.0f;  // HF Gemma stores w; the model computes x * (1 + w)
-    buffers.push_back(encode(v, o.dtype));
-    TensorView view;
-    view.name = fam.hf_name_of(t.name);
-    if (view.name.empty()) return Status::internal("random model: no HF name for " + t.name);
-    view.dtype = o.dtype;
-    view.shape = t.shape;
-    view.data = buffers.back().data();
-    view.nbytes = buffers.back().size();
-    views.push_back(std::move(view));
+    // Stacked experts (GGUF's form) are one tensor per expert in an HF checkpoint.
+    const TensorSpec* spec = schema.find(t.name);
+    const int64_t parts = spec && spec->experts > 0 ? spec->experts : 1;
+    const size_t per = v.size() / static_cast<size_t>(parts);
+    for (int64_t e = 0; e < parts; ++e) {
+      const std::vector<float> part(v.begin() + static_cast<int64_t>(per) * e,
+                                    v.begin() + static_cast<int64_t>(per) * (e + 1));
+      buffers.push_back(encode(part, o.dtype));
+      const std::string canonical =
+          parts > 1 ? expert_tensor_name(t.name, static_cast<int32_t>(e)) : t.name;
+      TensorView view;
+      view.name = fam.hf_name_of(canonical);
+      if (view.name.empty()) return Status::internal("random model: no HF name for " + canonical);
+      view.dtype = o.dtype;
+      view.shape = parts > 1 ? std::vector<int64_t>(t.shape.begin() + 1, t.shape.end()) : t.shape;
+      view.data = buffers.back().data();
+      view.nbytes = buffers.back().size();
+      views.push_back(std::move(view));
+    }
   }
   const std::string base = (std::filesystem::path(dir) / "").string();
   RETURN_IF_ERROR(write_json(base + "config.json", hf_config(o, fam, c)));

@@ -34,7 +34,11 @@ Sizes weight_sizes(const Model& m) {
   if (w.output.data != w.token_embd.data) add(w.output);
   const ModelConfig& c = m.config();
   for (const LayerWeights& l : w.layers) {
-    for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*t);
+    for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router,
+                                &l.gate_shexp, &l.up_shexp, &l.down_shexp})
+      add(*t);
+    for (const std::vector<TensorView>* experts : {&l.gate_exps, &l.up_exps, &l.down_exps})
+      for (const TensorView& t : *experts) add(t);
     // Norms and biases are F32 vectors held by the model.
     uint64_t small = l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size() +
                      l.q_norm.size() + l.k_norm.size() + l.post_attn_norm.size() + l.post_ffn_norm.size();
@@ -63,6 +67,7 @@ void add_roofline(nlohmann::json& r, const DecodeBytes& db, int n_gen, const Ban
   const double gbps = bytes * r["avg_ts"].get<double>() / 1e9;
   r["roofline"] = {{"bytes_per_token", static_cast<uint64_t>(bytes)},
                    {"weight_bytes_per_token", db.weights},
+                   {"expert_bytes", db.expert_bytes},
                    {"effective_gbps", gbps},
                    {"ceiling_gbps", ceiling.best_gbps},
                    {"fraction_of_ceiling", ceiling.best_gbps > 0 ? gbps / ceiling.best_gbps : 0.0},
@@ -145,9 +150,17 @@ DecodeBytes decode_bytes(const Model& model, KvType kv_type) {
   const ModelConfig& c = model.config();
   d.weights = w.output.nbytes + w.token_embd.nbytes / std::max<int64_t>(1, c.n_vocab);
   for (const LayerWeights& l : w.layers) {
-    for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+    for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router,
+                                &l.gate_shexp, &l.up_shexp, &l.down_shexp})
       d.weights += t->nbytes;
     d.weights += (l.attn_norm.size() + l.ffn_norm.size()) * 4;
+    // A MoE layer reads only the n_expert_used experts a token chose: on average their
+    // share of the layer's expert bytes (the active bytes; the roofline counts these).
+    uint64_t experts = 0;
+    for (const std::vector<TensorView>* e : {&l.gate_exps, &l.up_exps, &l.down_exps})
+      for (const TensorView& t : *e) experts += t.nbytes;
+    d.expert_bytes += experts;
+    if (experts > 0) d.weights += experts * static_cast<uint64_t>(c.moe.n_expert_used) / c.moe.n_expert;
   }
   const uint64_t kv_row = 2 * static_cast<uint64_t>(kv_row_bytes(kv_type, c.n_head_kv, c.head_dim));
   d.kv_sliding_window_bytes = kv_row;

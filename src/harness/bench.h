@@ -35,7 +35,8 @@ struct BenchOptions {
 // one embedding row, the norms, and the K and V rows its attention visits (global layers
 // all pos + 1 of them, sliding layers at most their window).
 struct DecodeBytes {
-  uint64_t weights = 0;
+  uint64_t weights = 0;          // read per decoded token: a MoE layer's active experts only
+  uint64_t expert_bytes = 0;     // every expert of every MoE layer (what stays mapped)
   uint64_t kv_per_position = 0;  // K + V rows of one position, summed over global layers
   uint64_t kv_sliding_window_bytes = 0;  // the same for sliding layers, per position
   std::vector<int32_t> sliding_windows;  // one per sliding layer

@@ -34,6 +34,7 @@ struct RopeParams {
   float theta = 10000.0f;
   float pos_scale = 1.0f;               // 1 / linear rope-scaling factor
   const float* freq_factors = nullptr;  // [rotary_dim/2] or null (Llama-3.1 rope_freqs)
+  float mscale = 1.0f;                  // cos and sin scaled by it (YaRN's attention factor)
 };
 // cos_sin[rotary_dim]: the cos of pairs 0..rotary_dim/2, then their sin, at position pos.
 // The angle is computed in float exactly as llama2.c does (1/powf, pos*freq), so the
@@ -78,6 +79,9 @@ struct AttentionArgs {
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
   int32_t window = 0;
   float scale = 1.0f;  // applied to q.k before the softmax
+  // [n_head] or null: a learned logit per head that joins each softmax's denominator and
+  // takes no value (GPT-OSS "attention sinks"): p_j = exp(s_j) / (sum_k exp(s_k) + exp(sink)).
+  const float* sinks = nullptr;
 
   // Points k_blocks/v_blocks at `storage` (2 entries) for a contiguous F32 cache
   // k, v [>= pos0 + n_q, n_head_kv * head_dim].
@@ -154,6 +158,19 @@ void matmul(const KernelTable& k, const float* x, int64_t n, const TensorView& w
 void matmul_group(const KernelTable& k, const float* x, int64_t n,
                   std::span<const TensorView* const> ws, std::span<float* const> ys,
                   ThreadPool& pool);
+// One projection of a matmul_jobs call: y[n, w.rows] = x[n, w.cols] . w^T.
+struct MatmulJob {
+  const TensorView* w = nullptr;  // 2-D [out, in], a supported dtype
+  const float* x = nullptr;       // [n, in]
+  int64_t n = 0;                  // 0: skipped
+  float* y = nullptr;             // [n, out]
+};
+// Independent projections, each of its own input, in ONE parallel region: the experts of
+// a MoE layer (gate and up of every selected expert, then their down projections). The
+// units of all jobs are split among threads by cost (weight bytes; times tokens for jobs
+// past decode size, whose GEMM does work per token). With int8 activations each distinct
+// input is quantised once. Results equal matmul() per job, bit for bit.
+void matmul_jobs(const KernelTable& k, std::span<const MatmulJob> jobs, ThreadPool& pool);
 void attention(const KernelTable& k, const AttentionArgs& a, ThreadPool& pool);
 // Several independent attentions (one per sequence of a batch) in one parallel region,
 // split among threads by the number of keys each (query, head) reads.

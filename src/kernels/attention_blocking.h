@@ -76,7 +76,17 @@ struct Flash {
     float* out;
     int64_t lo, hi;  // keys [lo, hi]
     float m, l;      // running max of the scaled scores, running sum of exp
+    float sink;      // the head's sink logit (AttentionArgs::sinks), -inf without
   };
+
+  // 1 / the softmax denominator of a row: its sum of exp, plus the sink's exp(sink - m)
+  // (the scores were taken relative to m; the exponent is capped so a sink far above
+  // every score gives ~0 outputs instead of inf / NaN). Without a sink exactly 1 / l.
+  static float inv_denominator(float l, float m, float sink) {
+    if (!(sink > -__builtin_inff())) return 1.0f / l;
+    const float d = sink - m;
+    return 1.0f / (l + __builtin_expf(d < 80.0f ? d : 80.0f));
+  }
 
   static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
   static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -437,7 +447,8 @@ struct Flash {
       }
       tile_block(rows, nrows, o, ostride, kp, vp, kb, hd, a.scale);
     }
-    for (int i = 0; i < nrows; ++i) store_out(rows[i].out, o + i * ostride, hd, 1.0f / rows[i].l);
+    for (int i = 0; i < nrows; ++i)
+      store_out(rows[i].out, o + i * ostride, hd, inv_denominator(rows[i].l, rows[i].m, rows[i].sink));
   }
 
   // Tiles: kv head outer (its K/V stay in L2 across query blocks), then blocks of `bq`
@@ -464,6 +475,7 @@ struct Flash {
               r.out = a.out + qi * q_stride + static_cast<int64_t>(h) * a.head_dim;
               r.hi = pos;
               r.lo = a.window > 0 ? max64(0, pos - a.window + 1) : 0;
+              r.sink = a.sinks ? a.sinks[h] : -__builtin_inff();
             }
           }
           if (nrows > 0) run_tile(a, rows, nrows, g);

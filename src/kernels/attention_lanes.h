@@ -174,7 +174,7 @@ struct RowLanes {
     alignas(64) float kbuf[kLB * kKPitch];
     alignas(64) float vbuf[kLB * kMaxHeadDim];
     alignas(64) float pt[kLB * NW];
-    alignas(64) float lo_f[NW], hi_f[NW], alpha[NW], lsum[NW];
+    alignas(64) float lo_f[NW], hi_f[NW], alpha[NW], lsum[NW], msum[NW];
     int64_t lo = rows[0].lo, hi = rows[0].hi;
     for (int r = 0; r < NW; ++r) {
       const bool live = r < nrows;
@@ -209,8 +209,9 @@ struct RowLanes {
           act[na] = r, ps[na] = pt + r, alpha_act[na++] = alpha[r];
       F::template pv_active<NW, kLB>(rows, act, na, o, ostride, vp, kb, hd, ps, alpha_act);
     }
-    for (int n = 0; n < NV; ++n) P::store(lsum + n * kW, l[n]);
-    for (int r = 0; r < nrows; ++r) F::store_out(rows[r].out, o + r * ostride, hd, 1.0f / lsum[r]);
+    for (int n = 0; n < NV; ++n) P::store(lsum + n * kW, l[n]), P::store(msum + n * kW, m[n]);
+    for (int r = 0; r < nrows; ++r)
+      F::store_out(rows[r].out, o + r * ostride, hd, F::inv_denominator(lsum[r], msum[r], rows[r].sink));
   }
 
   // ---- Keys in lanes (decode) -----------------------------------------------------------
@@ -351,7 +352,8 @@ struct RowLanes {
           act[na] = r, ps[na] = p[r], alpha[na++] = key_softmax(rows[r], s[r], keys, p[r]);
       F::template pv_active<1, kLB>(rows, act, na, o, ostride, vp, kb, hd, ps, alpha);
     }
-    for (int r = 0; r < R; ++r) F::store_out(rows[r].out, o + r * ostride, hd, 1.0f / rows[r].l);
+    for (int r = 0; r < R; ++r)
+      F::store_out(rows[r].out, o + r * ostride, hd, F::inv_denominator(rows[r].l, rows[r].m, rows[r].sink));
   }
 };
 

@@ -2,12 +2,47 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace edge {
 
 const char* activation_name(Activation a) {
-  return a == Activation::kSwiGlu ? "swiglu" : "geglu-tanh";
+  return a == Activation::kSwiGlu   ? "swiglu"
+         : a == Activation::kGeGlu ? "geglu-tanh"
+                                   : "swiglu-clamped";
+}
+
+const char* expert_gating_name(ExpertGating g) {
+  return g == ExpertGating::kSoftmax           ? "softmax"
+         : g == ExpertGating::kSoftmaxSelected ? "softmax-selected"
+                                               : "sigmoid";
+}
+
+std::vector<float> yarn_rope(const YarnParams& y, int32_t rotary_dim, float theta, float* mscale) {
+  // The pair index at which a frequency turns `rotations` times over the original context.
+  auto corr_dim = [&](float rotations) {
+    return rotary_dim * std::log(y.original_ctx / (rotations * 2.0f * static_cast<float>(M_PI))) /
+           (2.0f * std::log(theta));
+  };
+  const float lo = std::max(0.0f, std::floor(corr_dim(y.beta_fast)));
+  const float hi = std::min(static_cast<float>(rotary_dim - 1), std::ceil(corr_dim(y.beta_slow)));
+  const float freq_scale = 1.0f / y.factor;
+  std::vector<float> divisors(static_cast<size_t>(rotary_dim / 2));
+  for (int32_t i = 0; i < rotary_dim / 2; ++i) {
+    // ramp 1: keep the original angle (extrapolate), 0: interpolate by the factor.
+    const float t = (static_cast<float>(i) - lo) / std::max(0.001f, hi - lo);
+    const float ramp = 1.0f - std::min(1.0f, std::max(0.0f, t));
+    divisors[static_cast<size_t>(i)] = 1.0f / (freq_scale * (1.0f - ramp) + ramp);
+  }
+  *mscale = y.attn_factor * (y.factor > 1.0f ? 1.0f + 0.1f * std::log(y.factor) : 1.0f);
+  return divisors;
+}
+
+int32_t ModelConfig::n_moe_layers() const {
+  int32_t n = 0;
+  for (const LayerConfig& l : layers) n += l.moe ? 1 : 0;
+  return n;
 }
 
 float ModelConfig::effective_attn_scale() const {
@@ -52,12 +87,42 @@ Status validate_config_products(const ModelConfig& c) {
       {"n_vocab * n_embd (embedding)", int64_t{c.n_vocab} * c.n_embd, kMaxMatrix},
       {"n_ff * n_embd (feed-forward matrix)", int64_t{c.n_ff} * c.n_embd, kMaxMatrix},
       {"q_dim * n_embd (attention matrix)", q * c.n_embd, kMaxMatrix},
+      {"n_expert", c.moe.n_expert, 1 << 14},
+      {"n_ff_expert", c.moe.n_ff_expert, kMaxWidth},
+      {"n_ff_shared", c.moe.n_ff_shared, kMaxWidth},
+      {"n_expert * n_ff_expert * n_embd (experts of a layer)",
+       int64_t{c.moe.n_expert} * c.moe.n_ff_expert * c.n_embd, kMaxMatrix},
   };
   for (const Bound& b : bounds)
     if (b.value > b.max) return bad(fmt::format("{} = {} exceeds {}", b.what, b.value, b.max));
   if (c.max_ctx < 0) return bad(fmt::format("context_length {} is negative", c.max_ctx));
   return Status();
 }
+
+namespace {
+
+Status validate_moe(const ModelConfig& c) {
+  auto bad = [&](const std::string& what) {
+    return Status::invalid_format(fmt::format("model config ({}): {}", c.arch, what));
+  };
+  const MoeConfig& m = c.moe;
+  if (!m.enabled()) {
+    if (c.n_moe_layers() > 0) return bad("MoE layers without experts (expert_count 0)");
+    return Status();
+  }
+  if (m.n_expert_used <= 0 || m.n_expert_used > m.n_expert)
+    return bad(fmt::format("expert_used_count {} must be in [1, expert_count {}]", m.n_expert_used,
+                           m.n_expert));
+  if (m.n_ff_expert <= 0) return bad(fmt::format("expert FFN width {} must be positive", m.n_ff_expert));
+  if (m.n_ff_shared < 0) return bad(fmt::format("shared expert width {} is negative", m.n_ff_shared));
+  if (!(m.weights_scale > 0.0f)) return bad(fmt::format("expert weights scale {} must be positive", m.weights_scale));
+  if (m.selection_bias && m.gating != ExpertGating::kSigmoid)
+    return bad("a selection bias needs sigmoid gating");
+  if (c.n_moe_layers() == 0) return bad("experts but no MoE layer");
+  return Status();
+}
+
+}  // namespace
 
 Status validate_config(const ModelConfig& c) {
   auto bad = [&](const std::string& what) {
@@ -88,9 +153,11 @@ Status validate_config(const ModelConfig& c) {
       return bad(fmt::format("layer {}: rope theta {} / scale {} must be positive", i,
                              l.rope_theta, l.rope_scale));
   }
+  RETURN_IF_ERROR(validate_moe(c));
   if (!c.rope_freq_factors.empty()) {
     for (const LayerConfig& l : c.layers)
-      if (!l.sliding && static_cast<int32_t>(c.rope_freq_factors.size()) * 2 != l.rotary_dim)
+      if ((!l.sliding || c.sliding_rope_scaled) &&
+          static_cast<int32_t>(c.rope_freq_factors.size()) * 2 != l.rotary_dim)
         return bad(fmt::format("{} rope freq factors for rotary_dim {}",
                                c.rope_freq_factors.size(), l.rotary_dim));
   }
@@ -107,6 +174,10 @@ std::string describe_config(const ModelConfig& c) {
   if (c.qkv_bias) s += " qkv-bias";
   if (c.qk_norm) s += " qk-norm";
   if (c.post_norms) s += " post-norms";
+  if (c.moe.enabled())
+    s += fmt::format(" experts {}/{} (ff {}, {} layers, {}{})", c.moe.n_expert_used, c.moe.n_expert,
+                     c.moe.n_ff_expert, c.n_moe_layers(), expert_gating_name(c.moe.gating),
+                     c.moe.norm_topk ? ", renormalised" : "");
   return s;
 }
 

@@ -59,8 +59,14 @@ ForwardPass::ForwardPass(const Model& model, int64_t max_tokens, ThreadPool* poo
   fit(k_, max_tokens * c.kv_dim());
   fit(v_, max_tokens * c.kv_dim());
   fit(att_, max_tokens * c.q_dim());
-  fit(gate_, max_tokens * c.n_ff);
-  fit(up_, max_tokens * c.n_ff);
+  if (c.n_moe_layers() < c.n_layer) {  // dense FFN layers
+    fit(gate_, max_tokens * c.n_ff);
+    fit(up_, max_tokens * c.n_ff);
+  }
+  if (c.moe.enabled()) {
+    moe_ = MoeFfn(c, max_tokens);
+    fit(moe_out_, max_tokens * c.n_embd);
+  }
   ropes_ = distinct_ropes(c, &rope_of_layer_);
   rope_stride_ = max_rotary_dim(ropes_);
   fit(rope_cs_, static_cast<int64_t>(ropes_.size()) * max_tokens * rope_stride_);
@@ -77,12 +83,14 @@ std::vector<RopeParams> ForwardPass::distinct_ropes(const ModelConfig& c,
         lc.rotary_dim,
         lc.rope_theta,
         1.0f / lc.rope_scale,
-        lc.sliding || c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data()};
+        (lc.sliding && !c.sliding_rope_scaled) || c.rope_freq_factors.empty() ? nullptr
+                                                                 : c.rope_freq_factors.data(),
+        lc.sliding && !c.sliding_rope_scaled ? 1.0f : c.rope_mscale};
     int idx = -1;
     for (size_t i = 0; i < ropes.size() && rp.rotary_dim > 0 && idx < 0; ++i) {
       const RopeParams& o = ropes[i];
       if (o.rotary_dim == rp.rotary_dim && o.theta == rp.theta && o.pos_scale == rp.pos_scale &&
-          o.freq_factors == rp.freq_factors)
+          o.freq_factors == rp.freq_factors && o.mscale == rp.mscale)
         idx = static_cast<int>(i);
     }
     if (idx < 0 && rp.rotary_dim > 0) {
@@ -129,8 +137,10 @@ Expected<ForwardPass> ForwardPass::create(const Model& model, int64_t max_tokens
 
 uint64_t ForwardPass::scratch_bytes() const {
   return (x_.capacity() + xn_.capacity() + q_.capacity() + k_.capacity() + v_.capacity() +
-          att_.capacity() + gate_.capacity() + up_.capacity() + logits_.capacity()) *
-         sizeof(float);
+          att_.capacity() + gate_.capacity() + up_.capacity() + logits_.capacity() +
+          moe_out_.capacity()) *
+             sizeof(float) +
+         moe_.scratch_bytes();
 }
 
 Status ForwardPass::check_step(std::span<const int32_t> tokens, std::span<const SeqStep> seqs,
@@ -291,23 +301,27 @@ void ForwardPass::attention_block(int l, std::span<const SeqStep> seqs, KvStorag
   plan_attention(l, seqs, kv);
   attention_batch(k, attn_, pool);
   matmul(k, att_.data(), n, w.wo, xn_.data(), pool);  // [n, n_embd]
-  residual_add(c.post_norms ? w.post_attn_norm.data() : nullptr);
+  if (!w.bo.empty())
+    for_token_rows([&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) k.add(xn_.data() + t * d, w.bo.data(), d);
+    });
+  residual_add(c.post_norms ? w.post_attn_norm.data() : nullptr, xn_.data());
 }
 
-// x += [post_norm](xn) over the step's rows [n, n_embd].
-void ForwardPass::residual_add(const float* post_norm) {
+void ForwardPass::residual_add(const float* post_norm, float* y) {
   const ModelConfig& c = model_->config();
   const KernelTable& k = model_->kernels();
   const int64_t d = c.n_embd;
   for_token_rows([&](int64_t t0, int64_t t1) {
-    if (post_norm) k.rmsnorm(xn_.data() + t0 * d, post_norm, xn_.data() + t0 * d, t1 - t0, d, c.norm_eps);
-    k.add(x_.data() + t0 * d, xn_.data() + t0 * d, (t1 - t0) * d);
+    if (post_norm) k.rmsnorm(y + t0 * d, post_norm, y + t0 * d, t1 - t0, d, c.norm_eps);
+    k.add(x_.data() + t0 * d, y + t0 * d, (t1 - t0) * d);
   });
 }
 
 void ForwardPass::plan_attention(int l, std::span<const SeqStep> seqs, KvStorage& kv) {
   const ModelConfig& c = model_->config();
   const LayerConfig& lc = c.layers[l];
+  const LayerWeights& w = model_->weights().layers[static_cast<size_t>(l)];
   const int64_t qd = c.q_dim();
   // Block pointer tables: for each sequence, K pointers then V pointers per logical block.
   const KvLayout& kl = kv.layout();
@@ -336,6 +350,7 @@ void ForwardPass::plan_attention(int l, std::span<const SeqStep> seqs, KvStorage
     a.head_dim = c.head_dim;
     a.window = lc.sliding ? lc.window : 0;
     a.scale = c.effective_attn_scale();
+    a.sinks = w.attn_sinks.empty() ? nullptr : w.attn_sinks.data();
     // Causal runs, and each query of a bidirectional span alone, placed at the span's last
     // position so it sees every key of the span (its own RoPE position is already applied).
     const int64_t end = s.pos0 + s.n_tokens;
@@ -361,7 +376,8 @@ void ForwardPass::plan_attention(int l, std::span<const SeqStep> seqs, KvStorage
   }
 }
 
-// x += [post_norm](W_down . (act(W_gate . norm(x)) * (W_up . norm(x)))).
+// x += [post_norm](W_down . (act(W_gate . norm(x)) * (W_up . norm(x)))), or the mixture of
+// experts of norm(x) (moe_ffn.h) on a MoE layer.
 void ForwardPass::ffn_block(int l) {
   const ModelConfig& c = model_->config();
   const LayerWeights& w = model_->weights().layers[l];
@@ -371,22 +387,21 @@ void ForwardPass::ffn_block(int l) {
   for_token_rows([&](int64_t t0, int64_t t1) {
     k.rmsnorm(x_.data() + t0 * d, w.ffn_norm.data(), xn_.data() + t0 * d, t1 - t0, d, c.norm_eps);
   });
+  const float* post_norm = c.post_norms ? w.post_ffn_norm.data() : nullptr;
+  if (c.layers[static_cast<size_t>(l)].moe) {
+    moe_.run(c, w, k, xn_.data(), n, moe_out_.data(), pool);
+    residual_add(post_norm, moe_out_.data());
+    return;
+  }
   const TensorView* ws[2] = {&w.w_gate, &w.w_up};
   float* ys[2] = {gate_.data(), up_.data()};
   matmul_group(k, xn_.data(), n, ws, ys, pool);
   // Row by row, so the gate row [n_ff] is still in cache for the product.
   for_token_rows([&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      float* g = gate_.data() + t * ff;
-      if (c.act == Activation::kGeGlu)
-        k.gelu(g, ff);
-      else
-        k.silu(g, ff);
-      k.mul(g, up_.data() + t * ff, ff);
-    }
+    glu_rows(k, c, gate_.data() + t0 * ff, up_.data() + t0 * ff, t1 - t0, ff);
   });
   matmul(k, gate_.data(), n, w.w_down, xn_.data(), pool);
-  residual_add(c.post_norms ? w.post_ffn_norm.data() : nullptr);
+  residual_add(post_norm, xn_.data());
 }
 
 // Gathers the rows that want logits (in sequence order), norms them and runs the head.

@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "model/kv_layout.h"
 #include "model/model.h"
+#include "model/moe_ffn.h"
 
 namespace edge {
 
@@ -94,7 +95,8 @@ class ForwardPass {
   // Writes the K/V rows of the step's tokens [t0, t1) into their cache slots.
   void store_kv(int layer, std::span<const SeqStep> seqs, KvStorage& kv, int64_t t0, int64_t t1);
   void ffn_block(int layer);
-  void residual_add(const float* post_norm);
+  // x += [post_norm](y) over the step's rows [n, n_embd] (y: xn_ or the MoE output).
+  void residual_add(const float* post_norm, float* y);
   // Runs fn(t0, t1) over the step's token rows [0, n_): split over the pool when the step
   // has enough tokens to repay a fork/join (prefill), on this thread otherwise (decode).
   template <class Fn>
@@ -123,6 +125,8 @@ class ForwardPass {
   ScratchVector gate_;          // [n, n_ff]
   ScratchVector up_;            // [n, n_ff]
   ScratchVector logits_;        // [rows, n_vocab]
+  MoeFfn moe_;                  // MoE layers' scratch (empty for a dense model)
+  ScratchVector moe_out_;       // [n, n_embd] the MoE FFN's output
   std::vector<const uint8_t*> block_ptrs_;  // K then V block pointers of every sequence
   std::vector<AttentionArgs> attn_;         // [n_seqs]
   // Distinct RoPE parameters among the layers, each layer's index into them (-1: no

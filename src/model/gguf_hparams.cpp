@@ -22,6 +22,14 @@ void write_common_gguf_hparams(const ModelConfig& c, const LayerConfig& rope_lay
   w.set_f32(a + ".rope.freq_base", rope_layer.rope_theta);
   w.set_u32(a + ".rope.dimension_count", rope_layer.rotary_dim);
   w.set_u32(a + ".vocab_size", c.n_vocab);
+  if (c.moe.enabled()) {
+    w.set_u32(a + ".expert_count", c.moe.n_expert);
+    w.set_u32(a + ".expert_used_count", c.moe.n_expert_used);
+    w.set_u32(a + ".expert_feed_forward_length", c.moe.n_ff_expert);
+    if (c.moe.n_ff_shared > 0) w.set_u32(a + ".expert_shared_feed_forward_length", c.moe.n_ff_shared);
+    w.set_bool(a + ".expert_weights_norm", c.moe.norm_topk);
+    if (c.moe.weights_scale != 1.0f) w.set_f32(a + ".expert_weights_scale", c.moe.weights_scale);
+  }
 }
 
 }  // namespace edge

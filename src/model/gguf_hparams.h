@@ -13,7 +13,8 @@ class GgufWriter;
 // general.architecture/name/alignment and <arch>.context_length, embedding_length,
 // block_count, feed_forward_length, attention.{head_count, head_count_kv, key_length,
 // value_length, layer_norm_rms_epsilon}, rope.{freq_base, dimension_count}, vocab_size;
-// RoPE values come from `rope_layer` (the global layers' settings).
+// RoPE values come from `rope_layer` (the global layers' settings); for a MoE model the
+// expert keys (expert_count, expert_used_count, expert_feed_forward_length, ...).
 void write_common_gguf_hparams(const ModelConfig& c, const LayerConfig& rope_layer,
                                const std::string& name, GgufWriter& w);
 

@@ -48,7 +48,10 @@ int64_t vector_bytes(const ModelWeights& w) {
   size_t n = w.output_norm.size();
   for (const LayerWeights& l : w.layers) {
     for (const std::vector<float>* v : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
-                                        &l.post_attn_norm, &l.ffn_norm, &l.post_ffn_norm})
+                                        &l.post_attn_norm, &l.ffn_norm, &l.post_ffn_norm,
+                                        &l.router_bias, &l.selection_bias, &l.gate_exps_bias,
+                                        &l.up_exps_bias, &l.down_exps_bias, &l.shexp_gate, &l.bo,
+                                        &l.attn_sinks})
       n += v->size();
   }
   return static_cast<int64_t>(n * sizeof(float));
@@ -87,6 +90,9 @@ void Model::charge_ledger(const TensorSet& in_use) {
     if (t.shape.size() < 2 || in_owned(t.data)) continue;
     memory_.weights_mapped += static_cast<int64_t>(t.nbytes);
     memory_.mapped_ranges.emplace_back(t.data, t.nbytes);
+    if (t.name.find("_exps.") != std::string::npos ||
+        (t.name.find(".ffn_") != std::string::npos && std::count(t.name.begin(), t.name.end(), '.') == 4))
+      memory_.expert_ranges.emplace_back(t.data, t.nbytes);
   }
   const int64_t vectors = vector_bytes(weights_);
   memory_.weights_anon = repacked + vectors;

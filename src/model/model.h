@@ -41,6 +41,8 @@ struct ModelMemory {
   bool tokenizer_measured = false;  // from the heap counters (else an estimate)
   // [data, data + bytes) of every mapped weight matrix, for mincore residency.
   std::vector<std::pair<const uint8_t*, uint64_t>> mapped_ranges;
+  // The MoE experts among them (a pre-packed MoE file keeps its experts file-backed).
+  std::vector<std::pair<const uint8_t*, uint64_t>> expert_ranges;
 };
 
 // The tokenizer of a model file or directory without its weights (for a process that

@@ -2,6 +2,8 @@
 // Face directory, llama2.c), with the loader's repack-or-map decision per tensor.
 #include "model/model_footprint.h"
 
+#include <algorithm>
+
 #include <filesystem>
 
 #include "formats/gguf.h"
@@ -27,13 +29,21 @@ TensorFootprint footprint_of(const TensorView& t, bool gguf) {
   f.shape = t.shape;
   f.file_bytes = t.nbytes;
   PackedFormat pf;
+  // Matrices and stacked experts [n_expert, n, k] (each expert packed on its own).
+  const bool matrix = t.shape.size() == 2 || t.shape.size() == 3;
+  const int64_t n = matrix ? t.shape[t.shape.size() - 2] : 0, k = matrix ? t.shape.back() : 0;
+  const uint64_t stack = t.shape.size() == 3 ? static_cast<uint64_t>(t.shape[0]) : 1;
+  f.expert = t.name.find("_exps.") != std::string::npos ||
+             t.name.find(".experts.") != std::string::npos ||
+             (t.name.find(".ffn_") != std::string::npos && t.name.find("_shexp") == std::string::npos &&
+              std::count(t.name.begin(), t.name.end(), '.') == 4);  // blk.N.ffn_up.E.weight
   if (t.shape.size() <= 1) {
     f.anon_bytes = static_cast<uint64_t>(t.numel()) * sizeof(float);
-  } else if (gguf && packed_format_of(t.dtype, &pf) && t.shape.size() == 2) {
-    f.mapped_bytes = static_cast<uint64_t>(pf.matrix_bytes(t.shape[0], t.shape[1]));
-  } else if (gguf && is_repackable(t.dtype) && t.shape.size() == 2) {
+  } else if (gguf && packed_format_of(t.dtype, &pf) && matrix) {
+    f.mapped_bytes = static_cast<uint64_t>(pf.matrix_bytes(n, k)) * stack;
+  } else if (gguf && is_repackable(t.dtype) && matrix) {
     auto rf = repack_format(t.dtype, engine_kquant_cells());
-    f.anon_bytes = rf ? static_cast<uint64_t>(rf->matrix_bytes(t.shape[0], t.shape[1])) : t.nbytes;
+    f.anon_bytes = rf ? static_cast<uint64_t>(rf->matrix_bytes(n, k)) * stack : t.nbytes;
   } else {
     f.mapped_bytes = t.nbytes;
   }
@@ -43,6 +53,10 @@ TensorFootprint footprint_of(const TensorView& t, bool gguf) {
 void add_tensor(ModelFootprint& m, TensorFootprint f) {
   m.weights_anon += f.anon_bytes;
   m.weights_mapped += f.mapped_bytes;
+  if (f.expert && f.shape.size() >= 2) {
+    m.experts_anon += f.anon_bytes;
+    m.experts_mapped += f.mapped_bytes;
+  }
   if (f.anon_bytes > 0 && f.shape.size() == 2) m.repacked_tensors++;
   m.tensors.push_back(std::move(f));
 }
@@ -181,6 +195,10 @@ Expected<ModelFootprint> read_model_footprint(const std::string& path) {
   }
   if (!st.ok()) return st.with_context("reading " + path);
   RETURN_IF_ERROR(validate_config(m.config).with_context(path));
+  if (m.config.moe.enabled())
+    m.active_expert_bytes = (m.experts_mapped + m.experts_anon) *
+                            static_cast<uint64_t>(m.config.moe.n_expert_used) /
+                            static_cast<uint64_t>(m.config.moe.n_expert);
   return m;
 }
 

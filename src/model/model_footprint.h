@@ -22,6 +22,7 @@ struct TensorFootprint {
   uint64_t file_bytes = 0;        // bytes in the file
   uint64_t anon_bytes = 0;        // bytes the loader allocates for it (repacked / converted)
   uint64_t mapped_bytes = 0;      // bytes used in place from the mapping
+  bool expert = false;            // a MoE expert tensor (stacked or one expert's)
 };
 
 struct ModelFootprint {
@@ -32,6 +33,10 @@ struct ModelFootprint {
   uint64_t file_bytes = 0;        // all weight files (+ header)
   uint64_t weights_anon = 0;      // sum of anon_bytes
   uint64_t weights_mapped = 0;    // sum of mapped_bytes
+  // The MoE experts' share of weights_mapped / weights_anon, and of them what one decoded
+  // token reads: n_expert_used / n_expert of every MoE layer's experts.
+  uint64_t experts_mapped = 0, experts_anon = 0;
+  uint64_t active_expert_bytes = 0;
   int64_t repacked_tensors = 0;
   // Approximate heap of the tokenizer's tables plus the file metadata kept while loaded
   // (GGUF token/merge string arrays), from the counts and lengths in the metadata.

@@ -9,7 +9,8 @@ namespace edge {
 // the families other code names).
 const std::vector<const ArchFamily*>& all_families() {
   static const std::vector<const ArchFamily*> families = {
-      &llama_family(), &qwen2_family(), &qwen3_family(), &gemma3_family()};
+      &llama_family(), &qwen2_family(), &qwen3_family(), &gemma3_family(), &qwen3moe_family(),
+      &gpt_oss_family()};
   return families;
 }
 

@@ -14,6 +14,18 @@ void TensorSchema::optional(std::string name, std::vector<int64_t> shape) {
   specs_.push_back({std::move(name), std::move(shape), false});
 }
 
+void TensorSchema::require_experts(std::string name, int32_t n_expert,
+                                   std::vector<int64_t> per_expert) {
+  per_expert.insert(per_expert.begin(), n_expert);
+  specs_.push_back({std::move(name), std::move(per_expert), true, n_expert});
+}
+
+std::string expert_tensor_name(const std::string& stacked, int32_t e) {
+  const size_t at = stacked.rfind("_exps.");
+  if (at == std::string::npos) return stacked + "." + std::to_string(e);
+  return stacked.substr(0, at) + "." + std::to_string(e) + stacked.substr(at + 5);
+}
+
 const TensorSpec* TensorSchema::find(const std::string& name) const {
   for (const TensorSpec& s : specs_)
     if (s.name == name) return &s;
@@ -24,20 +36,47 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
+namespace {
+
+Status check_one(const TensorView& t, const std::string& name, const std::vector<int64_t>& shape) {
+  if (t.shape != shape)
+    return Status::invalid_format(fmt::format("tensor {}: expected shape {}, found {}", name,
+                                              shape_string(shape), shape_string(t.shape)));
+  if (!kernel_supports_dtype(t.dtype))
+    return Status::unsupported(fmt::format("tensor {}: unsupported type {} (F32, F16, BF16 only)",
+                                           name, dtype_name(t.dtype)));
+  return Status();
+}
+
+// An expert spec held one tensor per expert: every one present, each [shape[1:]].
+Status check_per_expert(const TensorSpec& s, const TensorSet& tensors) {
+  const std::vector<int64_t> one(s.shape.begin() + 1, s.shape.end());
+  for (int32_t e = 0; e < s.experts; ++e) {
+    const std::string name = expert_tensor_name(s.name, e);
+    const TensorView* t = tensors.find(name);
+    if (!t)
+      return Status::not_found(fmt::format("missing tensor {} (expected shape {}, or {} as {})", name,
+                                           shape_string(one), s.name, shape_string(s.shape)));
+    RETURN_IF_ERROR(check_one(*t, name, one));
+  }
+  return Status();
+}
+
+}  // namespace
+
 Status TensorSchema::check(const TensorSet& tensors) const {
   for (const TensorSpec& s : specs_) {
     const TensorView* t = tensors.find(s.name);
+    if (!t && s.experts > 0) {
+      RETURN_IF_ERROR(check_per_expert(s, tensors));
+      continue;
+    }
     if (!t) {
       if (!s.required) continue;
       return Status::not_found(
           fmt::format("missing tensor {} (expected shape {})", s.name, shape_string(s.shape)));
     }
-    if (t->shape != s.shape)
-      return Status::invalid_format(fmt::format("tensor {}: expected shape {}, found {}", s.name,
-                                                shape_string(s.shape), shape_string(t->shape)));
-    if (!kernel_supports_dtype(t->dtype))
-      return Status::unsupported(fmt::format("tensor {}: unsupported type {} (F32, F16, BF16 only)",
-                                             s.name, dtype_name(t->dtype)));
+    RETURN_IF_ERROR(check_one(*t, s.name, s.shape));
   }
   return Status();
 }
@@ -61,12 +100,41 @@ TensorSchema decoder_schema(const ModelConfig& c) {
     s.require(layer_name(l, "attn_k"), {kv, d});      // [n_head_kv*head_dim, n_embd]
     s.require(layer_name(l, "attn_v"), {kv, d});
     s.require(layer_name(l, "attn_output"), {d, q});  // [n_embd, n_head*head_dim]
-    s.require(layer_name(l, "ffn_norm"), {d});
+    if (c.attn_out_bias) s.require(layer_name(l, "attn_output", "bias"), {d});
+    if (c.attn_sinks) s.require(layer_name(l, "attn_sinks"), {c.n_head});  // [n_head]
+    s.require(layer_name(l, c.ffn_norm_name.c_str()), {d});
+    if (c.layers[static_cast<size_t>(l)].moe) {
+      moe_ffn_schema(c, l, &s);
+      continue;
+    }
     s.require(layer_name(l, "ffn_gate"), {ff, d});    // [n_ff, n_embd]
     s.require(layer_name(l, "ffn_up"), {ff, d});
     s.require(layer_name(l, "ffn_down"), {d, ff});    // [n_embd, n_ff]
   }
   return s;
+}
+
+void moe_ffn_schema(const ModelConfig& c, int l, TensorSchema* s) {
+  const MoeConfig& m = c.moe;
+  const int64_t d = c.n_embd, ffe = m.n_ff_expert, ne = m.n_expert;
+  s->require(layer_name(l, "ffn_gate_inp"), {ne, d});  // router [n_expert, n_embd]
+  if (m.router_bias) s->require(layer_name(l, "ffn_gate_inp", "bias"), {ne});
+  if (m.selection_bias) s->require(layer_name(l, "exp_probs_b", "bias"), {ne});
+  s->require_experts(layer_name(l, "ffn_gate_exps"), m.n_expert, {ffe, d});  // [E, n_ff_exp, n_embd]
+  s->require_experts(layer_name(l, "ffn_up_exps"), m.n_expert, {ffe, d});
+  s->require_experts(layer_name(l, "ffn_down_exps"), m.n_expert, {d, ffe});  // [E, n_embd, n_ff_exp]
+  if (m.expert_bias) {
+    s->require_experts(layer_name(l, "ffn_gate_exps", "bias"), m.n_expert, {ffe});
+    s->require_experts(layer_name(l, "ffn_up_exps", "bias"), m.n_expert, {ffe});
+    s->require_experts(layer_name(l, "ffn_down_exps", "bias"), m.n_expert, {d});
+  }
+  if (m.n_ff_shared > 0) {
+    const int64_t ffs = m.n_ff_shared;
+    s->require(layer_name(l, "ffn_gate_shexp"), {ffs, d});
+    s->require(layer_name(l, "ffn_up_shexp"), {ffs, d});
+    s->require(layer_name(l, "ffn_down_shexp"), {d, ffs});
+    if (m.shared_gate) s->require(layer_name(l, "ffn_gate_inp_shexp"), {d});  // [n_embd]
+  }
 }
 
 }  // namespace edge

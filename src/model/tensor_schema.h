@@ -18,17 +18,29 @@ struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;  // row-major, outermost first
   bool required = true;
+  // > 0: the experts of a MoE layer, stacked (`name` = blk.N.<what>_exps.<suffix>, shape
+  // [experts, ...]). A file may instead hold one tensor per expert, shaped without the
+  // first dim and named expert_tensor_name(name, e) (HF checkpoints, llama.cpp's older
+  // per-expert GGUF form).
+  int32_t experts = 0;
 };
+
+// The name of expert e's tensor in the per-expert form of a stacked expert tensor:
+// "blk.3.ffn_gate_exps.weight", 5 -> "blk.3.ffn_gate.5.weight".
+std::string expert_tensor_name(const std::string& stacked, int32_t e);
 
 class TensorSchema {
  public:
   void require(std::string name, std::vector<int64_t> shape);
   void optional(std::string name, std::vector<int64_t> shape);
+  // The stacked experts [n_expert, per_expert...] of a MoE layer (see TensorSpec::experts).
+  void require_experts(std::string name, int32_t n_expert, std::vector<int64_t> per_expert);
   const std::vector<TensorSpec>& specs() const { return specs_; }
   const TensorSpec* find(const std::string& name) const;
 
   // Every required tensor present; every present one (required or optional) with the
   // declared shape and a dtype the kernels read (F32/F16/BF16). Extra tensors are ignored.
+  // Expert specs take either form (stacked, or every expert on its own).
   Status check(const TensorSet& tensors) const;
 
  private:
@@ -42,6 +54,12 @@ std::string shape_string(const std::vector<int64_t>& shape);
 
 // The part every decoder family shares: embeddings, final norm, output head (unless tied),
 // and per layer the attention norm, q/k/v/o projections, FFN norm and gate/up/down.
+// Layers with LayerConfig::moe get the router and the experts instead of gate/up/down
+// (moe_ffn_schema).
 TensorSchema decoder_schema(const ModelConfig& c);
+// The FFN of MoE layer l: router ffn_gate_inp [n_expert, n_embd], the stacked experts
+// ffn_{gate,up}_exps [n_expert, n_ff_expert, n_embd] and ffn_down_exps [n_expert, n_embd,
+// n_ff_expert], the biases the config asks for, and the shared expert.
+void moe_ffn_schema(const ModelConfig& c, int layer, TensorSchema* s);
 
 }  // namespace edge

@@ -17,6 +17,8 @@ struct LayerWeights {
   TensorView wk;                      // [n_head_kv*head_dim, n_embd]
   TensorView wv;                      // [n_head_kv*head_dim, n_embd]
   TensorView wo;                      // [n_embd, n_head*head_dim]
+  std::vector<float> bo;              // [n_embd]; empty without attn_out_bias
+  std::vector<float> attn_sinks;      // [n_head]; empty without attn_sinks
   std::vector<float> bq, bk, bv;      // [q_dim], [kv_dim], [kv_dim]; empty without qkv_bias
   std::vector<float> q_norm, k_norm;  // [head_dim]; empty without qk_norm
   std::vector<float> post_attn_norm;  // [n_embd]; empty without post_norms
@@ -25,6 +27,18 @@ struct LayerWeights {
   TensorView w_up;                    // [n_ff, n_embd]
   TensorView w_down;                  // [n_embd, n_ff]
   std::vector<float> post_ffn_norm;   // [n_embd]; empty without post_norms
+  // MoE layers (LayerConfig::moe) instead of w_gate/w_up/w_down:
+  TensorView router;                  // [n_expert, n_embd]
+  std::vector<float> router_bias;     // [n_expert]; empty without MoeConfig::router_bias
+  std::vector<float> selection_bias;  // [n_expert]; empty without MoeConfig::selection_bias
+  // One 2-D view per expert (slices of a stacked tensor, or the file's per-expert tensors):
+  std::vector<TensorView> gate_exps;  // [n_expert] x [n_ff_expert, n_embd]
+  std::vector<TensorView> up_exps;    // [n_expert] x [n_ff_expert, n_embd]
+  std::vector<TensorView> down_exps;  // [n_expert] x [n_embd, n_ff_expert]
+  // [n_expert * n_ff_expert], [.. * n_ff_expert], [.. * n_embd]; empty without expert_bias.
+  std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
+  TensorView gate_shexp, up_shexp, down_shexp;  // shared expert; empty without n_ff_shared
+  std::vector<float> shexp_gate;                // [n_embd]; empty without shared_gate
 };
 
 struct ModelWeights {
@@ -33,6 +47,11 @@ struct ModelWeights {
   TensorView output;                // [n_vocab, n_embd]; the same view as token_embd if tied
   std::vector<LayerWeights> layers;
 };
+
+// Expert e of a stacked expert tensor [n_expert, rows, cols] as a 2-D view [rows, cols]. A
+// packed stack holds each expert's panels on their own (quant/packed.h), so expert e
+// starts at e * matrix_bytes(rows, cols); other types at e * rows * row bytes.
+TensorView expert_slice(const TensorView& stacked, int32_t e);
 
 // Binds tensors (already checked against the family's schema) to the config's layout.
 // norms_plus_one: add 1 to every RMSNorm weight (Gemma HF checkpoints).

@@ -114,9 +114,9 @@ Status produce_f32(Job& job, const QuantizeInput& in, const GgufWriter::ChunkSin
   return {};
 }
 
-Status produce_packed(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
-  const QuantizeInput& in = job.inputs[i];
-  const TensorPlan& p = job.plans[i];
+// One matrix [n, k] of a packed tensor (the tensor, or expert e of a stack).
+Status produce_packed_matrix(Job& job, const QuantizeInput& in, const TensorPlan& p,
+                             const GgufWriter::ChunkSink& sink) {
   const int64_t n = in.view.shape[0];
   const uint64_t row_bytes = in.view.nbytes / static_cast<uint64_t>(n);
   // After each batch: its source rows are no longer needed (only in source order).
@@ -135,6 +135,25 @@ Status produce_packed(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
   }
   ASSIGN_OR_RETURN(RowSource rows, ordered_rows(in));
   return quantize_matrix_stream(p.format, n, in.view.shape[1], rows, sink, job.threads, done);
+}
+
+// A matrix, or stacked experts [n_expert, n, k]: each expert packed on its own, one after
+// the other (quant/packed.h: expert e at e * matrix_bytes(n, k)).
+Status produce_packed(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
+  const QuantizeInput& in = job.inputs[i];
+  const TensorPlan& p = job.plans[i];
+  if (in.view.shape.size() != 3) return produce_packed_matrix(job, in, p, sink);
+  if (!in.row_order.empty()) return Status::unsupported("row reordering of stacked experts");
+  const int64_t experts = in.view.shape[0];
+  const uint64_t bytes = in.view.nbytes / static_cast<uint64_t>(experts);
+  for (int64_t e = 0; e < experts; ++e) {
+    QuantizeInput one = in;
+    one.view.shape = {in.view.shape[1], in.view.shape[2]};
+    one.view.data = in.view.data + static_cast<uint64_t>(e) * bytes;
+    one.view.nbytes = bytes;
+    RETURN_IF_ERROR(produce_packed_matrix(job, one, p, sink).with_context("expert " + std::to_string(e)));
+  }
+  return {};
 }
 
 Status produce(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
@@ -225,9 +244,15 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
     p.out_bytes = static_cast<uint64_t>(t.numel()) * 4;
     return p;
   }
-  const bool weight = t.shape.size() == 2 && ends_with(t.name, ".weight") && t.numel() > 0;
+  // Matrices and stacked experts [n_expert, n, k]; a MoE router (ffn_gate_inp: small, and
+  // its logits choose the experts) stays as it is, as llama.cpp's quantiser leaves it.
+  const bool stacked = t.shape.size() == 3 && ends_with(t.name, "_exps.weight");
+  const bool router = t.name.find("ffn_gate_inp") != std::string::npos;
+  const bool weight = (t.shape.size() == 2 || stacked) && ends_with(t.name, ".weight") &&
+                      t.numel() > 0 && !router;
   if (!weight) return p;  // F32 norms, biases, other tensors: copied
-  const int64_t n = t.shape[0], k = t.shape[1];
+  const int64_t n = t.shape[t.shape.size() - 2], k = t.shape.back();
+  const int64_t matrices = stacked ? t.shape[0] : 1;
   if (o.type == QuantType::kF16) {  // conversion only: F32 -> F16, the rest as is
     if (t.dtype == DType::F32) {
       p.action = TensorPlan::Action::kToF16;
@@ -257,7 +282,7 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
     p.action = TensorPlan::Action::kRepack;
   }
   p.out_dtype = packed_dtype(p.format);
-  p.out_bytes = static_cast<uint64_t>(p.format.matrix_bytes(n, k));
+  p.out_bytes = static_cast<uint64_t>(p.format.matrix_bytes(n, k) * matrices);
   return p;
 }
 

@@ -101,6 +101,23 @@ std::string refusal_text(const MemoryPlan& p) {
   return s.str();
 }
 
+// Mapped experts beyond the limit stay on disk: kWeightsMapped keeps the non-expert bytes
+// plus the experts' resident share (at least one token's active bytes, at most all).
+void plan_file_backed_experts(const ModelFootprint& m, MemoryPlan* p) {
+  p->experts_mapped = static_cast<int64_t>(m.experts_mapped);
+  p->active_expert_bytes = static_cast<int64_t>(m.active_expert_bytes);
+  if (p->experts_mapped == 0) return;
+  const int64_t rest = p->total() - p->experts_mapped;
+  const int64_t room = p->limit.bytes == INT64_MAX ? p->experts_mapped : p->limit.bytes - rest;
+  const int64_t active_mapped = std::min(p->experts_mapped, p->active_expert_bytes);
+  p->experts_resident = std::clamp(room, active_mapped, p->experts_mapped);
+  p->bytes[static_cast<int>(MemCategory::kWeightsMapped)] -= p->experts_mapped - p->experts_resident;
+  if (p->experts_resident < p->experts_mapped)
+    p->disk_bytes_per_token = static_cast<int64_t>(
+        static_cast<double>(active_mapped) *
+        (1.0 - static_cast<double>(p->experts_resident) / static_cast<double>(p->experts_mapped)));
+}
+
 }  // namespace
 
 MemoryLimit read_memory_limit(int64_t flag_limit) {
@@ -133,8 +150,12 @@ int64_t plan_kv_bytes(const ModelConfig& c, KvType t, int64_t ctx, int64_t max_s
 }
 
 int64_t plan_scratch_bytes(const ModelConfig& c, int64_t max_batched_tokens, int64_t max_seqs) {
-  const int64_t per_token = 4LL * c.n_embd + 2LL * c.q_dim() + 2LL * c.kv_dim() + 3LL * c.n_ff;
-  return max_batched_tokens * per_token * 4 + max_seqs * static_cast<int64_t>(c.n_vocab) * 4;
+  // Dense FFN buffers only when some layer is dense; MoE layers hold their own (moe_ffn.h).
+  const int64_t ff = c.n_moe_layers() < c.n_layer ? 3LL * c.n_ff : 0;
+  const int64_t per_token = 4LL * c.n_embd + 2LL * c.q_dim() + 2LL * c.kv_dim() + ff +
+                            (c.moe.enabled() ? c.n_embd : 0);
+  return max_batched_tokens * per_token * 4 + max_seqs * static_cast<int64_t>(c.n_vocab) * 4 +
+         MoeFfn::scratch_bytes_for(c, max_batched_tokens);
 }
 
 int64_t plan_runtime_bytes(int n_threads) {
@@ -197,6 +218,7 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   set(MemCategory::kRope, ForwardPass::rope_table_bytes(c, p.max_batched_tokens));
   set(MemCategory::kTokenizer, m.tokenizer_bytes);
   set(MemCategory::kRuntime, plan_runtime_bytes(o.n_threads));
+  plan_file_backed_experts(m, &p);
   if (p.kv_from_budget && budget < p.kv_needed_per_seq) {
     p.refusal = "KV budget " + format_bytes(budget) + " is smaller than one request needs: " +
                 format_bytes(p.kv_needed_per_seq) + " for a context of " + std::to_string(o.ctx) +
@@ -252,6 +274,10 @@ nlohmann::json MemoryPlan::to_json() const {
                  {"cgroup_room", limit.cgroup_room}, {"memory_limit_flag", limit.flag}}},
       {"admitted", admitted}};
   if (!admitted) j["refusal"] = refusal;
+  if (experts_mapped > 0)
+    j["experts"] = {{"mapped", experts_mapped}, {"resident", experts_resident},
+                    {"active_per_token", active_expert_bytes},
+                    {"disk_bytes_per_token", disk_bytes_per_token}};
   return j;
 }
 
@@ -273,6 +299,10 @@ std::string MemoryPlan::table() const {
   std::snprintf(line, sizeof(line), "  %-15s %12s  (anonymous %s)\n", "total", format_bytes(total()).c_str(),
                 format_bytes(anon_total()).c_str());
   s << line;
+  if (experts_mapped > 0)
+    s << "experts " << format_bytes(experts_mapped) << " file-backed, " << format_bytes(experts_resident)
+      << " resident; a token reads " << format_bytes(active_expert_bytes) << " of them, "
+      << format_bytes(disk_bytes_per_token) << " from disk\n";
   s << "may use " << (limit.bytes == INT64_MAX ? std::string("unlimited") : format_bytes(limit.bytes)) << " ("
     << limit.source << ")\n";
   s << (admitted ? "admitted" : "REFUSED: " + refusal) << "\n";

@@ -76,6 +76,15 @@ struct MemoryPlan {
   MemoryLimit limit;
   bool admitted = false;
   std::string refusal;              // why, with the numbers (empty when admitted)
+  // A MoE model whose experts are used in place from the file (a pre-packed file): the
+  // experts' pages are the kernel's to evict and read back, so the plan counts only what of
+  // them fits beside everything else (kWeightsMapped holds that share), admits the model
+  // when one token's active experts fit at least, and says what a token then reads from
+  // disk (its active bytes times the share of the experts not resident, routing uniform).
+  int64_t experts_mapped = 0;        // all mapped expert bytes
+  int64_t experts_resident = 0;      // of them, the bytes the plan keeps resident
+  int64_t active_expert_bytes = 0;   // read per decoded token
+  int64_t disk_bytes_per_token = 0;  // expected reads from disk per token (0: all resident)
 
   int64_t of(MemCategory c) const { return bytes[static_cast<int>(c)]; }
   int64_t total() const;

@@ -159,6 +159,48 @@ TEST(MatmulGroup, GateUpLikeLargeSplitsByBytes) {
   check_group({&gate, &up}, "gate/up");
 }
 
+// matmul_jobs: the experts of a MoE layer, each with its own input and token count (0 for
+// an expert no token chose, 1 at decode, uneven at prefill), in one region: each job equals
+// its direct kernel call bit for bit, and a job with no tokens writes nothing.
+TEST(MatmulJobs, ExpertsWithTheirOwnInputsAndTokenCounts) {
+  std::vector<Weight> ws;
+  for (uint32_t e = 0; e < 6; ++e)
+    ws.push_back(e % 3 == 2 ? dense_weight(DType::F16, 40, 128, 20 + e)
+                            : packed_weight(e % 2 ? PackedKind::kW8 : PackedKind::kW4Sym,
+                                            e % 2 ? 32 : 64, 48, 128, 20 + e));
+  for (bool a8 : {true, false}) {
+    KernelTable k = select_kernels();
+    k.packed_int8_activations = a8;
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (const std::vector<int64_t>& counts :
+           {std::vector<int64_t>{1, 0, 1, 1, 0, 1}, std::vector<int64_t>{9, 0, 3, 17, 1, 2}}) {
+        std::mt19937 rng(static_cast<uint32_t>(threads * 31 + counts[0]));
+        std::normal_distribution<float> d(0.0f, 1.0f);
+        std::vector<std::vector<float>> xs, ys;
+        std::vector<MatmulJob> jobs;
+        for (size_t e = 0; e < ws.size(); ++e) {
+          xs.emplace_back(static_cast<size_t>(std::max<int64_t>(counts[e], 1) * 128));
+          for (float& v : xs.back()) v = d(rng);
+          ys.emplace_back(static_cast<size_t>(counts[e] * ws[e].view.shape[0] + 16), 777.0f);
+        }
+        for (size_t e = 0; e < ws.size(); ++e)
+          jobs.push_back({&ws[e].view, xs[e].data(), counts[e], ys[e].data()});
+        matmul_jobs(k, jobs, pool);
+        for (size_t e = 0; e < ws.size(); ++e) {
+          const std::string at = "expert " + std::to_string(e) + " a8=" + std::to_string(a8) +
+                                 " t=" + std::to_string(threads) + " n=" + std::to_string(counts[e]);
+          const size_t len = static_cast<size_t>(counts[e] * ws[e].view.shape[0]);
+          for (size_t j = len; j < ys[e].size(); ++j) ASSERT_EQ(ys[e][j], 777.0f) << at;
+          if (counts[e] == 0) continue;
+          ys[e].resize(len);
+          EXPECT_EQ(ys[e], direct(k, ws[e].view, xs[e].data(), counts[e])) << at;
+        }
+      }
+    }
+  }
+}
+
 // The pool's workers spin, then sleep; a region after a long idle must wake them (no lost
 // wake-up), and back-to-back regions must each run every thread exactly once.
 TEST(ThreadPoolRegions, WakesSleepingWorkersAndCountsEveryRegion) {

@@ -103,7 +103,7 @@ void run(const KernelTable& k, AttentionArgs a, std::vector<float>* out, int spl
 // One case in cache type t: the reference on the paged cache against the reference on a
 // contiguous F32 copy, then every SIMD variant (whole task range, and three uneven parts
 // that cut GQA groups and query blocks) against it.
-void check_case(KvType t, const Case& c, uint32_t seed) {
+void check_case(KvType t, const Case& c, uint32_t seed, const float* sinks = nullptr) {
   const int64_t n_pos = c.pos0 + c.n_q;
   const int64_t keep_from = c.window > 0 ? std::max<int64_t>(0, c.pos0 - c.window + 1) : 0;
   PagedCache cache(t, c.block_tokens, n_pos, c.n_head_kv, c.hd, keep_from, seed);
@@ -112,6 +112,7 @@ void check_case(KvType t, const Case& c, uint32_t seed) {
   a.q = q.data(), a.n_q = c.n_q, a.pos0 = c.pos0, a.n_head = c.n_head;
   a.n_head_kv = c.n_head_kv, a.head_dim = c.hd, a.window = c.window;
   a.scale = 1.0f / std::sqrt(float(c.hd));
+  a.sinks = sinks;
   std::vector<float> want(q.size(), NAN), got(q.size(), NAN);
   AttentionArgs contiguous = a;
   const uint8_t* blocks[2];
@@ -124,7 +125,7 @@ void check_case(KvType t, const Case& c, uint32_t seed) {
                            " pos0 " + std::to_string(c.pos0) + " heads " +
                            std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " hd " +
                            std::to_string(c.hd) + " window " + std::to_string(c.window) + " B " +
-                           std::to_string(c.block_tokens);
+                           std::to_string(c.block_tokens) + (sinks ? " sinks" : "");
   EXPECT_LT(scaled_err(got, want), 1e-6) << "ref " << what;
   for (const auto& [name, table] : simd_variants())
     for (int splits : {1, 3}) {
@@ -142,6 +143,35 @@ TEST(PagedAttention, EveryTypeAndVariantMatchesTheContiguousReference) {
   uint32_t seed = 7;
   for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBF16, KvType::kQ8})
     for (const Case& c : cases) check_case(t, c, seed += 4);
+}
+
+// Attention sinks (GPT-OSS): a per-head logit that only joins the denominator. Every variant
+// against the reference, in the decode, prefill and lane tiles, and the reference against the
+// definition: with a sink of -inf nothing changes, and a large sink shrinks every output
+// by the same factor exp(s) / (sum + exp(s)).
+TEST(PagedAttention, SinksJoinTheDenominatorInEveryVariant) {
+  std::vector<float> sinks(16);
+  for (size_t h = 0; h < sinks.size(); ++h) sinks[h] = -2.0f + 0.5f * static_cast<float>(h);
+  uint32_t seed = 3000;
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kQ8})
+    for (const Case& c : {Case{1, 40, 16, 4, 64, 0, 16}, Case{9, 30, 16, 2, 64, 12, 5},
+                          Case{21, 3, 16, 16, 32, 0, 4}})
+      check_case(t, c, seed += 4, sinks.data());
+  // A single key: out = v * e^s0 / (e^s0 + e^sink), s0 the scaled score.
+  const std::vector<float> q = randn(4, 1), k = randn(4, 2), v = randn(4, 3);
+  AttentionArgs a;
+  const uint8_t* blocks[2];
+  a.contiguous_f32(k.data(), v.data(), blocks);
+  a.q = q.data(), a.n_q = 1, a.pos0 = 0, a.n_head = 1, a.n_head_kv = 1, a.head_dim = 4;
+  a.scale = 0.5f;
+  const float sink = 1.25f;
+  a.sinks = &sink;
+  std::vector<float> out(4);
+  run(reference_kernels(), a, &out, 1);
+  double s0 = 0;
+  for (int i = 0; i < 4; ++i) s0 += double(q[i]) * k[i] * 0.5;
+  const double p = std::exp(s0) / (std::exp(s0) + std::exp(double(sink)));
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[i], p * v[i], 1e-5);
 }
 
 // The shared tiling (kernels/attention_blocking.h) on every cache type across GQA ratios

@@ -2,6 +2,7 @@
 // KV element type, one (query, head) per task. Rows are converted to F32 one head slice
 // at a time.
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/ref/ref_kernels.h"
 
@@ -25,7 +26,17 @@ void attention(const AttentionArgs& a, int64_t t0, int64_t t1, float* scratch) {
       kv_load_head(a.kv_type, a.k_row(j), a.n_head_kv, a.head_dim, hk, row);
       scores[j - lo] = dot(q, row, a.head_dim) * a.scale;
     }
-    softmax(scores, n_keys);
+    if (a.sinks) {
+      // The sink joins the max and the denominator, never the values.
+      const float sink = a.sinks[h];
+      float mx = sink;
+      for (int64_t j = 0; j < n_keys; ++j) mx = std::max(mx, scores[j]);
+      float sum = std::exp(sink - mx);
+      for (int64_t j = 0; j < n_keys; ++j) sum += scores[j] = std::exp(scores[j] - mx);
+      for (int64_t j = 0; j < n_keys; ++j) scores[j] /= sum;
+    } else {
+      softmax(scores, n_keys);
+    }
     float* o = a.out + qi * q_stride + static_cast<int64_t>(h) * a.head_dim;
     std::fill(o, o + a.head_dim, 0.0f);
     for (int64_t j = lo; j <= pos; ++j) {

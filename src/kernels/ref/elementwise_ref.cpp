@@ -54,6 +54,7 @@ void rope_angles(int64_t pos, const RopeParams& p, float* cos_sin) {
     const float angle = fpos * freq;
     cos_sin[i] = std::cos(angle);
     cos_sin[half + i] = std::sin(angle);
+    if (p.mscale != 1.0f) cos_sin[i] *= p.mscale, cos_sin[half + i] *= p.mscale;
   }
 }
 

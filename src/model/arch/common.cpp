@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -202,6 +203,88 @@ std::string hf_decoder_name_of(const std::string& canonical, bool gemma_norms) {
     hf = gemma_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm";
   if (hf.empty()) return "";
   return "model.layers." + std::string(m[1]) + "." + hf + "." + std::string(m[3]);
+}
+
+Status gguf_moe_hparams(const GgufFile& f, const std::string& arch, bool norm_default,
+                        int32_t first_moe_layer, ModelConfig* c) {
+  MoeConfig& m = c->moe;
+  ASSIGN_OR_RETURN(int64_t ne, gguf_req_int(f, arch, "expert_count"));
+  ASSIGN_OR_RETURN(int64_t nu, gguf_req_int(f, arch, "expert_used_count"));
+  RETURN_IF_ERROR(positive_i32(ne, "expert_count", &m.n_expert));
+  RETURN_IF_ERROR(positive_i32(nu, "expert_used_count", &m.n_expert_used));
+  RETURN_IF_ERROR(positive_i32(f.get_int_or(arch + ".expert_feed_forward_length", c->n_ff),
+                               "expert_feed_forward_length", &m.n_ff_expert));
+  const int64_t shared = f.get_int_or(arch + ".expert_shared_feed_forward_length", 0);
+  if (shared > 0) RETURN_IF_ERROR(positive_i32(shared, "expert_shared_feed_forward_length", &m.n_ff_shared));
+  m.norm_topk = f.get_bool_or(arch + ".expert_weights_norm", norm_default);
+  m.weights_scale = static_cast<float>(f.get_float_or(arch + ".expert_weights_scale", 1.0));
+  if (m.weights_scale == 0.0f) m.weights_scale = 1.0f;  // llama.cpp writes 0 for "none"
+  for (int32_t l = first_moe_layer; l < c->n_layer; ++l) c->layers[static_cast<size_t>(l)].moe = true;
+  return Status();
+}
+
+Status hf_moe_hparams(const nlohmann::json& j, bool norm_default, ModelConfig* c) {
+  MoeConfig& m = c->moe;
+  ASSIGN_OR_RETURN(int64_t ne, json_int(j, "num_experts", 0));
+  if (ne == 0) {
+    ASSIGN_OR_RETURN(ne, json_int(j, "num_local_experts", 0));
+  }
+  ASSIGN_OR_RETURN(int64_t nu, json_required_int(j, "num_experts_per_tok"));
+  ASSIGN_OR_RETURN(int64_t ffe, json_int(j, "moe_intermediate_size", c->n_ff));
+  RETURN_IF_ERROR(positive_i32(ne, "num_experts", &m.n_expert));
+  RETURN_IF_ERROR(positive_i32(nu, "num_experts_per_tok", &m.n_expert_used));
+  RETURN_IF_ERROR(positive_i32(ffe, "moe_intermediate_size", &m.n_ff_expert));
+  ASSIGN_OR_RETURN(m.norm_topk, json_bool(j, "norm_topk_prob", norm_default));
+  ASSIGN_OR_RETURN(int64_t step, json_int(j, "decoder_sparse_step", 1));
+  if (step <= 0) return Status::invalid_format("config.json: 'decoder_sparse_step' must be positive");
+  std::vector<int64_t> dense;
+  if (auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return Status::invalid_format("config.json: 'mlp_only_layers' must be a list");
+    for (const auto& v : *it) {
+      if (!v.is_number_integer())
+        return Status::invalid_format("config.json: 'mlp_only_layers' must hold layer numbers");
+      dense.push_back(v.get<int64_t>());
+    }
+  }
+  for (int32_t l = 0; l < c->n_layer; ++l)
+    c->layers[static_cast<size_t>(l)].moe =
+        (l + 1) % step == 0 && std::find(dense.begin(), dense.end(), l) == dense.end();
+  return Status();
+}
+
+void hf_moe_config(const ModelConfig& c, nlohmann::json* j) {
+  const MoeConfig& m = c.moe;
+  (*j)["num_experts"] = m.n_expert;
+  (*j)["num_experts_per_tok"] = m.n_expert_used;
+  (*j)["moe_intermediate_size"] = m.n_ff_expert;
+  (*j)["norm_topk_prob"] = m.norm_topk;
+  (*j)["decoder_sparse_step"] = 1;
+  nlohmann::json dense = nlohmann::json::array();
+  for (int32_t l = 0; l < c.n_layer; ++l)
+    if (!c.layers[static_cast<size_t>(l)].moe) dense.push_back(l);
+  (*j)["mlp_only_layers"] = dense;
+}
+
+std::string hf_moe_tensor_name(const std::string& hf) {
+  static const std::regex gate_re(R"(model\.layers\.(\d+)\.mlp\.gate\.weight)");
+  static const std::regex expert_re(
+      R"(model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
+  std::smatch m;
+  if (std::regex_match(hf, m, gate_re)) return "blk." + std::string(m[1]) + ".ffn_gate_inp.weight";
+  if (std::regex_match(hf, m, expert_re))
+    return "blk." + std::string(m[1]) + ".ffn_" + std::string(m[3]) + "." + std::string(m[2]) + ".weight";
+  return "";
+}
+
+std::string hf_moe_name_of(const std::string& canonical) {
+  static const std::regex gate_re(R"(blk\.(\d+)\.ffn_gate_inp\.weight)");
+  static const std::regex expert_re(R"(blk\.(\d+)\.ffn_(gate|up|down)\.(\d+)\.weight)");
+  std::smatch m;
+  if (std::regex_match(canonical, m, gate_re)) return "model.layers." + std::string(m[1]) + ".mlp.gate.weight";
+  if (std::regex_match(canonical, m, expert_re))
+    return "model.layers." + std::string(m[1]) + ".mlp.experts." + std::string(m[3]) + "." +
+           std::string(m[2]) + "_proj.weight";
+  return "";
 }
 
 std::vector<float> llama3_rope_freq_factors(int32_t rotary_dim, float theta, float factor,

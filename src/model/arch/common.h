@@ -35,6 +35,23 @@ std::string hf_decoder_tensor_name(const std::string& hf, bool gemma_norms);
 // Its inverse for writers: canonical -> the HF name of a plain text model (model.layers.N...).
 std::string hf_decoder_name_of(const std::string& canonical, bool gemma_norms);
 
+// MoE keys of llama.cpp's GGUF: <arch>.expert_count, expert_used_count,
+// expert_feed_forward_length, expert_shared_feed_forward_length (optional),
+// expert_weights_norm (optional, default `norm_default`), expert_weights_scale (optional);
+// every layer from `first_moe_layer` on is a MoE layer.
+Status gguf_moe_hparams(const GgufFile& f, const std::string& arch, bool norm_default,
+                        int32_t first_moe_layer, ModelConfig* c);
+// The same from config.json: num_experts (or num_local_experts), num_experts_per_tok,
+// moe_intermediate_size (default: intermediate_size), norm_topk_prob, decoder_sparse_step
+// and mlp_only_layers (Qwen-MoE: the layers that keep a dense FFN).
+Status hf_moe_hparams(const nlohmann::json& j, bool norm_default, ModelConfig* c);
+// Writers' inverse of hf_moe_hparams (Qwen-MoE field names).
+void hf_moe_config(const ModelConfig& c, nlohmann::json* j);
+// HF -> canonical for the MoE parts of a Qwen-MoE style layer (mlp.gate -> ffn_gate_inp,
+// mlp.experts.E.gate_proj -> ffn_gate.E, ...), "" if `hf` is not one; and its inverse.
+std::string hf_moe_tensor_name(const std::string& hf);
+std::string hf_moe_name_of(const std::string& canonical);
+
 // Llama-3.1 "llama3" rope_scaling as per-pair frequency divisors [rotary_dim/2].
 std::vector<float> llama3_rope_freq_factors(int32_t rotary_dim, float theta, float factor,
                                             float low_freq_factor, float high_freq_factor,

@@ -15,6 +15,8 @@
 
 namespace edge {
 
+class GgufWriter;
+
 // One model of a family as its files name it (ModelConfig::arch of what the readers
 // return) and what a writer puts in a new file of it: `make-model` takes the defaults here,
 // so a made-up model has the family's shape without a check of the name.
@@ -28,6 +30,12 @@ struct ArchVariant {
   // Period P of the sliding/global pattern, layer i global iff (i + 1) % P == 0 (Gemma-3:
   // 6, Spark: 4); 0: the variant has no sliding layers of its own.
   int32_t sliding_period = 0;
+  // RoPE theta of the sliding layers (Gemma-3: 10000); 0: the global layers' (GPT-OSS).
+  float sliding_rope_theta = 10000.0f;
+  // YaRN factor and original context of a made-up model (GPT-OSS: 32, 4096); 0: none.
+  float yarn_factor = 0.0f;
+  float yarn_original_ctx = 4096.0f;
+  int32_t sliding_window = 512;  // window of a made-up model's sliding layers
 };
 
 struct ArchFamily {
@@ -46,6 +54,11 @@ struct ArchFamily {
   // HF checkpoints store RMSNorm weights as w and compute x*(1+w) (Gemma); GGUF stores
   // w+1. The loader adds 1 to every norm weight of an HF checkpoint when set.
   bool hf_norms_plus_one = false;
+  // The family's fixed facts its GGUF reader sets beyond the traits below (GPT-OSS: sinks,
+  // output bias, the FFN norm's name), for a made-up model. May be null.
+  void (*made_up)(ModelConfig* c) = nullptr;
+  // GGUF keys of the family beyond write_common_gguf_hparams' (writers). May be null.
+  void (*gguf_extras)(const ModelConfig& c, GgufWriter* w) = nullptr;
   // Canonical name -> HF tensor name (the inverse of hf_tensor_name, for writers).
   std::string (*hf_name_of)(const std::string& canonical) = nullptr;
   // The config.json fields of the family beyond hf_common_hparams' (the inverse of
@@ -68,6 +81,9 @@ struct ArchFamily {
   bool gguf_sliding_pattern = false;
   // Its GGUF reader takes Llama-3.1 RoPE scaling as the rope_freqs.weight tensor.
   bool gguf_rope_freqs = false;
+  // A mixture-of-experts family (moe.n_expert > 0): its routing and bias traits, and the
+  // expert counts a made-up model takes when the writer is not told (RandomModelOptions).
+  MoeConfig moe;
 
   const ArchVariant* variant(const std::string& arch) const;
 };
@@ -76,5 +92,7 @@ const ArchFamily& llama_family();
 const ArchFamily& qwen2_family();
 const ArchFamily& qwen3_family();
 const ArchFamily& gemma3_family();
+const ArchFamily& qwen3moe_family();
+const ArchFamily& gpt_oss_family();
 
 }  // namespace edge

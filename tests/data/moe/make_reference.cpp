@@ -1,0 +1,86 @@
+// Reference logits and greedy tokens from ik_llama.cpp for the MoE conformance test
+// (tests/e2e/moe_conformance_test.cpp). Our code; it only calls the public llama API.
+// Build and run (outside this repository's build; IK = an ik_llama.cpp checkout whose build/
+// has libllama built: cmake --build build --target llama):
+//
+//   g++ -O2 -std=c++17 -I IK/include -I IK/ggml/include tests/data/moe/make_reference.cpp \
+//       IK/build/src/libllama.a IK/build/ggml/src/libggml.a -fopenmp -lpthread -lm \
+//       -o /tmp/make_moe_reference
+//   sh tests/data/moe/make_models.sh /tmp/moe_models        # our make-model, fixed seeds
+//   for m in qwen3moe gpt_oss; do
+//     /tmp/make_moe_reference /tmp/moe_models/$m.gguf 16 tests/data/moe/$m; done
+//
+// The prompt is the token ids of make_models.sh's PROMPT (fed as ids: no tokenizer in the
+// way). Writes OUT.logits.f32 (the logits of every prompt position, [n_prompt, n_vocab],
+// little-endian f32) and OUT.json (the prompt and N greedy tokens, one decode at a time).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "llama.h"
+
+static const std::vector<llama_token> kPrompt = {1, 259, 337, 266, 261, 262, 268, 261, 349, 263, 275,
+                                                 349, 264, 273, 262, 276, 260, 338, 300, 411};
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s MODEL.gguf N_GREEDY OUT_PREFIX\n", argv[0]);
+    return 2;
+  }
+  const int n_greedy = std::atoi(argv[2]);
+  const std::string out = argv[3];
+  llama_backend_init();
+  llama_model_params mp = llama_model_default_params();
+  llama_model* model = llama_model_load_from_file(argv[1], mp);
+  if (!model) return 1;
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = 256;
+  cp.n_batch = 256;
+  cp.n_ubatch = 256;
+  cp.n_threads = cp.n_threads_batch = 2;
+  llama_context* ctx = llama_init_from_model(model, cp);
+  if (!ctx) return 1;
+  const int n_vocab = llama_n_vocab(model);
+  llama_batch batch = llama_batch_init(static_cast<int>(kPrompt.size()), 0, 1);
+  for (size_t i = 0; i < kPrompt.size(); ++i) {
+    batch.token[i] = kPrompt[i];
+    batch.pos[i] = static_cast<llama_pos>(i);
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = 1;
+  }
+  batch.n_tokens = static_cast<int>(kPrompt.size());
+  if (llama_decode(ctx, batch) != 0) return 1;
+  std::vector<float> all;
+  for (size_t i = 0; i < kPrompt.size(); ++i) {
+    const float* l = llama_get_logits_ith(ctx, static_cast<int>(i));
+    all.insert(all.end(), l, l + n_vocab);
+  }
+  FILE* f = std::fopen((out + ".logits.f32").c_str(), "wb");
+  if (!f || std::fwrite(all.data(), sizeof(float), all.size(), f) != all.size()) return 1;
+  std::fclose(f);
+  std::vector<llama_token> greedy;
+  const float* last = llama_get_logits_ith(ctx, static_cast<int>(kPrompt.size()) - 1);
+  for (int s = 0; s < n_greedy; ++s) {
+    int best = 0;
+    for (int v = 1; v < n_vocab; ++v)
+      if (last[v] > last[best]) best = v;
+    greedy.push_back(best);
+    llama_batch one = llama_batch_get_one(&greedy.back(), 1);
+    if (llama_decode(ctx, one) != 0) return 1;
+    last = llama_get_logits_ith(ctx, -1);
+  }
+  FILE* j = std::fopen((out + ".json").c_str(), "w");
+  if (!j) return 1;
+  std::fprintf(j, "{\"n_vocab\": %d, \"prompt\": [", n_vocab);
+  for (size_t i = 0; i < kPrompt.size(); ++i) std::fprintf(j, "%s%d", i ? ", " : "", kPrompt[i]);
+  std::fprintf(j, "], \"greedy\": [");
+  for (size_t i = 0; i < greedy.size(); ++i) std::fprintf(j, "%s%d", i ? ", " : "", greedy[i]);
+  std::fprintf(j, "]}\n");
+  std::fclose(j);
+  llama_batch_free(batch);
+  llama_free(ctx);
+  llama_model_free(model);
+  return 0;
+}
