@@ -169,7 +169,19 @@ void attention_batch(const KernelTable& k, std::span<const AttentionArgs> as, Th
   });
 }
 
+namespace {
+
+// The shapes the model code derives from a checked config: a mismatch is a programming error.
+void check_delta_net_args(const DeltaNetArgs& a) {
+  const DeltaNetShape& s = a.shape;
+  CHECK(s.n_k_heads > 0 && s.n_v_heads % s.n_k_heads == 0 && s.d_k > 0 && s.d_v > 0);
+  CHECK(a.qkv_stride >= s.conv_channels() && a.n >= 0);
+}
+
+}  // namespace
+
 void delta_net_conv(const KernelTable& k, const DeltaConvArgs& a, ThreadPool& pool) {
+  CHECK(a.kernel >= 2 && a.kernel <= 8 && a.channels > 0 && a.n >= 0);
   // Channel ranges in whole 16-channel groups, so no thread but the last runs a vector tail.
   const int64_t groups = (a.channels + 15) / 16;
   pool.run([&](int tid, int nth) {
@@ -184,6 +196,7 @@ void delta_net_decode(const KernelTable& k, std::span<const DeltaNetArgs> as, Th
   // task counts are equal work.
   int64_t tasks = 0, scratch = 0;
   for (const DeltaNetArgs& a : as) {
+    check_delta_net_args(a);
     tasks += a.shape.n_v_heads;
     scratch = std::max(scratch, delta_net_scratch_floats(a.shape));
   }
@@ -202,6 +215,7 @@ void delta_net_decode(const KernelTable& k, std::span<const DeltaNetArgs> as, Th
 }
 
 void delta_net_prefill(const KernelTable& k, const DeltaNetArgs& a, ThreadPool& pool) {
+  check_delta_net_args(a);
   const size_t scratch = static_cast<size_t>(delta_net_scratch_floats(a.shape));
   pool.run([&](int tid, int nth) {
     const auto [h0, h1] = ThreadPool::split(a.shape.n_v_heads, tid, nth);
