@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <string>
@@ -16,6 +17,7 @@
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
 #include "kernels/api.h"
+#include "kernels/delta_net_blocking.h"
 #include "kernels/dense_isa.h"
 #include "kernels/isa.h"
 
@@ -387,6 +389,70 @@ INSTANTIATE_TEST_SUITE_P(Isa, DeltaNetVariant, ::testing::ValuesIn(dense_variant
                          [](const ::testing::TestParamInfo<KernelVariant>& i) {
                            return std::string(i.param.name);
                          });
+
+// The NEON variant's geometry (4 lanes, 8 vectors per decode block, tails of 1-3 lanes)
+// with portable 4-lane primitives, so its use of the shared template is checked on a CPU
+// that cannot run NEON (this x86 machine; arm_neon/delta_net_neon.cpp only compiles here).
+struct FourLanePrims {
+  using V = std::array<float, 4>;
+  static constexpr int kW = 4;
+  static constexpr int kDecodeVecs = 8;
+  static V zero() { return {0, 0, 0, 0}; }
+  static V set1(float x) { return {x, x, x, x}; }
+  static V load(const float* p) { return {p[0], p[1], p[2], p[3]}; }
+  static void store(float* p, V v) { std::copy(v.begin(), v.end(), p); }
+  static V load_n(const float* p, int64_t rem) {
+    V v = zero();
+    for (int64_t i = 0; i < std::min<int64_t>(rem, 4); ++i) v[i] = p[i];
+    return v;
+  }
+  static void store_n(float* p, int64_t rem, V v) {
+    for (int64_t i = 0; i < std::min<int64_t>(rem, 4); ++i) p[i] = v[i];
+  }
+  template <class F>
+  static V map(V a, V b, F f) {
+    for (int i = 0; i < 4; ++i) a[i] = f(a[i], b[i]);
+    return a;
+  }
+  static V fma(V a, V b, V c) {
+    for (int i = 0; i < 4; ++i) c[i] = std::fma(a[i], b[i], c[i]);
+    return c;
+  }
+  static V mul(V a, V b) {
+    return map(a, b, [](float x, float y) { return x * y; });
+  }
+  static V sub(V a, V b) {
+    return map(a, b, [](float x, float y) { return x - y; });
+  }
+  static V silu(V a) {
+    return map(a, a, [](float x, float) { return x / (1 + std::exp(-x)); });
+  }
+  static float hsum(V v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+};
+
+TEST(DeltaNet, NeonGeometryEmulatedMatchesReference) {
+  KernelTable k = reference_kernels();
+  delta::Kernels<FourLanePrims>::install(&k);
+  uint32_t seed = 800;
+  for (const DeltaNetShape& s : shapes())
+    for (int64_t n : {1, 100}) {
+      const Inputs in(s, n, seed += 10);
+      for (Form f : {Form::kRecurrent, Form::kChunked}) {
+        std::vector<float> st_ref, st_emu;
+        const auto want = run(reference_kernels(), f, in, &st_ref);
+        const auto got = run(k, f, in, &st_emu, 3);
+        EXPECT_LT(scaled_err(got, want), 2e-5) << "form " << int(f) << " n=" << n;
+        EXPECT_LT(scaled_err(st_emu, st_ref), 2e-5) << "form " << int(f) << " n=" << n;
+      }
+    }
+  const int64_t C = 37, n = 6;  // a 1-lane tail
+  const auto x = randn(n * C, 810), w = randn(C * 4, 811);
+  std::vector<float> st0 = randn(3 * C, 812), st1 = st0, y0(x.size()), y1(x.size());
+  run_conv(reference_kernels(), x.data(), w, st0.data(), y0.data(), n, C, 4, 1);
+  run_conv(k, x.data(), w, st1.data(), y1.data(), n, C, 4, 2);
+  EXPECT_LT(scaled_err(y1, y0), 1e-6);
+  EXPECT_EQ(st1, st0);
+}
 
 // The drivers split heads (and sequences) among threads: results equal single calls of the
 // table the engine uses, bit for bit.
