@@ -11,7 +11,8 @@
 //      where x at a time before the batch comes from the rolling conv state, the last K-1
 //      inputs of the sequence [K-1, C] (oldest first; zeros for a new sequence). The call
 //      shifts the batch's last K-1 inputs into it. The same call serves a prefill of n
-//      tokens and a decode token (n = 1);
+//      tokens and a decode token (n = 1). (HF's cache keeps K inputs, the oldest never
+//      read; ik_llama.cpp keeps K-1, channel-major.)
 //   3. delta_net_gates: per token and value head, the log-decay and the write strength
 //          g    = -exp(A_log) * softplus(a + dt_bias)   (<= 0, so exp(g) in (0, 1])
 //          beta = sigmoid(b)
@@ -19,10 +20,12 @@
 //   4. the delta rule, per value head h (state S_h [d_k, d_v], F32, in place). Value head h
 //      reads q/k of key head kh(h): with r = n_v_heads / n_k_heads value heads per key head,
 //      kh = h / r (kGrouped: consecutive value heads share a key head; HF's
-//      repeat_interleave, and ik_llama.cpp's delta_net with repeat type 0 (GGUFs with a fused
-//      ssm_beta_alpha, Qwen3-Next) or kh = h % n_k_heads (kTiled: ik_llama.cpp's repeat
-//      type 1, used where the converter reordered the value heads, Qwen3.5). The kernel
-//      normalises q and k itself from the conv output:
+//      repeat_interleave for Qwen3-Next, and ik_llama.cpp's delta_net with repeat type 0,
+//      which it takes for files with a fused beta/alpha projection) or kh = h % n_k_heads
+//      (kTiled: ik_llama.cpp's repeat type 1, for files with separate beta and alpha
+//      tensors, whose value heads the converter laid out in that order). The model code
+//      picks the map from the file; the kernels take either. The kernel normalises q and k
+//      itself from the conv output (HF's l2norm, eps 1e-6 inside the root):
 //          q' = q / sqrt(|q|^2 + 1e-6) / sqrt(d_k),   k' = k / sqrt(|k|^2 + 1e-6)
 //      then for each token t:
 //          S     <- exp(g_t) * S                       decay the memory
@@ -33,7 +36,8 @@
 //      delta_net_decode runs this token by token (the decode step); delta_net_prefill runs
 //      the same recurrence chunk-wise (64 tokens at a time, below), to rounding;
 //   5. gated RMSNorm per value head (KernelTable::rmsnorm_gated), over d_v with a weight
-//      [d_v] shared by all heads:  y = o / sqrt(mean(o^2) + eps) * w * silu(z);
+//      [d_v] shared by all heads:  y = o / sqrt(mean(o^2) + eps) * w * silu(z) (w as
+//      stored: HF's Qwen3NextRMSNormGated multiplies by w, not 1 + w);
 //   6. the output projection (matmul, not here).
 //
 // The chunk-wise form (one chunk of L <= 64 tokens, state S0 at its start; gc_t the

@@ -248,6 +248,27 @@ TEST(DeltaNet, ChunkedPrefillEqualsDecodeStepByStep) {
     }
 }
 
+// The hardest case for the triangular solve: every token writes the same key with full
+// strength and no decay (beta = 1, g = 0), so each row of (I + A) is all ones below the
+// diagonal; and the opposite, a decay so strong that exp(gc) underflows to 0 inside a chunk.
+TEST(DeltaNet, ChunkedPrefillStableAtTheExtremes) {
+  const DeltaNetShape s{2, 4, 32, 24, 4, DeltaNetHeadMap::kGrouped};
+  for (float g : {0.0f, -40.0f}) {
+    Inputs in(s, 150, 250);
+    for (int64_t t = 1; t < in.n; ++t)
+      for (int64_t c = s.key_dim(); c < 2 * s.key_dim(); ++c)
+        in.qkv[t * in.stride + c] = in.qkv[c];  // k of token 0, every token
+    std::fill(in.g.begin(), in.g.end(), g);
+    std::fill(in.beta.begin(), in.beta.end(), 1.0f);
+    std::vector<double> want_out, want_state;
+    recurrence_f64(in, &want_out, &want_state);
+    std::vector<float> st;
+    const auto got = run(reference_kernels(), Form::kChunked, in, &st);
+    EXPECT_LT(scaled_err(got, to_f32(want_out)), 5e-5) << "g=" << g;
+    EXPECT_LT(scaled_err(st, to_f32(want_state)), 5e-5) << "g=" << g;
+  }
+}
+
 // Value heads > key heads: kGrouped and kTiled equal one key head per value head with the
 // q/k channels copied in that order (repeat_interleave / repeat).
 TEST(DeltaNet, HeadMapsEqualExplicitlyRepeatedKeys) {
