@@ -100,14 +100,18 @@ int64_t delta_net_state_bytes(const DeltaNetShape& s);
 
 // The causal depthwise conv1d + SiLU over n tokens of one sequence (step 2 above).
 struct DeltaConvArgs {
-  const float* x = nullptr;  // [n, channels] the mixed qkv projection
+  const float* x = nullptr;  // [n, stride]: row t's first `channels` floats are the mixed
+                             // qkv projection of token t
   const float* w = nullptr;  // [channels, kernel]: HF conv1d.weight [C, 1, K] squeezed
                              // (GGUF ssm_conv1d, ne = {K, C}: the same bytes)
   float* state = nullptr;    // [kernel - 1, channels] last inputs, oldest first; in/out
-  float* out = nullptr;      // [n, channels]; may alias x (in place)
+  float* out = nullptr;      // [n, stride] likewise; may alias x (in place)
   int64_t n = 0;             // tokens (1 for a decode step)
   int64_t channels = 0;
+  int64_t stride = 0;  // floats between rows of x and of out, >= channels (0: channels), so
+                       // the conv can run inside a wider projection output (qkv then z)
   int32_t kernel = 4;  // 2..8
+  int64_t row_stride() const { return stride > 0 ? stride : channels; }
 };
 
 // The delta rule over n tokens of ONE sequence (step 4 above).

@@ -245,7 +245,7 @@ struct Kernels {
   static void conv(const DeltaConvArgs& a, int64_t c0, int64_t c1) {
     constexpr int kMaxK = 8;
     const int K = a.kernel;
-    const int64_t C = a.channels;
+    const int64_t C = a.channels, xs = a.row_stride();
     for (int64_t c = c0; c < c1; c += kW) {
       const int64_t rem = c1 - c;
       float wt[kMaxK][kW] = {};  // the taps of kW channels, tap-major (w is channel-major)
@@ -255,12 +255,12 @@ struct Kernels {
       for (int j = 0; j < K; ++j) taps[j] = P::load(wt[j]);
       for (int j = 0; j + 1 < K; ++j) hist[j] = P::load_n(a.state + j * C + c, rem);
       for (int64_t t = 0; t < a.n; ++t) {
-        const V xt = P::load_n(a.x + t * C + c, rem);
+        const V xt = P::load_n(a.x + t * xs + c, rem);
         V acc = P::mul(taps[K - 1], xt);
         for (int j = 0; j + 1 < K; ++j) acc = P::fma(taps[j], hist[j], acc);
         for (int j = 0; j + 2 < K; ++j) hist[j] = hist[j + 1];
         hist[K - 2] = xt;
-        P::store_n(a.out + t * C + c, rem, P::silu(acc));
+        P::store_n(a.out + t * xs + c, rem, P::silu(acc));
       }
       for (int j = 0; j + 1 < K; ++j) P::store_n(a.state + j * C + c, rem, hist[j]);
     }

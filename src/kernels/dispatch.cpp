@@ -181,7 +181,7 @@ void check_delta_net_args(const DeltaNetArgs& a) {
 }  // namespace
 
 void delta_net_conv(const KernelTable& k, const DeltaConvArgs& a, ThreadPool& pool) {
-  CHECK(a.kernel >= 2 && a.kernel <= 8 && a.channels > 0 && a.n >= 0);
+  CHECK(a.kernel >= 2 && a.kernel <= 8 && a.channels > 0 && a.row_stride() >= a.channels);
   // Channel ranges in whole 16-channel groups, so no thread but the last runs a vector tail.
   const int64_t groups = (a.channels + 15) / 16;
   pool.run([&](int tid, int nth) {

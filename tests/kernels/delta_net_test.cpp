@@ -347,6 +347,39 @@ TEST(DeltaNet, ConvPrefillThenDecodeEqualsDirectConvolution) {
       }
 }
 
+// Rows wider than the conv's channels (the z gate after qkv in one projection output): the
+// conv reads and writes only the first `channels` floats of each row.
+TEST(DeltaNet, ConvRunsInsideWiderRows) {
+  const int64_t C = 37, xs = C + 11, n = 7;
+  const int K = 4;
+  const auto wide = randn(static_cast<size_t>(n * xs), 450);
+  const auto w = randn(static_cast<size_t>(C * K), 451, 0.5f);
+  const auto hist = randn(static_cast<size_t>((K - 1) * C), 452);
+  std::vector<float> x(static_cast<size_t>(n * C));
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t c = 0; c < C; ++c) x[t * C + c] = wide[t * xs + c];
+  const auto want = direct_conv(hist, x, w, n, C, K);
+  std::vector<const KernelTable*> tables = {&reference_kernels()};
+  const std::vector<KernelTable> simd = simd_tables();
+  for (const KernelTable& t : simd) tables.push_back(&t);
+  for (const KernelTable* k : tables) {
+    std::vector<float> got = wide, state = hist;
+    DeltaConvArgs a;
+    a.x = got.data(), a.w = w.data(), a.state = state.data(), a.out = got.data();
+    a.n = n, a.channels = C, a.stride = xs, a.kernel = K;
+    k->delta_conv(a, 0, C);
+    std::vector<float> conv(x.size());
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t c = 0; c < xs; ++c) {
+        if (c < C)
+          conv[t * C + c] = got[t * xs + c];
+        else
+          EXPECT_EQ(got[t * xs + c], wide[t * xs + c]) << k->name << " wrote past the channels";
+      }
+    EXPECT_LT(scaled_err(conv, want), 1e-5) << k->name;
+  }
+}
+
 TEST(DeltaNet, GatedRmsNormMatchesFormula) {
   const int64_t rows = 5, dim = 36;
   const auto x = randn(rows * dim, 500), z = randn(rows * dim, 501), w = randn(dim, 502);

@@ -51,15 +51,15 @@ void l2_normalized(const float* x, int64_t n, float s, float* y) {
 void delta_conv(const DeltaConvArgs& a, int64_t c0, int64_t c1) {
   CHECK(a.kernel >= 2 && a.kernel <= 8);
   const int K = a.kernel;
-  const int64_t C = a.channels;
+  const int64_t C = a.channels, xs = a.row_stride();
   float window[8];  // inputs t-K+1 .. t of one channel
   for (int64_t c = c0; c < c1; ++c) {
     for (int j = 0; j + 1 < K; ++j) window[j] = a.state[j * C + c];
     for (int64_t t = 0; t < a.n; ++t) {
-      window[K - 1] = a.x[t * C + c];
+      window[K - 1] = a.x[t * xs + c];
       float acc = 0.0f;
       for (int j = 0; j < K; ++j) acc += a.w[c * K + j] * window[j];
-      a.out[t * C + c] = silu1(acc);
+      a.out[t * xs + c] = silu1(acc);
       for (int j = 0; j + 1 < K; ++j) window[j] = window[j + 1];
     }
     for (int j = 0; j + 1 < K; ++j) a.state[j * C + c] = window[j];
