@@ -226,8 +226,9 @@ struct Kernels {
     gemm_acc(L, dv, L, w.qk, C, w.d, dv, out, ostride);
     // S_L = G_{L-1} S0 + (diag(exp(gc_{L-1} - gc)) K')^T D.
     const float last = w.gc[L - 1];
+    for (int64_t t = 0; t < L; ++t) w.gc[t] = std::exp(last - w.gc[t]);  // gc is done with
     for (int64_t i = 0; i < dk; ++i)
-      for (int64_t t = 0; t < L; ++t) w.kt[i * C + t] *= std::exp(last - w.gc[t]);
+      for (int64_t t = 0; t < L; ++t) w.kt[i * C + t] *= w.gc[t];
     scale(s, std::exp(last), dk * dv);
     gemm_acc(dk, dv, L, w.kt, C, w.d, dv, s, dv);
   }
