@@ -16,6 +16,8 @@
 namespace edge {
 
 class ThreadPool;
+struct DeltaConvArgs;  // kernels/delta_net.h
+struct DeltaNetArgs;
 
 enum class RopeStyle : uint8_t {
   kInterleaved,  // pairs (2i, 2i+1): llama2.c, GGUF "llama"
@@ -30,7 +32,7 @@ const char* rope_style_name(RopeStyle s);
 struct RopeParams {
   RopeStyle style = RopeStyle::kNeox;
   int32_t head_dim = 0;
-  int32_t rotary_dim = 0;               // even, <= head_dim
+  int32_t rotary_dim = 0;  // even, <= head_dim
   float theta = 10000.0f;
   float pos_scale = 1.0f;               // 1 / linear rope-scaling factor
   const float* freq_factors = nullptr;  // [rotary_dim/2] or null (Llama-3.1 rope_freqs)
@@ -67,13 +69,13 @@ void kv_load_head(KvType t, const uint8_t* row, int32_t n_head_kv, int32_t head_
 // layer's ring has already reused them). A contiguous F32 cache is one block
 // (contiguous_f32()).
 struct AttentionArgs {
-  const float* q = nullptr;  // [n_q, n_head * head_dim]
+  const float* q = nullptr;                  // [n_q, n_head * head_dim]
   const uint8_t* const* k_blocks = nullptr;  // [>= (pos0 + n_q) / block_tokens]
   const uint8_t* const* v_blocks = nullptr;
   int64_t block_tokens = 0;
   int64_t row_bytes = 0;
   KvType kv_type = KvType::kF32;
-  float* out = nullptr;      // [n_q, n_head * head_dim]
+  float* out = nullptr;  // [n_q, n_head * head_dim]
   int64_t n_q = 0;
   int64_t pos0 = 0;
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
@@ -100,12 +102,11 @@ constexpr int kMatmulRowTile = 4;
 // Rows [r0, r1) of y[n, out] = x[n, in] . W[out, in]^T. w points at W's first row, rows are
 // w_row_bytes apart. scratch holds >= kMatmulRowTile * in floats (converted weight rows).
 using MatmulRowsFn = void (*)(const float* x, int64_t n, int64_t in, const uint8_t* w,
-                              uint64_t w_row_bytes, int64_t out, int64_t r0, int64_t r1,
-                              float* y, float* scratch);
+                              uint64_t w_row_bytes, int64_t out, int64_t r0, int64_t r1, float* y,
+                              float* scratch);
 // Attention for tasks [t0, t1), task t = (query t / n_head, head t % n_head).
 // scratch holds >= pos0 + n_q floats.
-using AttentionTasksFn = void (*)(const AttentionArgs& a, int64_t t0, int64_t t1,
-                                  float* scratch);
+using AttentionTasksFn = void (*)(const AttentionArgs& a, int64_t t0, int64_t t1, float* scratch);
 
 struct KernelTable {
   const char* name = "ref";
@@ -120,9 +121,9 @@ struct KernelTable {
                   float eps) = nullptr;
   // In place on x [n_heads, head_dim], one token, by the angles of rope_angles().
   void (*rope)(float* x, int64_t n_heads, const float* cos_sin, const RopeParams& p) = nullptr;
-  void (*softmax)(float* x, int64_t n) = nullptr;  // in place, max-subtracted
-  void (*silu)(float* x, int64_t n) = nullptr;     // x * sigmoid(x), in place
-  void (*gelu)(float* x, int64_t n) = nullptr;     // tanh approximation, in place
+  void (*softmax)(float* x, int64_t n) = nullptr;              // in place, max-subtracted
+  void (*silu)(float* x, int64_t n) = nullptr;                 // x * sigmoid(x), in place
+  void (*gelu)(float* x, int64_t n) = nullptr;                 // tanh approximation, in place
   void (*mul)(float* a, const float* b, int64_t n) = nullptr;  // a *= b
   void (*add)(float* a, const float* b, int64_t n) = nullptr;  // a += b
   AttentionTasksFn attention = nullptr;
@@ -131,6 +132,17 @@ struct KernelTable {
   // reference for every non-NaN input (a NaN stays a NaN, its payload may differ).
   void (*kv_store_row)(KvType t, const float* src, int32_t n_head_kv, int32_t head_dim,
                        uint8_t* dst) = nullptr;
+  // Gated DeltaNet (kernels/delta_net.h): the causal conv1d + SiLU with its rolling state,
+  // the delta rule token by token (the decode step) and chunk-wise (prefill), and the gated
+  // RMSNorm y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w * silu(z[r]) (x, z, y [rows, dim],
+  // w [dim]; y may alias x).
+  void (*delta_conv)(const DeltaConvArgs& a, int64_t c0, int64_t c1) = nullptr;
+  void (*delta_net_recurrent)(const DeltaNetArgs& a, int32_t h0, int32_t h1,
+                              float* scratch) = nullptr;
+  void (*delta_net_chunked)(const DeltaNetArgs& a, int32_t h0, int32_t h1,
+                            float* scratch) = nullptr;
+  void (*rmsnorm_gated)(const float* x, const float* w, const float* z, float* y, int64_t rows,
+                        int64_t dim, float eps) = nullptr;
   // Packed weights (quant/packed.h) go through kernels/packed_api.h. With int8 activations
   // (W4A8 / W8A8) activations are quantised per row in blocks of the weight's group at run
   // time and the dot products are integer; otherwise activations stay F32 (W4A16).

@@ -18,6 +18,12 @@ void install_dense_avx2(KernelTable* t);
 // (arm_neon/dense_neon.cpp, dense_neon_mm.cpp).
 void install_dense_neon(KernelTable* t);
 
+// The Gated DeltaNet entries (conv, recurrent, chunked, gated RMSNorm) of each level
+// (kernels/delta_net_blocking.h over the level's primitives); the dense installers call them.
+void install_delta_net_avx2(KernelTable* t);
+void install_delta_net_avx512(KernelTable* t);
+void install_delta_net_neon(KernelTable* t);
+
 // Every SIMD dense table this CPU runs (narrowest first; the reference not included):
 // what the tests compare against the reference.
 std::vector<KernelTable> simd_dense_kernels();

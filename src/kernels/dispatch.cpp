@@ -10,6 +10,7 @@
 #include "core/cpu_info.h"
 #include "core/thread_pool.h"
 #include "kernels/api.h"
+#include "kernels/delta_net.h"
 #include "kernels/dense_isa.h"
 #include "kernels/isa.h"
 #include "kernels/packed_api.h"
@@ -38,6 +39,10 @@ const KernelTable& reference_kernels() {
     t.add = ref::add;
     t.attention = ref::attention;
     t.kv_store_row = kv_store_row;
+    t.delta_conv = ref::delta_conv;
+    t.delta_net_recurrent = ref::delta_net_recurrent;
+    t.delta_net_chunked = ref::delta_net_chunked;
+    t.rmsnorm_gated = ref::rmsnorm_gated;
     return t;
   }();
   return table;
@@ -161,6 +166,62 @@ void attention_batch(const KernelTable& k, std::span<const AttentionArgs> as, Th
         if (t0 < t1) k.attention(as[s], t0, t1, scratch);
       }
     }
+  });
+}
+
+namespace {
+
+// The shapes the model code derives from a checked config: a mismatch is a programming error.
+void check_delta_net_args(const DeltaNetArgs& a) {
+  const DeltaNetShape& s = a.shape;
+  CHECK(s.n_k_heads > 0 && s.n_v_heads % s.n_k_heads == 0 && s.d_k > 0 && s.d_v > 0);
+  CHECK(a.qkv_stride >= s.conv_channels() && a.n >= 0);
+}
+
+}  // namespace
+
+void delta_net_conv(const KernelTable& k, const DeltaConvArgs& a, ThreadPool& pool) {
+  CHECK(a.kernel >= 2 && a.kernel <= 8 && a.channels > 0 && a.row_stride() >= a.channels);
+  // Channel ranges in whole 16-channel groups, so no thread but the last runs a vector tail.
+  const int64_t groups = (a.channels + 15) / 16;
+  pool.run([&](int tid, int nth) {
+    const auto [g0, g1] = ThreadPool::split(groups, tid, nth);
+    const int64_t c0 = std::min(a.channels, g0 * 16), c1 = std::min(a.channels, g1 * 16);
+    if (c0 < c1) k.delta_conv(a, c0, c1);
+  });
+}
+
+void delta_net_decode(const KernelTable& k, std::span<const DeltaNetArgs> as, ThreadPool& pool) {
+  // Tasks are (sequence, value head) pairs in order; each reads one head's state, so equal
+  // task counts are equal work.
+  int64_t tasks = 0, scratch = 0;
+  for (const DeltaNetArgs& a : as) {
+    check_delta_net_args(a);
+    tasks += a.shape.n_v_heads;
+    scratch = std::max(scratch, delta_net_scratch_floats(a.shape));
+  }
+  pool.run([&](int tid, int nth) {
+    const auto [t0, t1] = ThreadPool::split(tasks, tid, nth);
+    float* buf = thread_scratch(static_cast<size_t>(scratch));
+    int64_t first = 0;  // task index of the sequence's head 0
+    for (const DeltaNetArgs& a : as) {
+      const int64_t h0 = std::max<int64_t>(t0 - first, 0);
+      const int64_t h1 = std::min<int64_t>(t1 - first, a.shape.n_v_heads);
+      if (h0 < h1)
+        k.delta_net_recurrent(a, static_cast<int32_t>(h0), static_cast<int32_t>(h1), buf);
+      first += a.shape.n_v_heads;
+    }
+  });
+}
+
+void delta_net_prefill(const KernelTable& k, const DeltaNetArgs& a, ThreadPool& pool) {
+  check_delta_net_args(a);
+  const size_t scratch = static_cast<size_t>(delta_net_scratch_floats(a.shape));
+  pool.run([&](int tid, int nth) {
+    const auto [h0, h1] = ThreadPool::split(a.shape.n_v_heads, tid, nth);
+    if (h0 < h1)
+      k.delta_net_chunked(a, static_cast<int32_t>(h0), static_cast<int32_t>(h1),
+                          thread_scratch(scratch));
   });
 }
 

@@ -143,6 +143,7 @@ void install_dense_neon(KernelTable* t) {
   t->mul = mul;
   t->add = add;
   t->rope = rope;
+  install_delta_net_neon(t);
 }
 
 }  // namespace edge

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kernels/api.h"
+#include "kernels/delta_net.h"
 
 namespace edge::ref {
 
@@ -20,6 +21,12 @@ void gelu(float* x, int64_t n);
 void mul(float* a, const float* b, int64_t n);
 void add(float* a, const float* b, int64_t n);
 void attention(const AttentionArgs& a, int64_t t0, int64_t t1, float* scratch);
+void delta_conv(const DeltaConvArgs& a, int64_t c0, int64_t c1);
+// scratch: 2 * (d_k + d_v) floats.
+void delta_net_recurrent(const DeltaNetArgs& a, int32_t h0, int32_t h1, float* scratch);
+void delta_net_chunked(const DeltaNetArgs& a, int32_t h0, int32_t h1, float* scratch);
+void rmsnorm_gated(const float* x, const float* w, const float* z, float* y, int64_t rows,
+                   int64_t dim, float eps);
 
 // Dot product with 16 independent partial sums: plain loops the compiler vectorises
 // without -ffast-math (a single running sum cannot be reordered).

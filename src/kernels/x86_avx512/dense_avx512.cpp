@@ -23,33 +23,10 @@
 #include "kernels/attention_blocking.h"
 #include "kernels/dense_isa.h"
 #include "kernels/dense_tile.h"
+#include "kernels/x86_avx512/avx512_math.h"
 
 namespace edge {
 namespace {
-
-inline __mmask16 tail_mask(int64_t rem) {
-  return rem >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << rem) - 1);
-}
-
-// exp(x) to ~1 ulp: x = n ln2 + r, |r| <= ln2/2, exp(r) by its degree-7 Taylor polynomial
-// (truncation < 1e-8 relative), 2^n applied by vscalefps (underflows cleanly to 0).
-inline __m512 exp16(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);  // ln2 high part
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);     // ln2 low part
-  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
 
 // ---- attention ----------------------------------------------------------------------
 
@@ -293,6 +270,7 @@ void install_dense_avx512(KernelTable* t) {
   t->add = add;
   t->gelu = gelu;
   t->kv_store_row = store_kv_row;
+  install_delta_net_avx512(t);
 }
 
 }  // namespace edge
