@@ -4,8 +4,11 @@
 // has libllama built: cmake --build build --target llama):
 //
 //   g++ -O2 -std=c++17 -I IK/include -I IK/ggml/include tests/data/moe/make_reference.cpp \
-//       IK/build/src/libllama.a IK/build/ggml/src/libggml.a -fopenmp -lpthread -lm \
+//       -LIK/build/src -LIK/build/ggml/src -lllama -lggml -Wl,-rpath,IK/build/src:IK/build/ggml/src \
 //       -o /tmp/make_moe_reference
+//   (ik_llama.cpp 8337e4cd3, configured -DGGML_NATIVE=ON -DGGML_IQK_FLASH_ATTENTION=OFF; that
+//   build's libggml still names two FA symbols, which a two-line C file defining them as
+//   no-ops, compiled in with -Wl,--export-dynamic, satisfies: flash attention stays off here)
 //   sh tests/data/moe/make_models.sh /tmp/moe_models        # our make-model, fixed seeds
 //   for m in qwen3moe gpt_oss; do
 //     /tmp/make_moe_reference /tmp/moe_models/$m.gguf 16 tests/data/moe/$m; done
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
   cp.n_batch = 256;
   cp.n_ubatch = 256;
   cp.n_threads = cp.n_threads_batch = 2;
+  cp.flash_attn = false;  // the plain attention path (the build may have no FA kernels)
   llama_context* ctx = llama_init_from_model(model, cp);
   if (!ctx) return 1;
   const int n_vocab = llama_n_vocab(model);
@@ -67,7 +71,8 @@ int main(int argc, char** argv) {
     for (int v = 1; v < n_vocab; ++v)
       if (last[v] > last[best]) best = v;
     greedy.push_back(best);
-    llama_batch one = llama_batch_get_one(&greedy.back(), 1);
+    const llama_pos pos = static_cast<llama_pos>(kPrompt.size()) + s;
+    llama_batch one = llama_batch_get_one(&greedy.back(), 1, pos, 0);
     if (llama_decode(ctx, one) != 0) return 1;
     last = llama_get_logits_ith(ctx, -1);
   }
@@ -81,6 +86,6 @@ int main(int argc, char** argv) {
   std::fclose(j);
   llama_batch_free(batch);
   llama_free(ctx);
-  llama_model_free(model);
+  llama_free_model(model);
   return 0;
 }
