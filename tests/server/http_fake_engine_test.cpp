@@ -28,8 +28,8 @@ using nlohmann::json;
 
 class ScriptedEngine final : public Engine {
  public:
-  explicit ScriptedEngine(Tokenizer tok) : tok_(std::move(tok)) {
-    opts_.max_model_len = 256;
+  explicit ScriptedEngine(Tokenizer tok, int64_t max_model_len = 256) : tok_(std::move(tok)) {
+    opts_.max_model_len = max_model_len;
     cfg_.n_vocab = tok_.n_vocab();
   }
   // Each request streams these pieces (one token each); an empty script never ends.
@@ -276,7 +276,8 @@ class HttpHarmony : public HttpFakeEngine {
     auto tok = Tokenizer::from_vocab(std::move(*vocab));
     ASSERT_TRUE(tok.ok());
     tok->set_chat_template(harmony_chat_template());
-    engine_ = std::make_unique<ScriptedEngine>(std::move(*tok));
+    // The harmony system and developer messages are long for a made-up vocabulary.
+    engine_ = std::make_unique<ScriptedEngine>(std::move(*tok), 2048);
   }
 };
 

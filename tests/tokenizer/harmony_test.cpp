@@ -7,12 +7,15 @@
 #include "tokenizer/harmony.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <regex>
 
 #include "convert/synthetic_vocab.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab_io.h"
 
 namespace edge {
 namespace {
@@ -80,6 +83,43 @@ TEST(HarmonyVocab, ByteLevelBpeRoundTripsText) {
     EXPECT_EQ(tok.decode(ids), s);
   }
   EXPECT_FALSE(make_synthetic_harmony_vocab(100, 1).ok());
+}
+
+// What a made-up GPT-OSS model carries (make-model writes GGUF and HF directories): the
+// vocabulary and template survive both files, with the same ids and the same rules.
+TEST(HarmonyVocab, SurvivesGgufAndTokenizerJson) {
+  auto v = make_synthetic_harmony_vocab(1200, 7);
+  ASSERT_TRUE(v.ok());
+  const Tokenizer mem = harmony_tokenizer();
+  const std::string text =
+      "<|start|>user<|message|>Hello WORLD, it's 12345!<|end|><|start|>assistant";
+  const std::vector<int32_t> want = mem.encode(text, false);
+
+  GgufWriter w;
+  ASSERT_TRUE(write_vocab_gguf(*v, w).ok());
+  w.set_string("tokenizer.chat_template", harmony_chat_template());
+  const std::string path =
+      testing::TempDir() + "/edge_harmony_vocab_" + std::to_string(getpid()) + ".gguf";
+  ASSERT_TRUE(w.write(path).ok());
+  auto g = GgufFile::open(path);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  auto from_gguf = Tokenizer::from_gguf(*g);
+  std::remove(path.c_str());
+  ASSERT_TRUE(from_gguf.ok()) << from_gguf.status().to_string();
+  EXPECT_TRUE(is_harmony_vocab(from_gguf->vocab()));
+  EXPECT_EQ(from_gguf->vocab().pre, "gpt-4o");
+  EXPECT_EQ(from_gguf->encode(text, false), want);
+  EXPECT_TRUE(from_gguf->is_eog(v->find(harmony::kCall)));
+  EXPECT_FALSE(from_gguf->is_eog(v->find(harmony::kEnd)));
+  EXPECT_EQ(from_gguf->chat_template(), harmony_chat_template());
+
+  auto from_json =
+      Tokenizer::from_tokenizer_json_text(vocab_to_tokenizer_json(*v).dump(), "", "harmony");
+  ASSERT_TRUE(from_json.ok()) << from_json.status().to_string();
+  EXPECT_TRUE(is_harmony_vocab(from_json->vocab()));
+  EXPECT_EQ(from_json->encode(text, false), want);
+  EXPECT_TRUE(from_json->is_eog(v->find(harmony::kReturn)));
+  EXPECT_FALSE(from_json->is_eog(v->find(harmony::kEnd)));
 }
 
 // Renders our harmony template; the date line (strftime_now) is replaced by "DATE".

@@ -22,7 +22,7 @@ HAND = [
     "a\n\nb", "a\r\nb", "  leading", "trailing  ", "\ttab\tseparated", "line1\nline2\n", "x\u00a0y",
     "x\u2003y", "x\u3000y", "\u3000\u3000", "a\u2028b", "a\u0085b", "a\u200bb",
     "!!!", "...", "?!", "a...b", "a!!!\n\n", "a//b", "http://example.com/path?q=1&r=2",
-    "foo/bar/", "end./\n", "(x+y)*z", "[1, 2, 3]", "{\"k\": \"v\"}", "<tag attr=\"v\">",
+    "foo/bar/", "end./\n", "!\n/", "a.\n/b", "x)\r\n//y", "?\n\n/\n", "(x+y)*z", "[1, 2, 3]", "{\"k\": \"v\"}", "<tag attr=\"v\">",
     "#include <stdio.h>", "def f(x):\n    return x", "if (a && b) { c(); }", "a_b_c", "__init__",
     "snake_case_name", "camelCaseName", "PascalCaseName", "SCREAMING_CASE", "kebab-case-name",
     "email@example.com", "$100", "€50", "£3.50", "¥", "100%", "#hashtag", "@mention",
