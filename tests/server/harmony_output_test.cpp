@@ -3,8 +3,11 @@
 // by byte), and the header forms the model and GPT-OSS's template write.
 #include <gtest/gtest.h>
 
+#include "convert/synthetic_vocab.h"
+#include "server/chat_prompt.h"
 #include "server/choice_output.h"
 #include "server/harmony.h"
+#include "tokenizer/harmony.h"
 
 namespace edge::server {
 namespace {
@@ -138,6 +141,64 @@ TEST(ChoiceOutputHarmony, CallsGetIdsAndReasoningIsSplit) {
   // A <think> block means nothing to a harmony model: it is content.
   ChoiceOutput plain(true, false, nullptr, true);
   EXPECT_EQ(plain.push("<|channel|>final<|message|><think>x</think>").content, "<think>x</think>");
+}
+
+// The prompt side: the server knows a harmony model by its vocabulary, passes the
+// request's reasoning_effort to the template and an assistant turn's reasoning_content
+// back as the `thinking` a harmony template reads.
+TEST(ChatPromptHarmony, DetectedFromTheVocabularyAndFedTheRequest) {
+  auto v = make_synthetic_harmony_vocab(1200, 5);
+  ASSERT_TRUE(v.ok());
+  auto tok = Tokenizer::from_vocab(std::move(*v));
+  ASSERT_TRUE(tok.ok());
+  tok->set_chat_template(harmony_chat_template());
+  auto prompt = ChatPrompt::create(*tok, "");
+  ASSERT_TRUE(prompt.ok()) << prompt.status().to_string();
+  const nlohmann::json body = nlohmann::json::parse(R"({"model": "m", "reasoning_effort": "high",
+    "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+    "messages": [{"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "reasoning_content": "Need the tool.",
+       "tool_calls": [{"id": "call_1", "type": "function",
+                       "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}]})");
+  ServingLimits limits;
+  limits.model_names = {"m"};
+  limits.max_model_len = 4096;
+  ChatRequest req;
+  ASSERT_FALSE(parse_chat_request(body, limits, req).has_value());
+  ChatPrompt::Rendered out;
+  ASSERT_FALSE(prompt->render(req, out).has_value());
+  EXPECT_TRUE(out.harmony);
+  EXPECT_FALSE(out.reasoning_open);
+  EXPECT_NE(out.text.find("Reasoning: high\n"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("<|start|>assistant<|channel|>analysis<|message|>Need the tool.<|end|>"),
+            std::string::npos)
+      << out.text;
+  EXPECT_NE(
+      out.text.find(
+          "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>"),
+      std::string::npos)
+      << out.text;
+  EXPECT_TRUE(out.text.ends_with(
+      "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>21 "
+      "C<|end|><|start|>assistant"))
+      << out.text;
+  // chat_template_kwargs wins over the top-level field.
+  ChatRequest kw;
+  nlohmann::json b2 = body;
+  b2["chat_template_kwargs"] = {{"reasoning_effort", "low"}};
+  ASSERT_FALSE(parse_chat_request(b2, limits, kw).has_value());
+  ASSERT_FALSE(prompt->render(kw, out).has_value());
+  EXPECT_NE(out.text.find("Reasoning: low\n"), std::string::npos);
+  // A vocabulary without the harmony tokens is not parsed by channel.
+  auto plain_vocab = make_synthetic_vocab(600, 1);
+  ASSERT_TRUE(plain_vocab.ok());
+  auto plain = Tokenizer::from_vocab(std::move(*plain_vocab));
+  ASSERT_TRUE(plain.ok());
+  auto plain_prompt = ChatPrompt::create(*plain, "");
+  ASSERT_TRUE(plain_prompt.ok());
+  ASSERT_FALSE(plain_prompt->render(req, out).has_value());
+  EXPECT_FALSE(out.harmony);
 }
 
 }  // namespace
