@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "tokenizer/harmony.h"
+
 namespace edge {
 namespace {
 
@@ -27,7 +29,66 @@ void add_token(Vocab& v, std::string text, float score, TokenType type) {
   v.types.push_back(type);
 }
 
+// The GPT-2 byte alphabet: printable bytes stand for themselves, the other 68 map to
+// U+0100 + n in byte order (so byte-level tokens never hold a raw space or control byte).
+std::vector<std::string> byte_alphabet() {
+  std::vector<std::string> out(256);
+  uint32_t next = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+    const uint32_t cp = printable ? static_cast<uint32_t>(b) : next++;
+    if (cp < 0x80) {
+      out[b] = std::string(1, static_cast<char>(cp));
+    } else {
+      out[b] = {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+Expected<Vocab> make_synthetic_harmony_vocab(int32_t n_vocab, uint64_t seed) {
+  const int32_t n_special = harmony_token_count();
+  if (n_vocab < 256 + n_special + 1)
+    return Status::invalid_argument(
+        fmt::format("vocabulary size {} is too small for a synthetic harmony vocab (minimum {})",
+                    n_vocab, 256 + n_special + 1));
+  Vocab v;
+  v.model = TokenizerModel::kBpe;
+  v.byte_level = true;
+  v.pre = "gpt-4o";
+  std::unordered_set<std::string> seen;
+  for (const std::string& c : byte_alphabet()) {
+    seen.insert(c);
+    add_token(v, c, 0.f, TokenType::kNormal);
+  }
+  // Merged pieces, favouring early (short, frequent-looking) ones; a space ("Ġ", U+0120)
+  // only at the start of a piece, as the o200k split never puts one inside a word.
+  const std::string space = "\xC4\xA0";
+  std::mt19937_64 rng(seed);
+  std::geometric_distribution<size_t> pick(0.01);
+  while (v.n_tokens() < n_vocab - n_special) {
+    const size_t n = static_cast<size_t>(v.n_tokens());
+    // Left halves from byte 32 (the space) on, right halves from 33: control bytes rarely merge.
+    const std::string& a = v.tokens[32 + pick(rng) % (n - 32)];
+    const std::string& b = v.tokens[33 + pick(rng) % (n - 33)];
+    const std::string merged = a + b;
+    if (merged.size() > 16 || merged.find(space, 1) != std::string::npos || seen.count(merged))
+      continue;
+    seen.insert(merged);
+    v.merges.push_back(a + " " + b);
+    add_token(v, merged, 0.f, TokenType::kNormal);
+  }
+  append_harmony_tokens(v);
+  v.scores.clear();  // byte-level BPE ranks by merges, not scores
+  v.bos_id = v.find("<|startoftext|>");
+  v.eos_id = v.find(harmony::kReturn);
+  v.pad_id = v.find("<|endoftext|>");
+  v.add_bos = false;
+  v.build_index();
+  return v;
+}
 
 Expected<Vocab> make_synthetic_vocab(int32_t n_vocab, uint64_t seed) {
   const std::vector<std::string> chars = base_characters();

@@ -17,4 +17,13 @@ namespace edge {
 // n_vocab must be at least 259 + the character set (about 360); deterministic in seed.
 Expected<Vocab> make_synthetic_vocab(int32_t n_vocab, uint64_t seed);
 
+// A made-up GPT-OSS-style vocabulary: byte-level BPE ("gpt2" in GGUF) with the o200k
+// pre-tokenizer ("gpt-4o"): the 256 bytes in the GPT-2 alphabet, merged pieces (each with
+// the merge that makes it, ranked in piece order), then the harmony special tokens
+// (tokenizer/harmony.h: append_harmony_tokens) as the last ids, like o200k_harmony. BOS is
+// <|startoftext|>, EOS <|return|>, padding <|endoftext|>; no BOS is added. Pair it with
+// harmony_chat_template() as tokenizer.chat_template. n_vocab counts everything and must
+// be at least 256 + harmony_token_count() + 1; deterministic in seed.
+Expected<Vocab> make_synthetic_harmony_vocab(int32_t n_vocab, uint64_t seed);
+
 }  // namespace edge

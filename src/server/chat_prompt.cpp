@@ -1,6 +1,7 @@
 #include "server/chat_prompt.h"
 
 #include "server/reasoning.h"
+#include "tokenizer/harmony.h"
 
 namespace edge::server {
 
@@ -11,6 +12,27 @@ const char* const kFallbackChatTemplate =
     "{{- '<|im_end|>\\n' -}}"
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}";
+
+// Whether the output is harmony is decided from the model's vocabulary, not from its
+// architecture name or its template: a model that has the harmony tokens was trained to
+// answer in that format (and a template given on the command line does not change that).
+ChatPrompt::ChatPrompt(const Tokenizer& tok, ChatTemplate t)
+    : tok_(&tok), harmony_(is_harmony_vocab(tok.vocab())), template_(std::move(t)) {}
+
+namespace {
+
+// Harmony templates read an assistant turn's reasoning from `thinking`; OpenAI clients
+// send it back as `reasoning_content` (what this server returns).
+nlohmann::json harmony_messages(const nlohmann::json& messages) {
+  nlohmann::json out = messages;
+  for (auto& m : out)
+    if (m.is_object() && m.value("role", "") == "assistant" && !m.contains("thinking") &&
+        m.contains("reasoning_content") && m["reasoning_content"].is_string())
+      m["thinking"] = m["reasoning_content"];
+  return out;
+}
+
+}  // namespace
 
 Expected<ChatPrompt> ChatPrompt::create(const Tokenizer& tok, const std::string& template_source) {
   std::string source = template_source;
@@ -30,7 +52,7 @@ std::vector<int32_t> tokenize_prompt(const Tokenizer& tok, const std::string& te
 
 std::optional<ApiError> ChatPrompt::render(const ChatRequest& req, Rendered& out) const {
   ChatTemplateInputs in;
-  in.messages = req.messages;
+  in.messages = harmony_ ? harmony_messages(req.messages) : req.messages;
   in.tools = req.tools;
   in.add_generation_prompt = true;
   in.extra = req.template_kwargs;
@@ -40,7 +62,8 @@ std::optional<ApiError> ChatPrompt::render(const ChatRequest& req, Rendered& out
   if (!text) return ApiError::bad_request("chat template: " + text.status().message(), "messages", "template_error");
   out.text = std::move(*text);
   out.ids = tokenize_prompt(*tok_, out.text);
-  out.reasoning_open = prompt_opens_reasoning(out.text);
+  out.reasoning_open = !harmony_ && prompt_opens_reasoning(out.text);
+  out.harmony = harmony_;
   return std::nullopt;
 }
 

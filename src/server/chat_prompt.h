@@ -25,14 +25,16 @@ class ChatPrompt {
     std::string text;
     std::vector<int32_t> ids;
     bool reasoning_open = false;  // the prompt ends inside <think>
+    bool harmony = false;         // the model speaks harmony: parse its output by channel
   };
   // A template error (raise_exception, bad message shapes) is the client's: 400.
   std::optional<ApiError> render(const ChatRequest& req, Rendered& out) const;
   const std::string& source() const { return template_.source(); }
 
  private:
-  ChatPrompt(const Tokenizer& tok, ChatTemplate t) : tok_(&tok), template_(std::move(t)) {}
+  ChatPrompt(const Tokenizer& tok, ChatTemplate t);
   const Tokenizer* tok_;
+  bool harmony_;
   ChatTemplate template_;
 };
 

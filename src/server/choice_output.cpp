@@ -12,9 +12,19 @@ std::string random_id(const char* prefix) {
   return id;
 }
 
-ChoiceOutput::ChoiceOutput(bool split_reasoning, bool reasoning_open, const nlohmann::json* tools)
+ChoiceOutput::ChoiceOutput(bool split_reasoning, bool reasoning_open, const nlohmann::json* tools,
+                           bool harmony)
     : split_reasoning_(split_reasoning), reasoning_(reasoning_open) {
-  if (tools) tools_.emplace(*tools);
+  if (harmony) {
+    harmony_.emplace(tools != nullptr);
+  } else if (tools) {
+    tools_.emplace(*tools);
+  }
+}
+
+void ChoiceOutput::add_harmony(HarmonyDelta d, OutputDelta& out) {
+  out.reasoning += d.reasoning;
+  add_calls(ToolDelta{std::move(d.content), std::move(d.calls)}, out);
 }
 
 void ChoiceOutput::add_calls(ToolDelta d, OutputDelta& out) {
@@ -38,6 +48,10 @@ OutputDelta ChoiceOutput::push(const std::string& text) {
     out.content = text;
     return out;
   }
+  if (harmony_) {
+    add_harmony(harmony_->push(text), out);
+    return out;
+  }
   route(reasoning_.push(text), out);
   return out;
 }
@@ -45,6 +59,10 @@ OutputDelta ChoiceOutput::push(const std::string& text) {
 OutputDelta ChoiceOutput::finish() {
   OutputDelta out;
   if (!split_reasoning_) return out;
+  if (harmony_) {
+    add_harmony(harmony_->finish(), out);
+    return out;
+  }
   route(reasoning_.finish(), out);
   if (tools_) add_calls(tools_->finish(), out);
   return out;

@@ -1,12 +1,15 @@
 // One choice's generated text on its way to the API: the reasoning splitter, then (when
-// the request has tools) the tool-call parser. The same object serves streaming (push
-// deltas as they come) and non-streaming (accumulate everything, then finish).
+// the request has tools) the tool-call parser; or, for a model that speaks harmony, the
+// harmony parser, which does both from the message channels. The same object serves
+// streaming (push deltas as they come) and non-streaming (accumulate everything, then
+// finish).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "server/harmony.h"
 #include "server/reasoning.h"
 #include "server/tool_calls.h"
 
@@ -27,7 +30,9 @@ class ChoiceOutput {
  public:
   // split_reasoning: chat output (completions are raw text). reasoning_open: the prompt
   // opened a <think> block. tools: parse tool calls with these tools (null: do not).
-  ChoiceOutput(bool split_reasoning, bool reasoning_open, const nlohmann::json* tools);
+  // harmony: the model speaks harmony (tokenizer/harmony.h); its channels decide.
+  ChoiceOutput(bool split_reasoning, bool reasoning_open, const nlohmann::json* tools,
+               bool harmony = false);
   OutputDelta push(const std::string& text);
   OutputDelta finish();
   int tool_calls_seen() const { return n_calls_; }
@@ -35,10 +40,12 @@ class ChoiceOutput {
  private:
   void route(ReasoningDelta d, OutputDelta& out);
   void add_calls(ToolDelta d, OutputDelta& out);
+  void add_harmony(HarmonyDelta d, OutputDelta& out);
 
   bool split_reasoning_;
   ReasoningSplitter reasoning_;
   std::optional<ToolCallParser> tools_;
+  std::optional<HarmonyParser> harmony_;
   int n_calls_ = 0;
 };
 

@@ -172,7 +172,8 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
     if (auto e = build_media_prompt(ctx.media.get(), *ctx.engine().tokenizer(), prompt.text, cr.media, prompt.ids, media))
       return send_error(res, *e);
   if (auto e = fit_to_context(prompt.ids.size(), ctx.limits, "messages", cr.common)) return send_error(res, *e);
-  const OutputSetup setup{true, prompt.reasoning_open, cr.parse_tool_calls ? &cr.tools : nullptr};
+  const OutputSetup setup{true, prompt.reasoning_open, cr.parse_tool_calls ? &cr.tools : nullptr,
+                          prompt.harmony};
   auto st = std::make_shared<StreamState>();
   if (auto e = start_generation(ctx, req, prompt.ids, cr.common, setup, arrived, *st, media)) return send_error(res, *e);
   st->meta = {random_id("chatcmpl-"), unix_seconds(), ctx.limits.reported_model_name()};

@@ -16,8 +16,8 @@ std::optional<ApiError> Generation::start(Engine& engine, const std::vector<int3
     r.media = media;
     auto h = engine.submit(*session, std::move(r));
     if (!h) return api_error_from_status(h.status());  // ~Generation cancels the others
-    g->choices_.push_back(Choice{*h, ChoiceOutput(setup.split_reasoning, setup.reasoning_open, setup.tools),
-                                 false, arrived, 0});
+    ChoiceOutput output(setup.split_reasoning, setup.reasoning_open, setup.tools, setup.harmony);
+    g->choices_.push_back(Choice{*h, std::move(output), false, arrived, 0});
   }
   metrics.on_prompt_tokens(static_cast<int64_t>(prompt.size()) * req.n);
   g->usage_.prompt_tokens = static_cast<int64_t>(prompt.size());

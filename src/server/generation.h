@@ -24,6 +24,7 @@ struct OutputSetup {
   bool split_reasoning = false;           // chat: <think> -> reasoning_content
   bool reasoning_open = false;            // the prompt opened <think>
   const nlohmann::json* tools = nullptr;  // parse tool calls (null: do not)
+  bool harmony = false;                   // the model speaks harmony (ChatPrompt::Rendered)
 };
 
 struct ChoiceEvent {

@@ -239,6 +239,15 @@ std::optional<ApiError> parse_chat_request(const json& body, const ServingLimits
   read_tools(f, body, out);
   const json& kwargs = f.object("chat_template_kwargs");
   if (kwargs.is_object()) out.template_kwargs = kwargs;
+  // OpenAI's reasoning_effort reaches the template as a variable (harmony's system message
+  // says "Reasoning: low|medium|high"); chat_template_kwargs may set it too and wins.
+  std::optional<std::string> effort;
+  f.string("reasoning_effort", effort);
+  if (effort && *effort != "low" && *effort != "medium" && *effort != "high")
+    return ApiError::bad_request("'reasoning_effort' must be low, medium or high",
+                                 "reasoning_effort", "invalid_value");
+  if (effort && !out.template_kwargs.contains("reasoning_effort"))
+    out.template_kwargs["reasoning_effort"] = *effort;
   f.boolean("logprobs", out.logprobs);
   std::optional<int64_t> top;
   f.integer("top_logprobs", 0, limits.max_logprobs, top);

@@ -106,6 +106,28 @@ const char kLlama3Tail[] =
     "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const char kQwen2Tail[] =
     "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// o200k (GPT-4o, GPT-OSS, Llama-4): letter runs split by case with real Unicode categories.
+// A word is an optional lead character, then upper/title/modifier/other letters or marks,
+// then lower/modifier/other letters or marks (first alternative: "Hello", "über", "e" +
+// U+0301); or a run of capitals with optional lower case after it (second: "HTML",
+// "ÉCOLE"); either may end in a contraction. Numbers go in groups of up to three digits;
+// a punctuation run takes the newlines and slashes right after it. llama.cpp runs this
+// regex through std::regex on a "collapsed" text where every non-ASCII letter is one
+// placeholder byte, so it loses the case of non-ASCII letters and does not count marks as
+// letters; we follow the tokenizer.json regex (tests/data/tokenizer/o200k_split/README.md
+// says where the two differ).
+const char kO200kUpper[] = "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]";
+const char kO200kLower[] = "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]";
+const char kO200kLead[] = "[^\\r\\n\\p{L}\\p{N}]?";
+const char kO200kTail[] =
+    "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+std::string o200k_regex(const std::string& contr) {
+  const std::string lead = kO200kLead, upper = kO200kUpper, lower = kO200kLower;
+  return lead + upper + "*" + lower + "+" + contr + "?|" + lead + upper + "+" + lower + "*" +
+         contr + "?" + kO200kTail;
+}
+
 // " ?[^(\s|.,!?…。，、।۔،)]+" (BLOOM family), non-ASCII escaped.
 const char kBloom[] = " ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{0964}\\x{06D4}\\x{060C})]+";
 const char kCjk[] = "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+";
@@ -140,6 +162,8 @@ std::vector<std::string> regexes_for(const std::string& pre, bool hf_spelling) {
   if (pre == "llama3" || pre == "llama-bpe" || pre == "llama-v3" || pre == "falcon3" || pre == "pixtral" ||
       pre == "smaug-bpe" || pre == "dbrx" || pre == "chatglm-bpe")
     return {contr + kLlama3Tail};
+  if (pre == "gpt-4o" || pre == "llama4" || pre == "kanana2" || pre == "minimax-m2")
+    return {o200k_regex(contr)};
   if (pre == "bloom" || pre == "poro-chat" || pre == "gpt3-finnish") return {kBloom};
   if (pre == "viking") return {kBloom, "\\p{N}"};
   if (pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "stablelm2" || pre == "megrez" || pre == "qwen3")
@@ -160,8 +184,9 @@ std::vector<std::string> pretokenizer_regexes(const std::string& pre) { return r
 
 std::string pretokenizer_name_for(const std::vector<std::string>& regexes) {
   // Canonical name per distinct regex list (the first alias above).
-  static const char* kNames[] = {"gpt-2", "llama3", "qwen2", "deepseek-coder", "deepseek-llm", "starcoder",
-                                 "default", "falcon", "bloom", "viking"};
+  static const char* kNames[] = {"gpt-2",        "llama3",    "qwen2",   "deepseek-coder",
+                                 "deepseek-llm", "starcoder", "default", "falcon",
+                                 "bloom",        "viking",    "gpt-4o"};
   for (const char* name : kNames) {
     if (regexes == regexes_for(name, false) || regexes == regexes_for(name, true)) return name;
   }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "formats/gguf.h"
+#include "tokenizer/harmony.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/vocab_io.h"
 
@@ -42,6 +43,7 @@ Status validate_vocab(Vocab& v) {
       return Status::out_of_range("end-of-generation id " + std::to_string(id) + " is outside the vocabulary");
   if (v.token_to_id.empty()) v.build_index();
   if (v.eog_ids.empty()) fill_eog_ids(v);
+  apply_harmony_rules(v);
   return Status();
 }
 

@@ -2,11 +2,9 @@
 // engine; it replays fixed text pieces so that output parsing (tool calls, reasoning),
 // SSE framing, error mapping and disconnect handling can be checked exactly. The e2e
 // tests (tests/e2e/server_*) run the real engine and a real model.
-#include <gtest/gtest.h>
-
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -16,10 +14,12 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "convert/synthetic_vocab.h"
 #include "server/http_server.h"
+#include "tokenizer/harmony.h"
 
 namespace edge::server {
 namespace {
@@ -28,8 +28,8 @@ using nlohmann::json;
 
 class ScriptedEngine final : public Engine {
  public:
-  explicit ScriptedEngine(Tokenizer tok) : tok_(std::move(tok)) {
-    opts_.max_model_len = 256;
+  explicit ScriptedEngine(Tokenizer tok, int64_t max_model_len = 256) : tok_(std::move(tok)) {
+    opts_.max_model_len = max_model_len;
     cfg_.n_vocab = tok_.n_vocab();
   }
   // Each request streams these pieces (one token each); an empty script never ends.
@@ -264,6 +264,73 @@ TEST_F(HttpFakeEngine, ChatReasoningStreaming) {
   EXPECT_EQ(content, "Hi there");
   EXPECT_EQ(finish, "stop");
   EXPECT_EQ(logprobs, 7u);  // one per token, even while the text is held back
+}
+
+// A model whose vocabulary has the harmony tokens: its channels decide the API fields.
+class HttpHarmony : public HttpFakeEngine {
+ protected:
+  void SetUp() override {
+    signal(SIGPIPE, SIG_IGN);
+    auto vocab = make_synthetic_harmony_vocab(1200, 3);
+    ASSERT_TRUE(vocab.ok());
+    auto tok = Tokenizer::from_vocab(std::move(*vocab));
+    ASSERT_TRUE(tok.ok());
+    tok->set_chat_template(harmony_chat_template());
+    // The harmony system and developer messages are long for a made-up vocabulary.
+    engine_ = std::make_unique<ScriptedEngine>(std::move(*tok), 2048);
+  }
+};
+
+TEST_F(HttpHarmony, AnalysisToReasoningFinalToContent) {
+  engine_->script = {"<|channel|>", "analysis",  "<|message|>", "Two plus",    " two.",
+                     "<|end|>",     "<|start|>", "assistant",   "<|channel|>", "final",
+                     "<|message|>", "It is",     " 4."};
+  start();
+  auto r = post("/v1/chat/completions", chat_body({{"reasoning_effort", "low"}}).dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json c = json::parse(r->body)["choices"][0];
+  EXPECT_EQ(c["message"]["reasoning_content"], "Two plus two.");
+  EXPECT_EQ(c["message"]["content"], "It is 4.");
+  EXPECT_EQ(c["finish_reason"], "stop");
+  r = post("/v1/chat/completions", chat_body({{"reasoning_effort", "extreme"}}).dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+}
+
+TEST_F(HttpHarmony, ToolCallStreaming) {
+  engine_->script = {"<|channel|>analysis<|message|>",
+                     "Need",
+                     " weather.",
+                     "<|end|>",
+                     "<|start|>assistant",
+                     "<|channel|>commentary to=functions.get_weather",
+                     " <|constrain|>json",
+                     "<|message|>",
+                     "{\"city\":",
+                     " \"Paris\"}"};
+  start();
+  auto r = post("/v1/chat/completions", chat_body({{"tools", kTools}, {"stream", true}}).dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  std::string reasoning, content, finish;
+  json calls = json::array();
+  for (const auto& e : sse_payloads(r->body)) {
+    if (e == "[DONE]") continue;
+    const json c = json::parse(e)["choices"][0];
+    const json& d = c["delta"];
+    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("content")) content += d["content"].get<std::string>();
+    if (d.contains("tool_calls"))
+      calls.insert(calls.end(), d["tool_calls"].begin(), d["tool_calls"].end());
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  EXPECT_EQ(reasoning, "Need weather.");
+  EXPECT_EQ(content, "");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"city":"Paris"})");
+  EXPECT_EQ(finish, "tool_calls");
 }
 
 TEST_F(HttpFakeEngine, CompletionsWithLogprobsAndN) {
