@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -72,6 +73,43 @@ void shape_talker_logits(const Qwen3TtsConfig& c, const Qwen3TtsGenerateOptions&
   if (frame < o.min_frames) logits[c.codec.eos] = ninf;
 }
 
+// The codec ids of the prompt: think markers with the language id between them, or
+// nothink for "auto" (a dialect speaker's dialect replaces chinese / auto); the speaker's
+// row if any; then pad, bos.
+Expected<std::vector<int32_t>> codec_prefix(const Qwen3TtsConfig& c, const std::string& speaker,
+                                            const std::string& language) {
+  const Qwen3TtsSpeaker* spk = nullptr;
+  if (!speaker.empty()) {
+    spk = c.find_speaker(speaker);
+    if (!spk)
+      return Status::not_found(
+          fmt::format("qwen3-tts: no speaker '{}' in this checkpoint", speaker));
+  }
+  // The codec prefix: think markers with the language id between them, or nothink for
+  // "auto"; a dialect speaker's dialect replaces chinese / auto.
+  std::vector<int32_t> codec;
+  const Qwen3TtsLanguage* lang = nullptr;
+  std::string lowered = language;
+  for (char& ch : lowered) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const bool auto_lang = lowered.empty() || lowered == "auto";
+  if (!auto_lang) {
+    lang = c.find_language(language);
+    if (!lang)
+      return Status::not_found(
+          fmt::format("qwen3-tts: no language '{}' in this checkpoint", language));
+  }
+  if (spk && !spk->dialect.empty() && (auto_lang || lang->name == "chinese"))
+    lang = c.find_language(spk->dialect);
+  if (lang)
+    codec = {c.codec.think, c.codec.think_bos, lang->codec_id, c.codec.think_eos};
+  else
+    codec = {c.codec.nothink, c.codec.think_bos, c.codec.think_eos};
+  if (spk) codec.push_back(spk->codec_id);
+  codec.push_back(c.codec.pad);
+  codec.push_back(c.codec.bos);
+  return codec;
+}
+
 }  // namespace
 
 Expected<Qwen3TtsPrompt> Qwen3TtsTalker::build_prompt(std::span<const int32_t> chat_ids,
@@ -88,33 +126,7 @@ Expected<Qwen3TtsPrompt> Qwen3TtsTalker::build_prompt(std::span<const int32_t> c
     if (id < 0 || id >= c.text_vocab)
       return Status::out_of_range(fmt::format(
           "qwen3-tts prompt: text id {} outside the vocabulary of {}", id, c.text_vocab));
-  const Qwen3TtsSpeaker* spk = nullptr;
-  if (!speaker.empty()) {
-    spk = c.find_speaker(speaker);
-    if (!spk)
-      return Status::not_found(
-          fmt::format("qwen3-tts: no speaker '{}' in this checkpoint", speaker));
-  }
-  // The codec prefix: think markers with the language id between them, or nothink for
-  // "auto"; a dialect speaker's dialect replaces chinese / auto.
-  std::vector<int32_t> codec;
-  const Qwen3TtsLanguage* lang = nullptr;
-  const bool auto_lang = language.empty() || language == "auto" || language == "Auto";
-  if (!auto_lang) {
-    lang = c.find_language(language);
-    if (!lang)
-      return Status::not_found(
-          fmt::format("qwen3-tts: no language '{}' in this checkpoint", language));
-  }
-  if (spk && !spk->dialect.empty() && (auto_lang || lang->name == "chinese"))
-    lang = c.find_language(spk->dialect);
-  if (lang)
-    codec = {c.codec.think, c.codec.think_bos, lang->codec_id, c.codec.think_eos};
-  else
-    codec = {c.codec.nothink, c.codec.think_bos, c.codec.think_eos};
-  if (spk) codec.push_back(spk->codec_id);
-  codec.push_back(c.codec.pad);
-  codec.push_back(c.codec.bos);
+  ASSIGN_OR_RETURN(const std::vector<int32_t> codec, codec_prefix(c, speaker, language));
   const int64_t h = c.talker.n_embd, nc = static_cast<int64_t>(codec.size());
   const KernelTable& k = talker_->kernels();
   auto add_codec = [&](int32_t id, float* row) {
