@@ -68,6 +68,43 @@ TEST(Qwen3Tts, ConfigRoundTrip) {
   EXPECT_TRUE(back->talker.qk_norm);
 }
 
+// Qwen's own config.json (0.6B Base) reads to the published shapes and ids.
+TEST(Qwen3Tts, ReadsQwensConfig) {
+  auto j =
+      read_json_file(std::string(EDGE_SOURCE_DIR) + "/tests/data/qwen3_tts/config_0.6b_base.json");
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
+  auto c = qwen3_tts_config_from_hf(*j);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->talker.n_layer, 28);
+  EXPECT_EQ(c->talker.n_embd, 1024);
+  EXPECT_EQ(c->talker.head_dim, 128);
+  EXPECT_EQ(c->talker.n_head_kv, 8);
+  EXPECT_EQ(c->talker.n_vocab, 3072);
+  EXPECT_FLOAT_EQ(c->talker.layers[0].rope_theta, 1e6f);
+  EXPECT_EQ(c->predictor.n_layer, 5);
+  EXPECT_EQ(c->predictor.n_vocab, 2048);
+  EXPECT_FALSE(c->has_projection());
+  EXPECT_EQ(c->n_code_groups, 16);
+  EXPECT_EQ(c->text_vocab, 151936);
+  EXPECT_EQ(c->text_hidden, 2048);
+  EXPECT_EQ(c->codec.bos, 2149);
+  EXPECT_EQ(c->codec.nothink, 2155);
+  EXPECT_EQ(c->text.tts_pad, 151671);
+  EXPECT_EQ(c->find_language("german")->codec_id, 2053);
+  EXPECT_EQ(c->languages.size(), 10u);
+  EXPECT_TRUE(c->speakers.empty());
+  EXPECT_EQ(c->model_type, "base");
+  EXPECT_EQ(c->mrope_section, (std::vector<int32_t>{24, 20, 20}));
+  EXPECT_TRUE(c->mrope_interleaved);
+  const TensorSchema s = qwen3_tts_schema(*c);
+  ASSERT_NE(s.find("talker.model.text_embedding.weight"), nullptr);
+  EXPECT_EQ(s.find("talker.model.text_embedding.weight")->shape,
+            (std::vector<int64_t>{151936, 2048}));
+  EXPECT_EQ(s.find("talker.model.layers.27.self_attn.q_proj.weight")->shape,
+            (std::vector<int64_t>{2048, 1024}));
+  EXPECT_EQ(s.find(qwen3_tts_predictor_head_name(14))->shape, (std::vector<int64_t>{2048, 1024}));
+}
+
 // Config errors name what is wrong.
 TEST(Qwen3Tts, ConfigErrorsNameTheKey) {
   auto c = random_qwen3_tts_config({});
