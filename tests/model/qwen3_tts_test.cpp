@@ -214,6 +214,7 @@ void expect_reference_frames(const RandomQwen3TtsOptions& o, const std::string& 
 TEST(Qwen3Tts, GreedyFramesMatchReference) {
   RandomQwen3TtsOptions o;
   o.dtype = DType::F32;
+  o.head_dim = 32;  // q width 128 != n_embd 64, as in Qwen's (2048 != 1024)
   o.n_code_groups = 6;
   expect_reference_frames(o, "ref", 5);
 }
