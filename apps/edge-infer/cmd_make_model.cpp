@@ -1,10 +1,12 @@
-// edge-infer make-model --arch llama|qwen2|qwen3|gemma3|spark|outetts|wavtokenizer-dec [--layers N --dim D ...]
+// edge-infer make-model --arch llama|qwen2|qwen3|gemma3|spark|outetts|qwen3-tts|wavtokenizer-dec
+// [--layers N --dim D ...]
 //   --type f32|f16|bf16 -o FILE.gguf|DIR
 // Deterministic random weights: the same flags give the same bytes.
 #include <cstdio>
 
 #include "commands.h"
 #include "convert/random_model.h"
+#include "convert/random_qwen3_tts.h"
 #include "media_input.h"
 #include "model/arch/clip_vision.h"
 #include "model/registry.h"
@@ -20,7 +22,26 @@ struct MakeModelArgs {
   int proj_dim = 0;  // projectors: the LM's embedding width (0: --dim)
   int image_size = 64, patch_size = 4;  // vision projectors
   bool no_class_embd = false;           // clip-mlp: a SigLIP tower (no CLS, no pre-LN)
+  RandomQwen3TtsOptions tts;            // qwen3-tts: the code predictor and text sizes
 };
+
+// Qwen3-TTS: a checkpoint directory in Qwen's layout (the talker from --layers --dim ...).
+int make_qwen3_tts(MakeModelArgs& a) {
+  RandomQwen3TtsOptions& t = a.tts;
+  t.n_layer = a.o.n_layer;
+  t.n_embd = a.o.n_embd;
+  t.n_head = a.o.n_head;
+  t.n_head_kv = a.o.n_head_kv;
+  t.head_dim = a.o.head_dim > 0 ? a.o.head_dim : a.o.n_embd / a.o.n_head;
+  t.n_ff = a.o.n_ff > 0 ? a.o.n_ff : 2 * a.o.n_embd;
+  t.dtype = a.o.dtype;
+  t.seed = a.o.seed;
+  Status s = write_random_qwen3_tts(t, a.out);
+  if (!s.ok()) return report_error(s);
+  std::fprintf(stderr, "edge-infer: wrote qwen3-tts checkpoint (random weights) to %s\n",
+               a.out.c_str());
+  return 0;
+}
 
 int run_make_model(MakeModelArgs& a) {
   // clip-<vision projector type> (the projector table); --type may be q8_0 here.
@@ -34,6 +55,7 @@ int run_make_model(MakeModelArgs& a) {
     return report_error(Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
   a.o.dtype = *dt;
   if (a.o.arch == "wavtokenizer-dec") return make_vocoder(a.o, a.out);
+  if (a.o.arch == "qwen3-tts") return make_qwen3_tts(a);
   if (audio) return make_audio_projector(a.o, a.proj_dim, a.out);
   if (a.o.arch == "outetts") {  // OuteTTS 0.2/0.3: a Qwen2 LM whose vocabulary holds audio codes
     a.o.arch = "qwen2";
@@ -59,7 +81,7 @@ void register_make_model(CLI::App& app, Context& ctx) {
     archs.replace(at, 2, " | ");
   sub->add_option("--arch", a->o.arch,
                   archs +
-                      " | outetts | wavtokenizer-dec | clip-ultravox | clip-qwen2a | "
+                      " | outetts | qwen3-tts | wavtokenizer-dec | clip-ultravox | clip-qwen2a | "
                       "clip-gemma3 | clip-mlp")
       ->capture_default_str();
   sub->add_option("--proj-dim", a->proj_dim, "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
@@ -88,6 +110,20 @@ void register_make_model(CLI::App& app, Context& ctx) {
   sub->add_option("--outetts-version", a->o.outetts,
                   "0.2 | 0.3: an OuteTTS speech-code LM (qwen2 with the OuteTTS tokens; --arch outetts "
                   "defaults to 0.2)");
+  sub->add_option("--cp-layers", a->tts.cp_n_layer, "qwen3-tts: code predictor layers")
+      ->capture_default_str();
+  sub->add_option("--cp-dim", a->tts.cp_n_embd, "qwen3-tts: code predictor width (0: --dim)")
+      ->capture_default_str();
+  sub->add_option("--cp-ffn", a->tts.cp_n_ff, "qwen3-tts: code predictor feed-forward (0: --ffn)")
+      ->capture_default_str();
+  sub->add_option("--codebook", a->tts.codebook, "qwen3-tts: codebook size (Qwen: 2048)")
+      ->capture_default_str();
+  sub->add_option("--code-groups", a->tts.n_code_groups, "qwen3-tts: codebooks per frame")
+      ->capture_default_str();
+  sub->add_option("--text-dim", a->tts.text_hidden, "qwen3-tts: text embedding width (Qwen: 2048)")
+      ->capture_default_str();
+  sub->add_option("--tts-type", a->tts.model_type, "qwen3-tts: custom_voice | base")
+      ->capture_default_str();
   sub->add_option("-o,--output", a->out, "FILE.gguf, or a directory for Hugging Face format")->required();
   sub->callback([a, &ctx] { ctx.exit_code = run_make_model(*a); });
 }

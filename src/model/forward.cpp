@@ -417,6 +417,7 @@ void ForwardPass::compute_logits(std::span<const SeqStep> seqs) {
     rows += count;
     t0 += s.n_tokens;
   }
+  hidden_rows_ = rows;
   if (rows > 0) matmul(k, xn_.data(), rows, model_->weights().output, logits_.data(), *pool_);
 }
 
@@ -467,6 +468,12 @@ Status InferenceState::truncate(int64_t n) {
   }
   n_past_ = n;
   return Status::ok_status();
+}
+
+std::span<const float> InferenceState::last_hidden() const {
+  const std::span<const float> h = pass_.hidden();
+  const size_t d = static_cast<size_t>(model_->config().n_embd);
+  return h.size() < d ? h : h.subspan(h.size() - d);
 }
 
 Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t> tokens, bool all_logits) {

@@ -77,6 +77,13 @@ class ForwardPass {
   Expected<std::span<const float>> run(std::span<const int32_t> tokens, std::span<const SeqStep> seqs,
                                        KvStorage& kv);
   int64_t max_tokens() const { return max_tokens_; }
+  // The final-normed hidden rows [rows, n_embd] of the last run, one per logits row (the
+  // input of the output head; Qwen3-TTS feeds the talker's to its code predictor). Valid
+  // until the next run.
+  std::span<const float> hidden() const {
+    return std::span<const float>(xn_.data(),
+                                  static_cast<size_t>(hidden_rows_ * model_->config().n_embd));
+  }
   // Bytes of scratch held (ledger category "scratch").
   uint64_t scratch_bytes() const;
   // Bytes of the RoPE cos/sin tables a pass of max_tokens holds (ledger category "rope"):
@@ -114,6 +121,7 @@ class ForwardPass {
   ThreadPool* pool_;
   int64_t max_tokens_ = 0;
   int64_t n_ = 0;               // tokens in the current step
+  int64_t hidden_rows_ = 0;     // logits rows of the last run (their normed rows in xn_)
   std::vector<int64_t> pos_;    // [max_tokens] position of each token of the step
   std::vector<int32_t> seq_of_;  // [max_tokens] index into the step's seqs of each token
   ScratchVector x_;             // [n, n_embd] residual stream
@@ -160,6 +168,9 @@ class InferenceState {
   // (refused when such a span is longer than max_step).
   Expected<std::span<const float>> forward(std::span<const int32_t> tokens, bool all_logits,
                                            std::span<const EmbeddingSplice> splices);
+  // The final-normed hidden row [n_embd] of the last token of the last forward (the
+  // output head's input).
+  std::span<const float> last_hidden() const;
 
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return n_ctx_; }

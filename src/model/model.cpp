@@ -26,6 +26,7 @@ struct Model::Source {
   std::unique_ptr<Llama2cFile> l2c;
   TensorSet canonical;  // HF tensors renamed to canonical names (views, no copies)
   PreparedTensors prepared;  // GGUF tensors ready for the kernels (repacked ones owned here)
+  std::shared_ptr<const void> external;  // what an assembled model's weights point into
   // Ledger charges for what the weights and tokenizer hold (released with the model).
   LedgerCharge mapped_charge, vectors_charge, tokenizer_charge;
 };
@@ -147,6 +148,32 @@ Expected<std::unique_ptr<Model>> Model::load_unguarded(const std::string& path,
   // Return the heap freed during load (parse buffers, repack scratch) to the OS.
   release_free_heap();
   log_info("loaded {} ({}): {}", path, model_format_name(m->format_), describe_config(m->config_));
+  return m;
+}
+
+Expected<std::unique_ptr<Model>> Model::assemble(ModelConfig config, ModelWeights weights,
+                                                 std::shared_ptr<const void> keep,
+                                                 const LoadOptions& o, bool int8_activations) {
+  RETURN_IF_ERROR(validate_config(config));
+  std::unique_ptr<Model> m(new Model());
+  m->path_ = config.arch;
+  m->format_ = ModelFormat::kHfDir;
+  m->config_ = std::move(config);
+  m->weights_ = std::move(weights);
+  m->source_->external = std::move(keep);
+  m->memory_.weights_anon = vector_bytes(m->weights_);
+  m->source_->vectors_charge.set(MemCategory::kWeights, m->memory_.weights_anon);
+  if (o.pool) {
+    m->pool_ = o.pool;
+  } else {
+    m->owned_pool_ =
+        std::make_unique<ThreadPool>(o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads());
+    m->pool_ = m->owned_pool_.get();
+  }
+  m->int8_activations_ = int8_activations;
+  m->kernel_table_ = select_kernels();
+  m->kernel_table_.packed_int8_activations = int8_activations;
+  m->kernels_ = &m->kernel_table_;
   return m;
 }
 

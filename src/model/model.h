@@ -53,6 +53,14 @@ class Model {
  public:
   static Expected<std::unique_ptr<Model>> load(const std::string& path,
                                                const LoadOptions& options = {});
+  // A model whose config and weights the caller read and bound: one decoder of a
+  // checkpoint that holds several (the Qwen3-TTS talker and its code predictor share one
+  // safetensors set). `keep` owns what the weight views point into; no tokenizer. Packed
+  // weights run with int8 activations (W4A8) when int8_activations is set.
+  static Expected<std::unique_ptr<Model>> assemble(ModelConfig config, ModelWeights weights,
+                                                   std::shared_ptr<const void> keep,
+                                                   const LoadOptions& options,
+                                                   bool int8_activations);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;

@@ -25,6 +25,13 @@ class Tokenizer {
   // add_bos/add_eos, bos/eos tokens and the chat template.
   static Expected<Tokenizer> from_tokenizer_json(const std::string& tokenizer_json_path,
                                                  const std::string& tokenizer_config_path);
+  // Qwen2-style byte-level BPE from vocab.json + merges.txt (checkpoints that ship no
+  // tokenizer.json, such as Qwen3-TTS): the pipeline transformers' Qwen2 converter builds
+  // (NFC, the Qwen2 split regex, byte level), special tokens from tokenizer_config.json's
+  // added_tokens_decoder (config path "" = none).
+  static Expected<Tokenizer> from_vocab_merges(const std::string& vocab_json_path,
+                                               const std::string& merges_path,
+                                               const std::string& tokenizer_config_path);
   // The same from the files' text (config "" = none); `name` labels errors.
   static Expected<Tokenizer> from_tokenizer_json_text(const std::string& tokenizer_json,
                                                       const std::string& tokenizer_config,
