@@ -240,7 +240,8 @@ void decoder_schema_part(const Qwen3TtsCodecHparams& h, TensorSchema& s) {
     const std::string p = fmt::format("decoder.decoder.{}.block.", b + 1);
     const int64_t in = h.block_out(b - 1), out = h.block_out(b);
     snake_schema(s, p + "0.", in);
-    conv_schema(s, p + "1.conv.", in, out, 2 * h.upsample_rates[b]);  // [c_in, c_out, k]
+    s.require(p + "1.conv.weight", {in, out, 2 * h.upsample_rates[b]});  // [c_in, c_out, k]
+    s.require(p + "1.conv.bias", {out});
     for (int r = 0; r < 3; ++r) {
       const std::string u = fmt::format("{}{}.", p, r + 2);
       snake_schema(s, u + "act1.", out);
