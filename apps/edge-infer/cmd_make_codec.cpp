@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "convert/random_model.h"
 #include "convert/random_qwen3_tts_codec.h"
 
 namespace edge::cli {

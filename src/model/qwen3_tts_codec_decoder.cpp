@@ -48,7 +48,7 @@ Expected<std::vector<float>> Qwen3TtsCodec::decode(const std::vector<int32_t>& c
         fmt::format("{} codes: not whole frames of {}", codes.size(), nq));
   const int64_t n = static_cast<int64_t>(codes.size()) / nq;
   RETURN_IF_ERROR(check_codes(codes.data(), n));
-  const int64_t step = chunk_frames > 0 ? chunk_frames : std::max<int64_t>(n, 1);
+  const int64_t step = std::max<int64_t>(chunk_frames, 1);
   Qwen3TtsCodecState s;
   std::vector<float> pcm;
   pcm.reserve(static_cast<size_t>(n * samples_per_frame()));

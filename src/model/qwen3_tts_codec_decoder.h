@@ -41,9 +41,10 @@ class Qwen3TtsCodec {
   // the first frame and codebook that is not.
   Status check_codes(const int32_t* codes, int64_t n_frames) const;
   // Whole utterance: codes [n][n_quantizers] -> n * samples_per_frame() samples. The frames
-  // go through in chunks of chunk_frames (0: all at once); the result does not depend on it.
+  // go through in chunks of chunk_frames (memory grows with it: ~70 MB of activations per
+  // second of audio at the published sizes); the result does not depend on it.
   Expected<std::vector<float>> decode(const std::vector<int32_t>& codes,
-                                      int64_t chunk_frames = 0) const;
+                                      int64_t chunk_frames = 25) const;
 
  private:
   friend class Qwen3TtsCodecStream;

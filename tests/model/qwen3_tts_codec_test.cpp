@@ -86,7 +86,7 @@ TEST_F(Qwen3TtsCodecTest, StreamEqualsWholeUtteranceBitForBit) {
   const auto codes = random_codes(n, nq, c->hparams().codebook_size, 2);
   for (const KernelTable* k : {&reference_kernels(), &select_kernels()}) {
     c->use_kernels(*k);
-    auto whole = c->decode(codes);
+    auto whole = c->decode(codes, n);  // one chunk
     ASSERT_TRUE(whole.ok()) << whole.status().to_string();
     for (const std::vector<int64_t>& split :
          {std::vector<int64_t>{1}, {3}, {7, 1, 2, 13, 5}, {39, 1}}) {
@@ -110,7 +110,7 @@ TEST_F(Qwen3TtsCodecTest, StreamEqualsWholeUtteranceBitForBit) {
           << ")"
           << ": stream split starting " << split[0] << " differs from the whole decode";
     }
-    auto chunked = c->decode(codes, 16);
+    auto chunked = c->decode(codes);  // the default chunks
     ASSERT_TRUE(chunked.ok());
     EXPECT_TRUE(same_bits(chunked->data(), whole->data(), whole->size()));
   }

@@ -84,7 +84,9 @@ int64_t Qwen3TtsCodecHparams::samples_per_frame() const {
 }
 
 Expected<Qwen3TtsCodecHparams> qwen3_tts_codec_hparams(const json& config) {
-  const std::string type = config.value("model_type", "");
+  const std::string type = config.contains("model_type") && config["model_type"].is_string()
+                               ? config["model_type"].get<std::string>()
+                               : "";
   if (type != kQwen3TtsCodecModelType)
     return Status::unsupported(
         fmt::format("config.json model_type '{}': not {}", type, kQwen3TtsCodecModelType));
@@ -114,16 +116,18 @@ Expected<Qwen3TtsCodecHparams> qwen3_tts_codec_hparams(const json& config) {
   if (semantic != 1)  // Qwen's decoder splits the quantizer 1 + rest whatever this says
     return Status::unsupported(
         fmt::format("decoder_config.num_semantic_quantizers = {}: only 1", semantic));
-  if (dc.value("attention_bias", false))
-    return Status::unsupported("decoder_config.attention_bias = true: not supported");
-  if (dc.value("hidden_act", std::string("silu")) != "silu")
-    return Status::unsupported("decoder_config.hidden_act '" + dc["hidden_act"].dump() +
-                               "': only silu");
-  if (config.contains("output_sample_rate") && config["output_sample_rate"].is_number_integer())
-    h.sample_rate = config["output_sample_rate"].get<int32_t>();
+  if (dc.contains("attention_bias") && dc["attention_bias"] != false)
+    return Status::unsupported("decoder_config.attention_bias " + dc["attention_bias"].dump() +
+                               ": only false");
+  if (dc.contains("hidden_act") && dc["hidden_act"] != "silu")
+    return Status::unsupported("decoder_config.hidden_act " + dc["hidden_act"].dump() +
+                               ": only \"silu\"");
+  if (config.contains("output_sample_rate") && config["output_sample_rate"] != 24000)
+    return Status::unsupported("config.json output_sample_rate " +
+                               config["output_sample_rate"].dump() + ": only 24000");
   RETURN_IF_ERROR(check_hparams(h));
   if (config.contains("decode_upsample_rate") &&
-      config["decode_upsample_rate"].get<int64_t>() != h.samples_per_frame())
+      config["decode_upsample_rate"] != h.samples_per_frame())
     return Status::invalid_format(
         fmt::format("config.json decode_upsample_rate = {}: the rates multiply to {}",
                     config["decode_upsample_rate"].dump(), h.samples_per_frame()));
