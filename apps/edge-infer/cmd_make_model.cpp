@@ -1,6 +1,4 @@
-// edge-infer make-model --arch
-// llama|qwen2|qwen3|gemma3|spark|outetts|wavtokenizer-dec|qwen3-tts-tokenizer [--layers N --dim D
-// ...]
+// edge-infer make-model --arch llama|qwen2|qwen3|gemma3|spark|outetts|wavtokenizer-dec|qwen3-tts-tokenizer [--layers N --dim D ...]
 //   --type f32|f16|bf16 -o FILE.gguf|DIR
 // Deterministic random weights: the same flags give the same bytes.
 #include <cstdio>
@@ -19,7 +17,7 @@ struct MakeModelArgs {
   std::string type = "f32";
   std::string out;
   bool tied = false, untied = false;
-  int proj_dim = 0;                     // projectors: the LM's embedding width (0: --dim)
+  int proj_dim = 0;  // projectors: the LM's embedding width (0: --dim)
   int image_size = 64, patch_size = 4;  // vision projectors
   bool no_class_embd = false;           // clip-mlp: a SigLIP tower (no CLS, no pre-LN)
   std::string codec_size = "small";     // qwen3-tts-tokenizer: small | published
@@ -34,29 +32,24 @@ int run_make_model(MakeModelArgs& a) {
   auto dt = dtype_from_name(a.type);
   if (!dt) return report_error(dt.status());
   const bool audio = a.o.arch == "clip-ultravox" || a.o.arch == "clip-qwen2a";  // q8_0 too
-  if (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16 &&
-      !(audio && *dt == DType::Q8_0))
-    return report_error(
-        Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
+  if (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16 && !(audio && *dt == DType::Q8_0))
+    return report_error(Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
   a.o.dtype = *dt;
   if (a.o.arch == "wavtokenizer-dec") return make_vocoder(a.o, a.out);
   if (a.o.arch == "qwen3-tts-tokenizer")
     return make_qwen3_tts_codec(
-        a.o, a.codec_size, [&a](const char* f) { return a.sub->get_option(f)->count() > 0; },
-        a.out);
+        a.o, a.codec_size, [&a](const char* f) { return a.sub->get_option(f)->count() > 0; }, a.out);
   if (audio) return make_audio_projector(a.o, a.proj_dim, a.out);
   if (a.o.arch == "outetts") {  // OuteTTS 0.2/0.3: a Qwen2 LM whose vocabulary holds audio codes
     a.o.arch = "qwen2";
     if (a.o.outetts.empty()) a.o.outetts = "0.2";
   }
-  if (a.tied && a.untied)
-    return report_error(Status::invalid_argument("--tied and --untied together"));
+  if (a.tied && a.untied) return report_error(Status::invalid_argument("--tied and --untied together"));
   if (a.tied) a.o.tied = true;
   if (a.untied) a.o.tied = false;
   Status s = write_random_model(a.o, a.out);
   if (!s.ok()) return report_error(s);
-  std::fprintf(stderr, "edge-infer: wrote %s model (random weights) to %s\n", a.o.arch.c_str(),
-               a.out.c_str());
+  std::fprintf(stderr, "edge-infer: wrote %s model (random weights) to %s\n", a.o.arch.c_str(), a.out.c_str());
   return 0;
 }
 
@@ -64,25 +57,20 @@ int run_make_model(MakeModelArgs& a) {
 
 void register_make_model(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<MakeModelArgs>();
-  CLI::App* sub =
-      app.add_subcommand("make-model", "Write a model with deterministic random weights");
+  CLI::App* sub = app.add_subcommand("make-model", "Write a model with deterministic random weights");
   // The language models from the family table, then the other generators.
   std::string archs = writable_architectures();
   for (size_t at = archs.find(", "); at != std::string::npos; at = archs.find(", ", at))
     archs.replace(at, 2, " | ");
-  sub->add_option(
-         "--arch", a->o.arch,
-         archs +
-             " | outetts | wavtokenizer-dec | qwen3-tts-tokenizer | clip-ultravox | clip-qwen2a | "
-             "clip-gemma3 | clip-mlp")
+  sub->add_option("--arch", a->o.arch,
+                  archs +
+                      " | outetts | wavtokenizer-dec | qwen3-tts-tokenizer | clip-ultravox | clip-qwen2a | "
+                      "clip-gemma3 | clip-mlp")
       ->capture_default_str();
-  sub->add_option("--proj-dim", a->proj_dim,
-                  "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
-  sub->add_option("--image-size", a->image_size,
-                  "vision projectors (clip-gemma3 | clip-mlp): input side")
+  sub->add_option("--proj-dim", a->proj_dim, "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
+  sub->add_option("--image-size", a->image_size, "vision projectors (clip-gemma3 | clip-mlp): input side")
       ->capture_default_str();
-  sub->add_option("--patch-size", a->patch_size, "vision projectors: patch side")
-      ->capture_default_str();
+  sub->add_option("--patch-size", a->patch_size, "vision projectors: patch side")->capture_default_str();
   sub->add_flag("--no-class-embd", a->no_class_embd,
                 "clip-mlp: no CLIP class token and pre-LN (a SigLIP tower)");
   sub->add_option("--layers", a->o.n_layer)->capture_default_str();
@@ -93,23 +81,19 @@ void register_make_model(CLI::App& app, Context& ctx) {
   sub->add_option("--ffn", a->o.n_ff, "feed-forward size (0: 2 * dim)")->capture_default_str();
   sub->add_option("--vocab", a->o.n_vocab)->capture_default_str();
   sub->add_option("--ctx", a->o.ctx, "advertised context length")->capture_default_str();
-  sub->add_option("--sliding-window", a->o.sliding_window,
-                  "gemma3/spark: window of sliding layers");
-  sub->add_option("--sliding-pattern", a->o.sliding_pattern,
-                  "gemma3/spark: one global layer every N");
+  sub->add_option("--sliding-window", a->o.sliding_window, "gemma3/spark: window of sliding layers");
+  sub->add_option("--sliding-pattern", a->o.sliding_pattern, "gemma3/spark: one global layer every N");
   sub->add_flag("--tied", a->tied, "output head shares the embedding");
   sub->add_flag("--untied", a->untied, "separate output head");
   sub->add_option("--type", a->type, "f32 | f16 | bf16")->capture_default_str();
   sub->add_option("--seed", a->o.seed)->capture_default_str();
-  sub->add_option(
-      "--outetts-version", a->o.outetts,
-      "0.2 | 0.3: an OuteTTS speech-code LM (qwen2 with the OuteTTS tokens; --arch outetts "
-      "defaults to 0.2)");
+  sub->add_option("--outetts-version", a->o.outetts,
+                  "0.2 | 0.3: an OuteTTS speech-code LM (qwen2 with the OuteTTS tokens; --arch outetts "
+                  "defaults to 0.2)");
   sub->add_option("--codec-size", a->codec_size,
                   "qwen3-tts-tokenizer: small | published (Qwen's sizes); other flags override")
       ->capture_default_str();
-  sub->add_option("-o,--output", a->out, "FILE.gguf, or a directory for Hugging Face format")
-      ->required();
+  sub->add_option("-o,--output", a->out, "FILE.gguf, or a directory for Hugging Face format")->required();
   a->sub = sub;
   sub->callback([a, &ctx] { ctx.exit_code = run_make_model(*a); });
 }
