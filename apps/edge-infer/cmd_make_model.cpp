@@ -1,5 +1,5 @@
-// edge-infer make-model --arch llama|qwen2|qwen3|gemma3|spark|outetts|qwen3-tts|wavtokenizer-dec
-// [--layers N --dim D ...]
+// edge-infer make-model --arch llama|qwen2|qwen3|gemma3|spark|qwen3moe|gpt-oss|outetts|qwen3-tts|
+//   qwen3-tts-tokenizer|wavtokenizer-dec [--layers N --dim D ...]
 //   --type f32|f16|bf16 -o FILE.gguf|DIR
 // Deterministic random weights: the same flags give the same bytes.
 #include <cstdio>
@@ -23,6 +23,8 @@ struct MakeModelArgs {
   int image_size = 64, patch_size = 4;  // vision projectors
   bool no_class_embd = false;           // clip-mlp: a SigLIP tower (no CLS, no pre-LN)
   RandomQwen3TtsOptions tts;            // qwen3-tts: the code predictor and text sizes
+  std::string codec_size = "small";     // qwen3-tts-tokenizer: small | published
+  CLI::App* sub = nullptr;              // which flags were given
 };
 
 // Qwen3-TTS: a checkpoint directory in Qwen's layout (the talker from --layers --dim ...).
@@ -56,6 +58,9 @@ int run_make_model(MakeModelArgs& a) {
   a.o.dtype = *dt;
   if (a.o.arch == "wavtokenizer-dec") return make_vocoder(a.o, a.out);
   if (a.o.arch == "qwen3-tts") return make_qwen3_tts(a);
+  if (a.o.arch == "qwen3-tts-tokenizer")
+    return make_qwen3_tts_codec(
+        a.o, a.codec_size, [&a](const char* f) { return a.sub->get_option(f)->count() > 0; }, a.out);
   if (audio) return make_audio_projector(a.o, a.proj_dim, a.out);
   if (a.o.arch == "outetts") {  // OuteTTS 0.2/0.3: a Qwen2 LM whose vocabulary holds audio codes
     a.o.arch = "qwen2";
@@ -81,7 +86,8 @@ void register_make_model(CLI::App& app, Context& ctx) {
     archs.replace(at, 2, " | ");
   sub->add_option("--arch", a->o.arch,
                   archs +
-                      " | outetts | qwen3-tts | wavtokenizer-dec | clip-ultravox | clip-qwen2a | "
+                      " | outetts | qwen3-tts | qwen3-tts-tokenizer | wavtokenizer-dec | clip-ultravox | "
+                      "clip-qwen2a | "
                       "clip-gemma3 | clip-mlp")
       ->capture_default_str();
   sub->add_option("--proj-dim", a->proj_dim, "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
@@ -124,7 +130,11 @@ void register_make_model(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   sub->add_option("--tts-type", a->tts.model_type, "qwen3-tts: custom_voice | base")
       ->capture_default_str();
+  sub->add_option("--codec-size", a->codec_size,
+                  "qwen3-tts-tokenizer: small | published (Qwen's sizes); other flags override")
+      ->capture_default_str();
   sub->add_option("-o,--output", a->out, "FILE.gguf, or a directory for Hugging Face format")->required();
+  a->sub = sub;
   sub->callback([a, &ctx] { ctx.exit_code = run_make_model(*a); });
 }
 

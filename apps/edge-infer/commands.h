@@ -4,7 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
+#include <functional>
 #include <string>
 
 #include "core/status.h"
@@ -44,6 +44,9 @@ void register_probe(CLI::App& app, Context& ctx);
 
 // make-model --arch wavtokenizer-dec: a random-weight vocoder (cmd_vocode.cpp).
 int make_vocoder(const RandomModelOptions& m, const std::string& out);
+// make-model --arch qwen3-tts-tokenizer (cmd_make_codec.cpp); `given` says a flag was set.
+int make_qwen3_tts_codec(const RandomModelOptions& m, const std::string& size,
+                         const std::function<bool(const char*)>& given, const std::string& out);
 
 // Prints "edge-infer: error: ..." and returns the exit code for a failed Status.
 int report_error(const Status& s);
@@ -52,8 +55,8 @@ Expected<std::vector<int32_t>> parse_id_list(const std::string& s);
 
 }  // namespace edge::cli
 
-#define RETURN_CODE_IF_ERROR(expr)                                  \
-  do {                                                              \
-    ::edge::Status _st = (expr);                                    \
-    if (!_st.ok()) return ::edge::cli::report_error(_st);           \
+#define RETURN_CODE_IF_ERROR(expr)                        \
+  do {                                                    \
+    ::edge::Status _st = (expr);                          \
+    if (!_st.ok()) return ::edge::cli::report_error(_st); \
   } while (0)

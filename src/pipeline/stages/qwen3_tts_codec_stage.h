@@ -1,0 +1,10 @@
+// The audio.pcm stage kind on the Qwen3-TTS 12 Hz codec decoder (qwen3_tts_codec_stage.cpp).
+#pragma once
+
+#include "pipeline/graph/stage_kind.h"
+
+namespace edge::pipeline {
+
+extern const StageKind kQwen3TtsCodecKind;
+
+}  // namespace edge::pipeline
