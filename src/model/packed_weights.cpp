@@ -60,13 +60,16 @@ void drop_source_pages(const uint8_t* data, uint64_t n) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
+// [N, K], or experts [E, N, K] as E packed matrices back to back (quant/packed.h).
 Status repack_one(const TensorView& t, int threads, PreparedTensors& out) {
-  if (t.shape.size() != 2)
-    return Status::unsupported(t.name + ": " + dtype_name(t.dtype) + " tensor must be 2-D to repack, shape " +
+  if (t.shape.size() != 2 && t.shape.size() != 3)
+    return Status::unsupported(t.name + ": " + dtype_name(t.dtype) +
+                               " tensor must be 2-D or 3-D (experts) to repack, shape " +
                                t.shape_string());
   const KQuantCells cells = engine_kquant_cells();
   ASSIGN_OR_RETURN(PackedFormat f, repack_format(t.dtype, cells));
-  const uint64_t bytes = static_cast<uint64_t>(f.matrix_bytes(t.shape[0], t.shape[1]));
+  RETURN_IF_ERROR(check_repackable_tensor(t, f));
+  const uint64_t bytes = static_cast<uint64_t>(packed_tensor_bytes(f, t.shape));
   ASSIGN_OR_RETURN(auto buf, AnonymousBuffer::allocate(bytes));
   RETURN_IF_ERROR(repack_matrix(t, buf->data(), bytes, threads, cells).with_context(t.name));
   drop_source_pages(t.data, t.nbytes);
@@ -88,7 +91,7 @@ Expected<PreparedTensors> prepare_gguf_tensors(const GgufFile& g, int threads) {
     if (is_packed_dtype(t.dtype)) {
       ASSIGN_OR_RETURN(PackedFormat f, check_packed_tensor(t, g.mapped()));
       TensorView v = t;
-      v.nbytes = static_cast<uint64_t>(f.matrix_bytes(t.shape[0], t.shape[1]));
+      v.nbytes = static_cast<uint64_t>(packed_tensor_bytes(f, t.shape));
       out.prepacked++;
       RETURN_IF_ERROR(out.tensors.add(std::move(v)));
     } else if (is_repackable(t.dtype)) {
