@@ -17,9 +17,9 @@
 namespace edge {
 namespace {
 
-// One tensor as the loader will hold it: matrices of GGUF block types are repacked into
-// anonymous memory (packed layout size), our packed types and plain matrices stay mapped,
-// 1-D tensors (norms, biases) are converted to F32 vectors (anonymous).
+// One tensor as the loader will hold it: matrices (and experts [E, N, K]) of GGUF block types
+// are repacked into anonymous memory (packed layout size), our packed types and plain
+// matrices stay mapped, 1-D tensors (norms, biases) are converted to F32 vectors (anonymous).
 TensorFootprint footprint_of(const TensorView& t, bool gguf) {
   TensorFootprint f;
   f.name = t.name;
@@ -29,11 +29,12 @@ TensorFootprint footprint_of(const TensorView& t, bool gguf) {
   PackedFormat pf;
   if (t.shape.size() <= 1) {
     f.anon_bytes = static_cast<uint64_t>(t.numel()) * sizeof(float);
-  } else if (gguf && packed_format_of(t.dtype, &pf) && t.shape.size() == 2) {
-    f.mapped_bytes = static_cast<uint64_t>(pf.matrix_bytes(t.shape[0], t.shape[1]));
-  } else if (gguf && is_repackable(t.dtype) && t.shape.size() == 2) {
+  } else if (gguf && packed_format_of(t.dtype, &pf) && t.shape.size() <= 3) {
+    // [N, K] or experts [E, N, K] (E padded matrices back to back: quant/packed.h)
+    f.mapped_bytes = static_cast<uint64_t>(packed_tensor_bytes(pf, t.shape));
+  } else if (gguf && is_repackable(t.dtype) && t.shape.size() <= 3) {
     auto rf = repack_format(t.dtype, engine_kquant_cells());
-    f.anon_bytes = rf ? static_cast<uint64_t>(rf->matrix_bytes(t.shape[0], t.shape[1])) : t.nbytes;
+    f.anon_bytes = rf ? static_cast<uint64_t>(packed_tensor_bytes(*rf, t.shape)) : t.nbytes;
   } else {
     f.mapped_bytes = t.nbytes;
   }
