@@ -1,7 +1,6 @@
 // GGUF -> packed GGUF. Every metadata key is copied; "edge.quant.type" (w4a16 | w4a8 | w8 |
-// mxfp4),
-// "edge.quant.group" (u32), "edge.quant.asym" (bool) and "edge.quant.activations" ("f32"
-// for w4a16, "int8" for w4a8 and w8) are added.
+// mxfp4), "edge.quant.group" (u32), "edge.quant.asym" (bool) and "edge.quant.activations"
+// ("f32" for w4a16, "int8" for w4a8, w8 and mxfp4) are added.
 //
 // Per tensor (shape row-major [N, K]):
 //   * 2-D "*.weight" of type F32/F16/BF16 (this includes token_embd.weight and
