@@ -30,6 +30,10 @@ static std::vector<uint8_t> random_packed(PackedKind kind, int32_t g, int64_t n,
                                                        : g * 8;
   const uint16_t s = f32_to_f16(0.01f);
   for (int64_t c = 0; c < static_cast<int64_t>(m.size()) / cb; ++c) {
+    if (kind == PackedKind::kMxfp4) {  // E8M0 bytes: 2^(120 - 128) per row
+      for (int r = 0; r < 16; ++r) m[c * cb + 256 + r] = 120;
+      continue;
+    }
     if (q45)
       for (int i = 0; i < 256; ++i) m[c * cb + i] &= 0x3F;
     const bool two = kind == PackedKind::kW4Asym || q45;
@@ -39,8 +43,8 @@ static std::vector<uint8_t> random_packed(PackedKind kind, int32_t g, int64_t n,
 }
 
 int main(int argc, char** argv) {
-  // packed_bench [threads] [kind: w4s|w4a|w8|w6|q4k|q5k|q6k|all] [variant name|all] [N or 0 for all
-  // shapes]
+  // packed_bench [threads] [kind: w4s|w4a|w8|w6|q4k|q5k|q6k|mxfp4|all] [variant name|all] [N or 0
+  // for all shapes]
   //              [group 32|64|128] [a8|a16|both]
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const std::string kind_f = argc > 2 ? argv[2] : "all", var_f = argc > 3 ? argv[3] : "all";
@@ -57,15 +61,17 @@ int main(int argc, char** argv) {
            : k == PackedKind::kQ4K    ? "q4k"
            : k == PackedKind::kQ5K    ? "q5k"
            : k == PackedKind::kQ6K    ? "q6k"
+           : k == PackedKind::kMxfp4  ? "mxfp4"
                                       : "w4s";
   };
-  for (PackedKind kind : {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8, PackedKind::kW6,
-                          PackedKind::kQ4K, PackedKind::kQ5K, PackedKind::kQ6K}) {
+  for (PackedKind kind :
+       {PackedKind::kW4Sym, PackedKind::kW4Asym, PackedKind::kW8, PackedKind::kW6, PackedKind::kQ4K,
+        PackedKind::kQ5K, PackedKind::kQ6K, PackedKind::kMxfp4}) {
     const bool in_all = kind == PackedKind::kW4Sym || kind == PackedKind::kW8;
     if (kind_f != (kind_f == "all" && in_all ? "all" : kname(kind))) continue;
     const bool super =
         kind == PackedKind::kQ4K || kind == PackedKind::kQ5K || kind == PackedKind::kQ6K;
-    const int32_t g = super ? 256 : g_arg;
+    const int32_t g = super ? 256 : kind == PackedKind::kMxfp4 ? 32 : g_arg;
     for (auto& sh : shapes) {
       const int64_t N = sh[0], K = sh[1];
       if (n_f != 0 && n_f != N) continue;

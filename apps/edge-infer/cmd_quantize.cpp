@@ -1,4 +1,4 @@
-// edge-infer quantize IN OUT --type w4a16|w4a8|w8|f16 [--group 32|64|128] [--asym]
+// edge-infer quantize IN OUT --type w4a16|w4a8|w8|f16|mxfp4 [--group 32|64|128] [--asym]
 // IN: a GGUF file (F32/F16/BF16, or GGUF-quantised) or a Hugging Face directory
 // (config.json + safetensors + tokenizer.json). Writes a GGUF whose weights are already in
 // our packed layout (loading it is a plain mmap), streamed a few panels at a time: the
@@ -79,7 +79,8 @@ void register_quantize(CLI::App& app, Context& ctx) {
                   "F32/F16/BF16 (or GGUF-quantised) GGUF model, or a Hugging Face directory")
       ->required();
   sub->add_option("output", a->out, "output GGUF")->required();
-  sub->add_option("--type", a->type, "w4a16 | w4a8 | w8 | f16 (f16: convert only)")->capture_default_str();
+  sub->add_option("--type", a->type, "w4a16 | w4a8 | w8 | f16 | mxfp4 (f16: convert only)")
+      ->capture_default_str();
   sub->add_option("--group", a->o.group, "group size along the input dimension: 32, 64 or 128 (0: default)");
   sub->add_flag("--asym", a->o.asym, "asymmetric 4-bit (scale and min per group)");
   sub->add_option("-t,--threads", a->o.threads, "threads (default: all allowed cores)");

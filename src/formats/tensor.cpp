@@ -18,16 +18,17 @@ struct DTypeInfo {
 // Block sizes follow GGML's block layouts, e.g. Q4_0 = f16 scale + 32 nibbles = 18 bytes,
 // Q4_K = 256 elements in 144 bytes.
 constexpr DTypeInfo kInfos[] = {
-    {DType::F32, "f32", 1, 4},        {DType::F16, "f16", 1, 2},
-    {DType::Q4_0, "q4_0", 32, 18},    {DType::Q4_1, "q4_1", 32, 20},
-    {DType::Q5_0, "q5_0", 32, 22},    {DType::Q5_1, "q5_1", 32, 24},
-    {DType::Q8_0, "q8_0", 32, 34},    {DType::Q8_1, "q8_1", 32, 36},
-    {DType::Q2_K, "q2_K", 256, 84},   {DType::Q3_K, "q3_K", 256, 110},
-    {DType::Q4_K, "q4_K", 256, 144},  {DType::Q5_K, "q5_K", 256, 176},
-    {DType::Q6_K, "q6_K", 256, 210},  {DType::Q8_K, "q8_K", 256, 292},
-    {DType::I8, "i8", 1, 1},          {DType::I16, "i16", 1, 2},
-    {DType::I32, "i32", 1, 4},        {DType::I64, "i64", 1, 8},
-    {DType::F64, "f64", 1, 8},        {DType::BF16, "bf16", 1, 2},
+    {DType::F32, "f32", 1, 4},       {DType::F16, "f16", 1, 2},
+    {DType::Q4_0, "q4_0", 32, 18},   {DType::Q4_1, "q4_1", 32, 20},
+    {DType::Q5_0, "q5_0", 32, 22},   {DType::Q5_1, "q5_1", 32, 24},
+    {DType::Q8_0, "q8_0", 32, 34},   {DType::Q8_1, "q8_1", 32, 36},
+    {DType::Q2_K, "q2_K", 256, 84},  {DType::Q3_K, "q3_K", 256, 110},
+    {DType::Q4_K, "q4_K", 256, 144}, {DType::Q5_K, "q5_K", 256, 176},
+    {DType::Q6_K, "q6_K", 256, 210}, {DType::Q8_K, "q8_K", 256, 292},
+    {DType::I8, "i8", 1, 1},         {DType::I16, "i16", 1, 2},
+    {DType::I32, "i32", 1, 4},       {DType::I64, "i64", 1, 8},
+    {DType::F64, "f64", 1, 8},       {DType::BF16, "bf16", 1, 2},
+    {DType::MXFP4, "mxfp4", 32, 17},  // e8m0 exponent + 16 bytes of E2M1 nibbles
 };
 
 const DTypeInfo* find_info(DType t) {

@@ -16,11 +16,22 @@ namespace edge {
 
 // Element types. Values are GGML's type ids so GGUF files map 1:1; our own packed types
 // (quant layer) live in a reserved range starting at kFirstPackedType.
+//
+// MXFP4 (39): OCP microscaling FP4 (GPT-OSS's expert weights), blocks of 32 weights in 17
+// bytes, one E8M0 exponent byte e then 16 bytes of 4-bit E2M1 codes. Element j (0..15) of a
+// block is the low nibble of code byte j, element j + 16 its high nibble. A code c is a sign
+// (bit 3) and a magnitude index c & 7 into the E2M1 values 0, 0.5, 1, 1.5, 2, 3, 4 and 6.
+// GGML keeps the values doubled (0, 1, 2, 3, 4, 6, 8, 12, negated for codes 8..15), so a
+// weight is 2^(e - 128) * doubled(c): E8M0 alone is 2^(e - 127), halved to undo the
+// doubling. GGML reads e = 0 and e = 1 as the subnormal floats 2^-128 and 2^-127, and
+// e = 255 (NaN in the OCP spec) as 2^127.
+// clang-format off
 enum class DType : uint32_t {
   F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
   Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-  I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, BF16 = 30,
+  I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, BF16 = 30, MXFP4 = 39,
 };
+// clang-format on
 constexpr uint32_t kFirstPackedType = 1000;
 
 const char* dtype_name(DType t);

@@ -14,7 +14,10 @@
 // scale per (row, block), plus the block's sum of codes (for the W4 -8 offset / asymmetric
 // min, the W6 -32 offset and the W8 +128 correction). The activation block must equal the
 // weight group. Q4K takes blocks of 256 (one scale, as GGML's Q8_K) with the sums of each
-// 32 codes (its mins are per sub-block of 32), as does Q5K; Q6K the sums of each 16.
+// 32 codes (its mins are per sub-block of 32), as does Q5K; Q6K the sums of each 16. MXFP4
+// takes blocks of 32 with their sums (its nibbles become int8 by a table lookup: the E2M1
+// values doubled, -12..12; the x86 tiles look up value + 12 as u8 for vpdpbusd / maddubs and
+// take 12 * sum(q) off per block, as W4 sym does with 8).
 #pragma once
 
 #include <cstdint>
@@ -69,7 +72,8 @@ constexpr int64_t packed_cell_bytes(PackedKind kind, int32_t group) {
          : kind == PackedKind::kQ4K    ? group * 8 + 320   // nibbles, sc, m, d, dmin
          : kind == PackedKind::kQ6K    ? group * 12 + 288  // 6-bit codes, sc, d
          : kind == PackedKind::kQ5K    ? group * 10 + 320  // nibbles + 1 bit, sc, m, d, dmin
-                                       : group * 8 + 32;      // codes, scales
+         : kind == PackedKind::kMxfp4  ? group * 8 + 16    // E2M1 nibbles, E8M0 bytes
+                                       : group * 8 + 32;    // codes, scales
 }
 
 // Quantises rows [t0, t1) of x [a.n, a.k] into a (buffers sized by the caller): per block,
@@ -101,22 +105,26 @@ struct PackedKernels {
   PackedMatmulA16Fn matmul_q5k_a16 = nullptr;  // kQ5K
   PackedMatmulA8Fn matmul_q5k_a8 = nullptr;
   DequantRowFn dequant_row = nullptr;  // any kind
+  PackedMatmulA16Fn matmul_mxfp4_a16 = nullptr;  // kMxfp4
+  PackedMatmulA8Fn matmul_mxfp4_a8 = nullptr;
 
   PackedMatmulA16Fn a16(PackedKind k) const {
-    return k == PackedKind::kW8    ? matmul_w8_a16
-           : k == PackedKind::kW6  ? matmul_w6_a16
-           : k == PackedKind::kQ4K ? matmul_q4k_a16
-           : k == PackedKind::kQ6K ? matmul_q6k_a16
-           : k == PackedKind::kQ5K ? matmul_q5k_a16
-                                   : matmul_w4_a16;
+    return k == PackedKind::kW8      ? matmul_w8_a16
+           : k == PackedKind::kW6    ? matmul_w6_a16
+           : k == PackedKind::kQ4K   ? matmul_q4k_a16
+           : k == PackedKind::kQ6K   ? matmul_q6k_a16
+           : k == PackedKind::kQ5K   ? matmul_q5k_a16
+           : k == PackedKind::kMxfp4 ? matmul_mxfp4_a16
+                                     : matmul_w4_a16;
   }
   PackedMatmulA8Fn a8(PackedKind k) const {
-    return k == PackedKind::kW8    ? matmul_w8_a8
-           : k == PackedKind::kW6  ? matmul_w6_a8
-           : k == PackedKind::kQ4K ? matmul_q4k_a8
-           : k == PackedKind::kQ6K ? matmul_q6k_a8
-           : k == PackedKind::kQ5K ? matmul_q5k_a8
-                                   : matmul_w4_a8;
+    return k == PackedKind::kW8      ? matmul_w8_a8
+           : k == PackedKind::kW6    ? matmul_w6_a8
+           : k == PackedKind::kQ4K   ? matmul_q4k_a8
+           : k == PackedKind::kQ6K   ? matmul_q6k_a8
+           : k == PackedKind::kQ5K   ? matmul_q5k_a8
+           : k == PackedKind::kMxfp4 ? matmul_mxfp4_a8
+                                     : matmul_w4_a8;
   }
 };
 
@@ -161,6 +169,9 @@ std::string packed_kernels_description();
 
 // The packed view of a 2-D packed TensorView (CHECKs the dtype; the loader validated it).
 PackedMatrixView packed_matrix_view(const TensorView& w);
+// Expert e of a 3-D packed TensorView [E, N, K] (quant/packed.h: E matrices back to back,
+// expert e's bytes from e * matrix_bytes(N, K)) as an [N, K] view; CHECKs the dtype and e.
+PackedMatrixView packed_expert_view(const TensorView& w, int64_t e);
 
 // Parallel drivers over a pool: y[n, w.n] = x[n, w.k] . W^T. The A8 form quantises x into
 // buf first (rows split among threads), then splits panels.

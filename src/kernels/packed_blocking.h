@@ -54,6 +54,7 @@ constexpr int64_t cell_bytes(PackedKind kind, int64_t g) {
          : kind == PackedKind::kQ4K    ? g * 8 + 320
          : kind == PackedKind::kQ6K    ? g * 12 + 288
          : kind == PackedKind::kQ5K    ? g * 10 + 320
+         : kind == PackedKind::kMxfp4  ? g * 8 + 16
                                        : g * 8 + 32;
 }
 

@@ -43,6 +43,8 @@ void borrow_narrower_entries(const PackedKernels* narrower, PackedKernels* t) {
   if (t->matmul_q5k_a16 == ref.matmul_q5k_a16) t->matmul_q5k_a16 = narrower->matmul_q5k_a16;
   if (t->matmul_q6k_a8 == ref.matmul_q6k_a8) t->matmul_q6k_a8 = narrower->matmul_q6k_a8;
   if (t->matmul_q6k_a16 == ref.matmul_q6k_a16) t->matmul_q6k_a16 = narrower->matmul_q6k_a16;
+  if (t->matmul_mxfp4_a8 == ref.matmul_mxfp4_a8) t->matmul_mxfp4_a8 = narrower->matmul_mxfp4_a8;
+  if (t->matmul_mxfp4_a16 == ref.matmul_mxfp4_a16) t->matmul_mxfp4_a16 = narrower->matmul_mxfp4_a16;
 }
 
 const Variants& variants() {
@@ -256,6 +258,17 @@ PackedMatrixView packed_matrix_view(const TensorView& w) {
   return v;
 }
 
+PackedMatrixView packed_expert_view(const TensorView& w, int64_t e) {
+  PackedMatrixView v;
+  CHECK(w.shape.size() == 3 && packed_format_of(w.dtype, &v.fmt));
+  CHECK(e >= 0 && e < w.shape[0]);
+  v.n = w.shape[1];
+  v.k = w.shape[2];
+  v.data = w.data + e * PackedFormat::panels(v.n) * (v.k / v.fmt.group) *
+                        packed_cell_bytes(v.fmt.kind, v.fmt.group);
+  return v;
+}
+
 PackedTiling packed_tiling_for(const CacheSizes& caches, const char* prefetch_env) {
   PackedTiling t;
   if (caches.l2 > 0) t.block_bytes = std::clamp<int64_t>(caches.l2 / 2, 64 << 10, 2 << 20);
@@ -313,6 +326,8 @@ std::string packed_kernels_description() {
       "CPU: {}\nfeatures: {}\npacked kernel variants: {}\nnot runnable here: {}\nchosen per "
       "op:\n{}  {:7} -> {:12} (the chosen table's, or the nearest narrower variant's)\n"
       "  {:7} -> {:12} ({})\n  {:7} -> {:12} ({})\n  {:7} -> {:12} ({})\n"
+      "  {:8} -> {:12} (the chosen table's, or the nearest narrower variant's; GGUF MXFP4 "
+      "keeps its blocks)\n"
       "tiling: {}\n",
       cpu.model_name, cpu.features.empty() ? "none" : cpu.features_string(), runnable,
       missing.empty() ? "none" : missing, choice().why, "w6_a8",
@@ -327,7 +342,7 @@ std::string packed_kernels_description() {
       "q5k_a8", q5k_runs ? owner(&PackedKernels::matmul_q5k_a8) : "none",
       q5k_runs ? "the chosen table's; GGUF Q5_K keeps its super-blocks"
                : "no Q5K kernels here: GGUF Q5_K is requantised to w6_g32 and runs w6_a8",
-      packed_tiling().why);
+      "mxfp4_a8", owner(&PackedKernels::matmul_mxfp4_a8), packed_tiling().why);
 }
 
 void packed_matmul_a16(const PackedKernels& kern, const PackedMatrixView& w, const float* x,

@@ -19,9 +19,9 @@
 namespace edge {
 namespace {
 
-// One tensor as the loader will hold it: matrices of GGUF block types are repacked into
-// anonymous memory (packed layout size), our packed types and plain matrices stay mapped,
-// 1-D tensors (norms, biases) are converted to F32 vectors (anonymous).
+// One tensor as the loader will hold it: matrices (and experts [E, N, K]) of GGUF block types
+// are repacked into anonymous memory (packed layout size), our packed types and plain
+// matrices stay mapped, 1-D tensors (norms, biases) are converted to F32 vectors (anonymous).
 TensorFootprint footprint_of(const TensorView& t, bool gguf) {
   TensorFootprint f;
   f.name = t.name;
@@ -29,21 +29,18 @@ TensorFootprint footprint_of(const TensorView& t, bool gguf) {
   f.shape = t.shape;
   f.file_bytes = t.nbytes;
   PackedFormat pf;
-  // Matrices and stacked experts [n_expert, n, k] (each expert packed on its own).
-  const bool matrix = t.shape.size() == 2 || t.shape.size() == 3;
-  const int64_t n = matrix ? t.shape[t.shape.size() - 2] : 0, k = matrix ? t.shape.back() : 0;
-  const uint64_t stack = t.shape.size() == 3 ? static_cast<uint64_t>(t.shape[0]) : 1;
   f.expert = t.name.find("_exps.") != std::string::npos ||
              t.name.find(".experts.") != std::string::npos ||
              (t.name.find(".ffn_") != std::string::npos && t.name.find("_shexp") == std::string::npos &&
               std::count(t.name.begin(), t.name.end(), '.') == 4);  // blk.N.ffn_up.E.weight
   if (t.shape.size() <= 1) {
     f.anon_bytes = static_cast<uint64_t>(t.numel()) * sizeof(float);
-  } else if (gguf && packed_format_of(t.dtype, &pf) && matrix) {
-    f.mapped_bytes = static_cast<uint64_t>(pf.matrix_bytes(n, k)) * stack;
-  } else if (gguf && is_repackable(t.dtype) && matrix) {
+  } else if (gguf && packed_format_of(t.dtype, &pf) && t.shape.size() <= 3) {
+    // [N, K] or experts [E, N, K] (E padded matrices back to back: quant/packed.h)
+    f.mapped_bytes = static_cast<uint64_t>(packed_tensor_bytes(pf, t.shape));
+  } else if (gguf && is_repackable(t.dtype) && t.shape.size() <= 3) {
     auto rf = repack_format(t.dtype, engine_kquant_cells());
-    f.anon_bytes = rf ? static_cast<uint64_t>(rf->matrix_bytes(n, k)) * stack : t.nbytes;
+    f.anon_bytes = rf ? static_cast<uint64_t>(packed_tensor_bytes(*rf, t.shape)) : t.nbytes;
   } else {
     f.mapped_bytes = t.nbytes;
   }

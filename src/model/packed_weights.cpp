@@ -60,40 +60,18 @@ void drop_source_pages(const uint8_t* data, uint64_t n) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-// Matrices in a tensor: 1 for [n, k], n_expert for stacked experts [n_expert, n, k].
-int64_t stacked_matrices(const TensorView& t) { return t.shape.size() == 3 ? t.shape[0] : 1; }
-
-// Matrix e of a 2-D or stacked tensor as a 2-D view: `bytes` apart (the source's rows, or
-// our packed stride matrix_bytes(n, k) per expert).
-TensorView matrix_of(const TensorView& t, int64_t e, uint64_t bytes) {
-  if (t.shape.size() == 2) return t;
-  TensorView m = t;
-  m.shape = {t.shape[1], t.shape[2]};
-  m.data = t.data + static_cast<uint64_t>(e) * bytes;
-  m.nbytes = bytes;
-  return m;
-}
-
+// [N, K], or experts [E, N, K] as E packed matrices back to back (quant/packed.h).
 Status repack_one(const TensorView& t, int threads, PreparedTensors& out) {
   if (t.shape.size() != 2 && t.shape.size() != 3)
     return Status::unsupported(t.name + ": " + dtype_name(t.dtype) +
-                               " tensor must be 2-D (or stacked experts, 3-D) to repack, shape " +
+                               " tensor must be 2-D or 3-D (experts) to repack, shape " +
                                t.shape_string());
   const KQuantCells cells = engine_kquant_cells();
   ASSIGN_OR_RETURN(PackedFormat f, repack_format(t.dtype, cells));
-  const int64_t n = t.shape[t.shape.size() - 2], k = t.shape.back(), e_count = stacked_matrices(t);
-  // Stacked experts: each expert's panels on their own (padded), as a pre-packed file.
-  const uint64_t one = static_cast<uint64_t>(f.matrix_bytes(n, k));
-  const uint64_t bytes = one * static_cast<uint64_t>(e_count);
-  ASSIGN_OR_RETURN(uint64_t src_row_bytes, dtype_row_bytes(t.dtype, k));
-  if (t.nbytes != src_row_bytes * static_cast<uint64_t>(n * e_count))
-    return Status::invalid_format(t.name + ": " + std::to_string(t.nbytes) + " bytes for " +
-                                  t.shape_string() + " " + dtype_name(t.dtype));
+  RETURN_IF_ERROR(check_repackable_tensor(t, f));
+  const uint64_t bytes = static_cast<uint64_t>(packed_tensor_bytes(f, t.shape));
   ASSIGN_OR_RETURN(auto buf, AnonymousBuffer::allocate(bytes));
-  for (int64_t e = 0; e < e_count; ++e) {
-    const TensorView src = matrix_of(t, e, src_row_bytes * static_cast<uint64_t>(n));
-    RETURN_IF_ERROR(repack_matrix(src, buf->data() + e * one, one, threads, cells).with_context(t.name));
-  }
+  RETURN_IF_ERROR(repack_matrix(t, buf->data(), bytes, threads, cells).with_context(t.name));
   drop_source_pages(t.data, t.nbytes);
   TensorView v = t;
   v.dtype = packed_dtype(f);
@@ -111,18 +89,9 @@ Expected<PreparedTensors> prepare_gguf_tensors(const GgufFile& g, int threads) {
   PreparedTensors out;
   for (const TensorView& t : g.tensors().all()) {
     if (is_packed_dtype(t.dtype)) {
-      // Stacked experts: every expert's matrix checked where it lies (see matrix_of).
-      PackedFormat f;
-      const int64_t n = t.shape.size() >= 2 ? t.shape[t.shape.size() - 2] : 0;
-      if (t.shape.size() == 3 && !packed_format_of(t.dtype, &f))
-        return Status::invalid_format(t.name + ": unknown packed type");
-      const uint64_t one = t.shape.size() == 3 ? static_cast<uint64_t>(f.matrix_bytes(n, t.shape[2])) : 0;
-      for (int64_t e = 0; e < stacked_matrices(t); ++e) {
-        ASSIGN_OR_RETURN(f, check_packed_tensor(matrix_of(t, e, one), g.mapped()));
-      }
+      ASSIGN_OR_RETURN(PackedFormat f, check_packed_tensor(t, g.mapped()));
       TensorView v = t;
-      v.nbytes = static_cast<uint64_t>(f.matrix_bytes(n, t.shape.back())) *
-                 static_cast<uint64_t>(stacked_matrices(t));
+      v.nbytes = static_cast<uint64_t>(packed_tensor_bytes(f, t.shape));
       out.prepacked++;
       RETURN_IF_ERROR(out.tensors.add(std::move(v)));
     } else if (is_repackable(t.dtype)) {

@@ -71,10 +71,10 @@ inline void set_w6_code(uint8_t* cell, int32_t group, int row, int kk, int code)
 
 // Offsets of the per-row tails after the codes.
 inline int64_t codes_bytes(const PackedFormat& f) {
-  return f.is_w4() || f.kind == PackedKind::kQ4K                   ? 8 * f.group
-         : f.kind == PackedKind::kQ5K                              ? 10 * f.group
-         : f.kind == PackedKind::kW6 || f.kind == PackedKind::kQ6K ? 12 * f.group
-                                                                   : 16 * f.group;
+  return f.is_w4() || f.kind == PackedKind::kQ4K || f.kind == PackedKind::kMxfp4 ? 8 * f.group
+         : f.kind == PackedKind::kQ5K                                            ? 10 * f.group
+         : f.kind == PackedKind::kW6 || f.kind == PackedKind::kQ6K               ? 12 * f.group
+                                                                                 : 16 * f.group;
 }
 
 // Q4K (packed.h): sub-block scale sc_j and min m_j (u8, 0..63) of row r; d and dmin fp16;
@@ -127,6 +127,8 @@ inline void put_q5k_row(uint8_t* chunk, int row, const uint8_t* code) {
     chunk[256 + 4 * row + i] = static_cast<uint8_t>(bits);
   }
 }
+// MXFP4 (packed.h): the E2M1 codes in the W4 layout, then row r's E8M0 byte at 256 + r.
+constexpr int64_t kMxfp4ExpOffset = 256;
 inline int64_t scales_offset(const PackedFormat& f) { return codes_bytes(f); }
 inline int64_t mins_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W4 asym
 inline int64_t sums_offset(const PackedFormat& f) { return codes_bytes(f) + 32; }  // W8

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/half.h"
+#include "quant/mxfp4.h"
 
 namespace edge {
 
@@ -194,6 +195,8 @@ BlockDecoder decoder_of(DType t) {
     case DType::Q4_K: return dec_q4_k;
     case DType::Q5_K: return dec_q5_k;
     case DType::Q6_K: return dec_q6_k;
+    case DType::MXFP4:  // u8 e | qs[16]: quant/mxfp4.h
+      return dequantize_mxfp4_block;
     default: return nullptr;
   }
 }

@@ -1,7 +1,8 @@
 // Exact dequantisation of GGUF (GGML) tensor types, as the format defines them:
 // F32, F16, BF16 and the block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (32 elements a block)
-// and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (256-element super-blocks). Products are computed in
-// float in the same order the format's reference decoder uses, so results are bit-equal.
+// and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (256-element super-blocks), and MXFP4 (32 a block). Products are
+// computed in float in the same order the format's reference decoder uses, so results are
+// bit-equal.
 #pragma once
 
 #include <cstdint>

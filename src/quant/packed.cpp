@@ -22,6 +22,8 @@ constexpr uint32_t kPackedTypeCount = 15;
 constexpr uint32_t kQ4KType = 12;
 constexpr uint32_t kQ6KType = 13;
 constexpr uint32_t kQ5KType = 14;
+// kMxfp4 follows the formula (3 * kind + log2(G / 32)); the ids between are no type.
+constexpr uint32_t kMxfp4Type = 3 * static_cast<uint32_t>(PackedKind::kMxfp4);
 
 bool is_super_block(PackedKind k) {
   return k == PackedKind::kQ4K || k == PackedKind::kQ5K || k == PackedKind::kQ6K;
@@ -32,6 +34,7 @@ bool is_super_block(PackedKind k) {
 bool is_valid_group(int64_t group) { return group_index(group) >= 0; }
 
 bool is_valid_format(const PackedFormat& f) {
+  if (f.kind == PackedKind::kMxfp4) return f.group == 32;
   return is_super_block(f.kind) ? f.group == 256 : is_valid_group(f.group);
 }
 
@@ -48,6 +51,8 @@ int64_t PackedFormat::group_bytes() const {
       return 12 * g + 16 * 16 + 32;  // 6-bit codes, s8 sc, fp16 d
     case PackedKind::kQ5K:
       return 10 * g + 16 * 16 + 64;  // nibbles + 1 bit, u8 sc + m, fp16 d + dmin
+    case PackedKind::kMxfp4:
+      return 8 * g + 16;  // 16 rows x G E2M1 nibbles + 16 E8M0 bytes
   }
   return 0;
 }
@@ -63,11 +68,22 @@ std::string PackedFormat::name() const {
                   : kind == PackedKind::kQ4K    ? "q4k"
                   : kind == PackedKind::kQ6K    ? "q6k"
                   : kind == PackedKind::kQ5K    ? "q5k"
+                  : kind == PackedKind::kMxfp4  ? "mxfp4"
                                                 : "w8";
   return std::string(k) + "_g" + std::to_string(group);
 }
 
+int64_t packed_tensor_bytes(const PackedFormat& f, const std::vector<int64_t>& shape) {
+  if (shape.size() == 2) return f.matrix_bytes(shape[0], shape[1]);
+  if (shape.size() == 3) return shape[0] * f.matrix_bytes(shape[1], shape[2]);
+  return 0;
+}
+
 DType packed_dtype(const PackedFormat& f) {
+  if (f.kind == PackedKind::kMxfp4) {
+    CHECK_MSG(f.group == 32, "mxfp4 cells are groups of 32");
+    return static_cast<DType>(kFirstPackedType + kMxfp4Type);
+  }
   if (is_super_block(f.kind)) {
     CHECK_MSG(f.group == 256, "q4k, q5k and q6k cells are groups of 256");
     return static_cast<DType>(kFirstPackedType + (f.kind == PackedKind::kQ4K   ? kQ4KType
@@ -82,6 +98,10 @@ DType packed_dtype(const PackedFormat& f) {
 
 bool packed_format_of(DType t, PackedFormat* out) {
   const uint32_t id = static_cast<uint32_t>(t);
+  if (id == kFirstPackedType + kMxfp4Type) {
+    if (out) *out = PackedFormat{PackedKind::kMxfp4, 32};
+    return true;
+  }
   if (id < kFirstPackedType || id >= kFirstPackedType + kPackedTypeCount) return false;
   const uint32_t rel = id - kFirstPackedType;
   if (out && rel >= kQ4KType) {
@@ -113,12 +133,21 @@ Expected<PackedFormat> check_packed_tensor(const TensorView& t, const MappedFile
   if (!packed_format_of(t.dtype, &f))
     return Status::invalid_argument("tensor '" + t.name + "' is not a packed type (id " +
                                     std::to_string(static_cast<uint32_t>(t.dtype)) + ")");
-  if (t.shape.size() != 2 || t.shape[0] <= 0 || t.shape[1] <= 0 || t.shape[1] % f.group != 0)
+  // Dims below 2^40 each, so the byte count below cannot overflow for a crafted shape.
+  bool dims_ok = (t.shape.size() == 2 || t.shape.size() == 3) && t.shape.back() % f.group == 0;
+  for (int64_t d : t.shape) dims_ok = dims_ok && d > 0 && d < (int64_t{1} << 40);
+  if (!dims_ok)
     return Status::invalid_format("tensor '" + t.name + "' " + f.name() + " has shape " +
-                                  t.shape_string() + "; want [N, K] with K a multiple of " +
-                                  std::to_string(f.group));
-  const int64_t n = t.shape[0], k = t.shape[1];
-  const uint64_t need = static_cast<uint64_t>(f.matrix_bytes(n, k));
+                                  t.shape_string() + "; want [N, K] or [E, N, K] with K a " +
+                                  "multiple of " + std::to_string(f.group));
+  const __int128 experts = t.shape.size() == 3 ? t.shape[0] : 1;
+  const int64_t n = t.shape[t.shape.size() - 2], k = t.shape.back();
+  const __int128 need128 =
+      experts * PackedFormat::panels(n) * (k / f.group) * static_cast<__int128>(f.group_bytes());
+  if (need128 > static_cast<__int128>(file.size()))
+    return Status::invalid_format("tensor '" + t.name + "' " + f.name() + " " + t.shape_string() +
+                                  " needs more bytes than " + file.path() + " holds");
+  const uint64_t need = static_cast<uint64_t>(need128);
   const auto base = reinterpret_cast<uintptr_t>(file.data());
   const auto at = reinterpret_cast<uintptr_t>(t.data);
   if (at < base || at - base > file.size() || !file.contains(at - base, need))

@@ -79,10 +79,23 @@
 //          nibble plane, so one load and a shift + mask (0x10) per nibble plane gives bit 4 of
 //          the bytes the nibble unpack produced. Read front to back by a GEMV, as Q6K's.
 //   2880 bytes a cell: 5.625 bits per weight (Q5_K: 5.5; w6_g32: 6.5, requantised).
+//
+// MXFP4 group (G = 32 only: GGUF MXFP4's block, kept as it is; w = 2^(e - 128) * v(code), v the
+// E2M1 value doubled, -12..12, quant/mxfp4.h):
+//   codes  the 4-bit E2M1 codes in exactly the W4 block layout above (4 blocks of 64 bytes),
+//          so the W4 nibble unpack is reused and one table lookup (pshufb / vpermb / tbl)
+//          turns a nibble plane into int8 values
+//   e      16 x u8 at byte 256: the E8M0 exponent of each row's block
+//   272 bytes a cell: 4.25 bits per weight, exactly MXFP4's 17 bytes per 32 weights.
+//
+// Tensors of 3 dims [E, N, K] (a mixture of experts' weights, outermost first) are E packed
+// [N, K] matrices back to back: expert e's bytes start at e * matrix_bytes(N, K), each padded
+// to whole panels on its own (packed_tensor_bytes).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/mapped_file.h"
 #include "core/status.h"
@@ -94,11 +107,11 @@ namespace edge {
 constexpr int64_t kPanelRows = 16;
 
 // The numeric values are part of the GGUF type ids below: never reorder.
-enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8, kW6, kQ4K, kQ6K, kQ5K };
+enum class PackedKind : uint8_t { kW4Sym, kW4Asym, kW8, kW6, kQ4K, kQ6K, kQ5K, kMxfp4 };
 
 struct PackedFormat {
   PackedKind kind = PackedKind::kW4Sym;
-  int32_t group = 128;  // 32, 64 or 128 (kQ4K, kQ5K, kQ6K: 256)
+  int32_t group = 128;  // 32, 64 or 128 (kQ4K, kQ5K, kQ6K: 256; kMxfp4: 32)
 
   bool is_w4() const { return kind == PackedKind::kW4Sym || kind == PackedKind::kW4Asym; }
   // Bytes of one (panel, group) cell.
@@ -112,9 +125,13 @@ struct PackedFormat {
   }
   // Bits per weight including scales (for reports): e.g. W4 sym g128 = 4.125.
   double bits_per_weight() const;
-  std::string name()
-      const;  // "w4s_g128", "w4a_g64", "w8_g32", "w6_g32", "q4k_g256", "q5k_g256", "q6k_g256"
+  // "w4s_g128", "w4a_g64", "w8_g32", "w6_g32", "q4k_g256", "q5k_g256", "q6k_g256", "mxfp4_g32"
+  std::string name() const;
 };
+
+// Bytes of a packed tensor of `shape`: [N, K] is matrix_bytes(N, K); [E, N, K] is E times
+// that (each expert padded to whole panels on its own). 0 for any other rank.
+int64_t packed_tensor_bytes(const PackedFormat& f, const std::vector<int64_t>& shape);
 
 // GGUF type ids of the packed formats (a reserved range; recorded in metadata as well).
 // Fixed forever (files on disk carry them): id = kFirstPackedType + 3 * kind + log2(G / 32)
@@ -123,12 +140,13 @@ struct PackedFormat {
 //   1006 w8_g32    1007 w8_g64    1008 w8_g128
 //   1009 w6_g32    1010 w6_g64    1011 w6_g128
 //   1012 q4k_g256  1013 q6k_g256  1014 q5k_g256
+//   1021 mxfp4_g32 (kind 7, G 32: the formula again; 1015-1020 are no type)
 DType packed_dtype(const PackedFormat& f);
 // The packed format of a dtype id, or false if the id is not one of ours.
 bool packed_format_of(DType t, PackedFormat* out);
 bool is_packed_dtype(DType t);
 // True for the group sizes the W4/W6/W8 layouts support (32, 64, 128; kQ4K, kQ5K and kQ6K
-// have 256 only).
+// have 256 only, kMxfp4 32 only).
 bool is_valid_group(int64_t group);
 // True when `kind` comes with group `group`.
 bool is_valid_format(const PackedFormat& f);
@@ -143,7 +161,8 @@ bool packed_gguf_block_info(uint32_t type_id, int64_t* block_elems, int64_t* blo
 GgufTypeResolver packed_gguf_types();
 
 // Validates a packed tensor view from a GGUF file before kernels touch it: a packed dtype,
-// 2-D [N, K] with K % G == 0, and all matrix_bytes(N, K) inside `file`. Returns its format.
+// 2-D [N, K] or 3-D [E, N, K] with K % G == 0, and all packed_tensor_bytes inside `file`.
+// Returns its format.
 Expected<PackedFormat> check_packed_tensor(const TensorView& t, const MappedFile& file);
 
 }  // namespace edge

@@ -12,6 +12,7 @@
 #include "core/parallel_ranges.h"
 #include "quant/cell.h"
 #include "quant/gguf_blocks.h"
+#include "quant/mxfp4.h"
 #include "quant/quant_fit.h"
 
 namespace edge {
@@ -142,6 +143,27 @@ bool in_fp16_range(const float* x, int64_t n) {
   return true;
 }
 
+// MXFP4 rows: GGML's block rule (quant/mxfp4.h) per group of 32, so a packed file holds the
+// codes llama.cpp's quantiser would write for the same floats. Any finite value fits (the
+// scale is a power of two up to 2^127).
+Status quantize_mxfp4_panel(int64_t k, const float* rows, int64_t valid_rows, uint8_t* dst) {
+  const PackedFormat f{PackedKind::kMxfp4, 32};
+  uint8_t code[32];
+  for (int64_t r = 0; r < valid_rows; ++r) {
+    const float* row = rows + r * k;
+    for (int64_t i = 0; i < k; ++i)
+      if (!std::isfinite(row[i]))
+        return Status::invalid_argument("row has a non-finite value at column " +
+                                        std::to_string(i));
+    for (int64_t gi = 0; gi < k / 32; ++gi) {
+      uint8_t* cell = dst + gi * f.group_bytes();
+      mxfp4_encode_block(row + gi * 32, cell + cell::kMxfp4ExpOffset + r, code);
+      cell::put_w4_row(cell, static_cast<int>(r), code, 32);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 uint16_t f16_round_up(float s) {
@@ -155,6 +177,7 @@ Status quantize_panel(const PackedFormat& f, int64_t k, const float* rows, int64
   const int g = f.group;
   const int64_t cb = f.group_bytes();
   std::memset(dst, 0, static_cast<size_t>((k / g) * cb));
+  if (f.kind == PackedKind::kMxfp4) return quantize_mxfp4_panel(k, rows, valid_rows, dst);
   GroupCode gc;
   int8_t c8[128];
   for (int64_t r = 0; r < valid_rows; ++r) {
@@ -191,7 +214,7 @@ Status quantize_panel(const PackedFormat& f, int64_t k, const float* rows, int64
 
 Status quantize_matrix(const PackedFormat& f, int64_t n, int64_t k, const RowSource& src,
                        uint8_t* dst, uint64_t dst_bytes, int threads, ScaleSearch search) {
-  if (!is_valid_group(f.group) || k <= 0 || n <= 0 || k % f.group != 0)
+  if (!is_valid_format(f) || k <= 0 || n <= 0 || k % f.group != 0)
     return Status::invalid_argument("cannot pack [" + std::to_string(n) + ", " +
                                     std::to_string(k) + "] as " + f.name());
   if (dst_bytes != static_cast<uint64_t>(f.matrix_bytes(n, k)))
@@ -246,6 +269,12 @@ void dequantize_row(const PackedFormat& f, const uint8_t* matrix, int64_t n, int
       }
       continue;
     }
+    if (f.kind == PackedKind::kMxfp4) {  // GGML's order: 2^(e - 128) * doubled value
+      const float d = mxfp4_scale(cell[cell::kMxfp4ExpOffset + r]);
+      for (int i = 0; i < g; ++i)
+        out[gi * g + i] = d * static_cast<float>(kMxfp4Doubled[cell::w4_code(cell, r, i)]);
+      continue;
+    }
     const float s = cell::scale(f, cell, r);
     float* y = out + gi * g;
     if (f.kind == PackedKind::kW8) {
@@ -269,9 +298,9 @@ std::vector<float> dequantize_matrix(const PackedFormat& f, const uint8_t* matri
 }
 
 Expected<RowSource> tensor_row_source(const TensorView& t) {
-  if (t.shape.size() != 2)
+  if (t.shape.size() != 2 && t.shape.size() != 3)
     return Status::invalid_argument("tensor '" + t.name + "' " + t.shape_string() +
-                                    " is not a matrix");
+                                    " is neither a matrix nor experts [E, N, K]");
   if (!gguf_type_decodable(t.dtype))
     return Status::unsupported("tensor '" + t.name + "' has type " + dtype_name(t.dtype) +
                                ", which cannot be dequantised");

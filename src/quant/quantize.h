@@ -14,6 +14,8 @@
 //           (step 1), each candidate refitted; t = -32 alone is "absmax".
 //   W8      (w = q s, q in -127..127): s = absmax / 127, rounded UP to the next fp16 so no
 //           code clips: |error| <= s / 2 <= absmax / 254 * (1 + 2^-10).
+//   MXFP4   (G = 32; w = 2^(e - 128) * E2M1 value doubled): GGML's rule, no search
+//           (quant/mxfp4.h), so the codes equal what llama.cpp writes for the same floats.
 // Padding rows of the last panel get codes 0 and scale 0 (and min 0, sum 0).
 #pragma once
 
@@ -31,7 +33,8 @@ namespace edge {
 // from several threads when quantize_matrix runs threaded.
 using RowSource = std::function<Status(int64_t row, float* out)>;
 
-// Rows of a 2-D tensor view of a type dequantize_gguf_row decodes (F32, F16, BF16, Q*).
+// Rows of a 2-D tensor view of a type dequantize_gguf_row decodes (F32, F16, BF16, Q*,
+// MXFP4), or of a 3-D one [E, N, K] (row e * N + r is expert e's row r).
 // Checks the view's byte size against its type first. The view must outlive the source.
 Expected<RowSource> tensor_row_source(const TensorView& t);
 

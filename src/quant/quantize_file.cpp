@@ -114,16 +114,24 @@ Status produce_f32(Job& job, const QuantizeInput& in, const GgufWriter::ChunkSin
   return {};
 }
 
-// One matrix [n, k] of a packed tensor (the tensor, or expert e of a stack).
-Status produce_packed_matrix(Job& job, const QuantizeInput& in, const TensorPlan& p,
-                             const GgufWriter::ChunkSink& sink) {
-  const int64_t n = in.view.shape[0];
-  const uint64_t row_bytes = in.view.nbytes / static_cast<uint64_t>(n);
+Status produce_packed(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
+  const QuantizeInput& in = job.inputs[i];
+  const TensorPlan& p = job.plans[i];
+  // [N, K] or experts [E, N, K]: panel j is expert j / P's panel j % P (quant/packed.h).
+  const bool experts = in.view.shape.size() == 3;
+  const int64_t e_count = experts ? in.view.shape[0] : 1;
+  const int64_t n = in.view.shape[experts ? 1 : 0], k = in.view.cols();
+  const int64_t per_expert = PackedFormat::panels(n);
+  const uint64_t row_bytes = in.view.nbytes / static_cast<uint64_t>(e_count * n);
+  auto first_row = [&](int64_t j) { return (j / per_expert) * n + (j % per_expert) * kPanelRows; };
   // After each batch: its source rows are no longer needed (only in source order).
   PanelsDone done = [&](int64_t p0, int64_t p1) {
-    const int64_t r0 = p0 * kPanelRows, r1 = std::min(n, p1 * kPanelRows);
+    const int64_t r0 = first_row(p0);
+    const int64_t r1 =
+        (p1 - 1) / per_expert * n + std::min(n, ((p1 - 1) % per_expert + 1) * kPanelRows);
     const uint64_t bytes = static_cast<uint64_t>(r1 - r0) * row_bytes;
-    if (in.file && in.row_order.empty()) drop_mapped_pages(*in.file, in.view.data + r0 * row_bytes, bytes);
+    if (in.file && in.row_order.empty())
+      drop_mapped_pages(*in.file, in.view.data + r0 * row_bytes, bytes);
     job.advance(bytes);
   };
   if (p.action == TensorPlan::Action::kRepack) {
@@ -134,26 +142,7 @@ Status produce_packed_matrix(Job& job, const QuantizeInput& in, const TensorPlan
                     p.format.kind == PackedKind::kQ5K});
   }
   ASSIGN_OR_RETURN(RowSource rows, ordered_rows(in));
-  return quantize_matrix_stream(p.format, n, in.view.shape[1], rows, sink, job.threads, done);
-}
-
-// A matrix, or stacked experts [n_expert, n, k]: each expert packed on its own, one after
-// the other (quant/packed.h: expert e at e * matrix_bytes(n, k)).
-Status produce_packed(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
-  const QuantizeInput& in = job.inputs[i];
-  const TensorPlan& p = job.plans[i];
-  if (in.view.shape.size() != 3) return produce_packed_matrix(job, in, p, sink);
-  if (!in.row_order.empty()) return Status::unsupported("row reordering of stacked experts");
-  const int64_t experts = in.view.shape[0];
-  const uint64_t bytes = in.view.nbytes / static_cast<uint64_t>(experts);
-  for (int64_t e = 0; e < experts; ++e) {
-    QuantizeInput one = in;
-    one.view.shape = {in.view.shape[1], in.view.shape[2]};
-    one.view.data = in.view.data + static_cast<uint64_t>(e) * bytes;
-    one.view.nbytes = bytes;
-    RETURN_IF_ERROR(produce_packed_matrix(job, one, p, sink).with_context("expert " + std::to_string(e)));
-  }
-  return {};
+  return quantize_experts_stream(p.format, e_count, n, k, rows, sink, job.threads, done);
 }
 
 Status produce(Job& job, size_t i, const GgufWriter::ChunkSink& sink) {
@@ -204,19 +193,28 @@ const char* quant_type_name(QuantType t) {
     case QuantType::kW4A8: return "w4a8";
     case QuantType::kW8: return "w8";
     case QuantType::kF16: return "f16";
+    case QuantType::kMxfp4:
+      return "mxfp4";
   }
   return "?";
 }
 
 Expected<QuantType> quant_type_from_name(std::string_view name) {
-  for (QuantType t : {QuantType::kW4A16, QuantType::kW4A8, QuantType::kW8, QuantType::kF16})
+  for (QuantType t :
+       {QuantType::kW4A16, QuantType::kW4A8, QuantType::kW8, QuantType::kF16, QuantType::kMxfp4})
     if (name == quant_type_name(t)) return t;
   return Status::invalid_argument("unknown quantisation type '" + std::string(name) +
-                                  "' (want w4a16, w4a8, w8 or f16)");
+                                  "' (want w4a16, w4a8, w8, f16 or mxfp4)");
 }
 
 Expected<PackedFormat> requested_format(const QuantizeOptions& o) {
   PackedFormat f;
+  if (o.type == QuantType::kMxfp4) {
+    if (o.asym || (o.group != 0 && o.group != 32))
+      return Status::invalid_argument(
+          "mxfp4 is blocks of 32, symmetric: no --asym, --group 32 only");
+    return PackedFormat{PackedKind::kMxfp4, 32};
+  }
   const bool w8 = o.type == QuantType::kW8;
   f.kind = w8 ? PackedKind::kW8 : (o.asym ? PackedKind::kW4Asym : PackedKind::kW4Sym);
   f.group = o.group != 0 ? o.group : (w8 ? 32 : 128);
@@ -244,15 +242,16 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
     p.out_bytes = static_cast<uint64_t>(t.numel()) * 4;
     return p;
   }
-  // Matrices and stacked experts [n_expert, n, k]; a MoE router (ffn_gate_inp: small, and
-  // its logits choose the experts) stays as it is, as llama.cpp's quantiser leaves it.
-  const bool stacked = t.shape.size() == 3 && ends_with(t.name, "_exps.weight");
+  // Experts [E, N, K] ("*_exps.weight") pack as E matrices (quant/packed.h); other 3-D
+  // tensors (convolution kernels) are copied.
+  // A MoE router (ffn_gate_inp: small, and its logits choose the experts) stays as it is,
+  // as llama.cpp's quantiser leaves it.
+  const bool experts = t.shape.size() == 3 && ends_with(t.name, "_exps.weight");
   const bool router = t.name.find("ffn_gate_inp") != std::string::npos;
-  const bool weight = (t.shape.size() == 2 || stacked) && ends_with(t.name, ".weight") &&
+  const bool weight = (t.shape.size() == 2 || experts) && ends_with(t.name, ".weight") &&
                       t.numel() > 0 && !router;
   if (!weight) return p;  // F32 norms, biases, other tensors: copied
-  const int64_t n = t.shape[t.shape.size() - 2], k = t.shape.back();
-  const int64_t matrices = stacked ? t.shape[0] : 1;
+  const int64_t k = t.cols();
   if (o.type == QuantType::kF16) {  // conversion only: F32 -> F16, the rest as is
     if (t.dtype == DType::F32) {
       p.action = TensorPlan::Action::kToF16;
@@ -267,7 +266,7 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
     } else if (k % 32 == 0) {
       p.format = PackedFormat{PackedKind::kW8, 32};
     } else {
-      if (t.dtype == DType::F32) {
+      if (t.dtype == DType::F32 && !experts) {
         p.action = TensorPlan::Action::kToF16;
         p.out_dtype = DType::F16;
         p.out_bytes = static_cast<uint64_t>(t.numel()) * 2;
@@ -282,7 +281,7 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
     p.action = TensorPlan::Action::kRepack;
   }
   p.out_dtype = packed_dtype(p.format);
-  p.out_bytes = static_cast<uint64_t>(p.format.matrix_bytes(n, k) * matrices);
+  p.out_bytes = static_cast<uint64_t>(packed_tensor_bytes(p.format, t.shape));
   return p;
 }
 

@@ -1,15 +1,18 @@
-// GGUF -> packed GGUF. Every metadata key is copied; "edge.quant.type" (w4a16 | w4a8 | w8),
-// "edge.quant.group" (u32), "edge.quant.asym" (bool) and "edge.quant.activations" ("f32"
-// for w4a16, "int8" for w4a8 and w8) are added.
+// GGUF -> packed GGUF. Every metadata key is copied; "edge.quant.type" (w4a16 | w4a8 | w8 |
+// mxfp4), "edge.quant.group" (u32), "edge.quant.asym" (bool) and "edge.quant.activations"
+// ("f32" for w4a16, "int8" for w4a8, w8 and mxfp4) are added.
 //
 // Per tensor (shape row-major [N, K]):
 //   * 2-D "*.weight" of type F32/F16/BF16 (this includes token_embd.weight and
 //     output.weight) -> the requested packed format when K % G == 0; otherwise the
 //     fallback W8 g32 when K % 32 == 0; otherwise F16 (an F16 or BF16 source is copied
 //     unchanged, an F32 source converted).
-//   * 2-D "*.weight" of a GGUF block type -> repacked (repack.h: Q4_0/Q4_1/Q8_0 lossless,
-//     Q4_K to w4a_g32, the other block types to w8_g32) whatever the requested kind, so
-//     pre-quantised codes are never requantised twice. Other block types are refused.
+//   * 2-D "*.weight" of a GGUF block type -> repacked (repack.h: Q4_0/Q4_1/Q8_0/MXFP4
+//     lossless, Q4_K to w4a_g32, the other block types to w8_g32) whatever the requested
+//     kind, so pre-quantised codes are never requantised twice. Other block types are refused.
+//   * 3-D experts "*_exps.weight" [E, N, K]: as a 2-D weight, expert by expert (E packed
+//     [N, K] matrices back to back, quant/packed.h); other 3-D tensors are copied.
+//   * --type mxfp4: every float weight as mxfp4_g32, by GGML's block rule (quant/mxfp4.h).
 //   * 1-D F16/BF16 tensors (norms, biases) -> F32 (llama.cpp's convention);
 //   * everything else (1-D F32, non-weight tensors) is copied unchanged.
 // An input that already holds packed tensors is refused (quantise the original instead).
@@ -39,8 +42,8 @@ namespace edge {
 
 // kF16: no quantisation (a format conversion, e.g. HF -> GGUF): F32 weight matrices become
 // F16, F16/BF16 and GGUF block types are copied; no edge.quant.* keys are written.
-enum class QuantType { kW4A16, kW4A8, kW8, kF16 };
-const char* quant_type_name(QuantType t);  // "w4a16", "w4a8", "w8", "f16"
+enum class QuantType { kW4A16, kW4A8, kW8, kF16, kMxfp4 };
+const char* quant_type_name(QuantType t);  // "w4a16", "w4a8", "w8", "f16", "mxfp4"
 Expected<QuantType> quant_type_from_name(std::string_view name);
 
 struct QuantizeOptions {

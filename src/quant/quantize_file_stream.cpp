@@ -47,37 +47,39 @@ Status stream_panels(int64_t panels, int64_t panel_bytes, int64_t scratch_floats
 Status quantize_matrix_stream(const PackedFormat& f, int64_t n, int64_t k, const RowSource& src,
                               const GgufWriter::ChunkSink& sink, int threads,
                               const PanelsDone& done, ScaleSearch search) {
-  if (!is_valid_group(f.group) || k <= 0 || n <= 0 || k % f.group != 0)
+  return quantize_experts_stream(f, 1, n, k, src, sink, threads, done, search);
+}
+
+Status quantize_experts_stream(const PackedFormat& f, int64_t experts, int64_t n, int64_t k,
+                               const RowSource& src, const GgufWriter::ChunkSink& sink, int threads,
+                               const PanelsDone& done, ScaleSearch search) {
+  if (!is_valid_format(f) || experts <= 0 || k <= 0 || n <= 0 || k % f.group != 0)
     return Status::invalid_argument("cannot pack [" + std::to_string(n) + ", " +
                                     std::to_string(k) + "] as " + f.name());
   const int64_t panel_bytes = (k / f.group) * f.group_bytes();
+  const int64_t per_expert = PackedFormat::panels(n);
   // scratch: the [16, k] float panel the rows are read into.
-  PanelFill fill = [&](int64_t p, uint8_t* dst, float* rows) -> Status {
+  PanelFill fill = [&](int64_t i, uint8_t* dst, float* rows) -> Status {
+    const int64_t e = i / per_expert, p = i % per_expert;
     const int64_t valid = std::min(kPanelRows, n - p * kPanelRows);
-    for (int64_t r = 0; r < valid; ++r) RETURN_IF_ERROR(src(p * kPanelRows + r, rows + r * k));
+    for (int64_t r = 0; r < valid; ++r)
+      RETURN_IF_ERROR(src(e * n + p * kPanelRows + r, rows + r * k));
     return quantize_panel(f, k, rows, valid, dst, search);
   };
-  return stream_panels(PackedFormat::panels(n), panel_bytes, kPanelRows * k, threads, fill, sink,
+  return stream_panels(experts * per_expert, panel_bytes, kPanelRows * k, threads, fill, sink,
                        done);
 }
 
 Status repack_matrix_stream(const TensorView& src, const GgufWriter::ChunkSink& sink, int threads,
                             const PanelsDone& done, KQuantCells cells) {
   ASSIGN_OR_RETURN(PackedFormat f, repack_format(src.dtype, cells));
-  if (src.shape.size() != 2)
-    return Status::invalid_argument("tensor '" + src.name + "' " + src.shape_string() +
-                                    " is not a matrix");
-  RETURN_IF_ERROR(check_tensor_bytes(src));
-  const int64_t n = src.shape[0], k = src.shape[1];
-  if (n <= 0 || k % f.group != 0)
-    return Status::invalid_argument("tensor '" + src.name + "' " + src.shape_string() +
-                                    " cannot be repacked as " + f.name());
+  RETURN_IF_ERROR(check_repackable_tensor(src, f));
+  const int64_t k = src.cols();
   const int64_t panel_bytes = (k / f.group) * f.group_bytes();
   PanelFill fill = [&](int64_t p, uint8_t* dst, float* scratch) {
-    return repack_panel(src, f, p, dst, scratch);
+    return repack_tensor_panel(src, f, p, dst, scratch);
   };
-  return stream_panels(PackedFormat::panels(n), panel_bytes, kPanelRows * k, threads, fill, sink,
-                       done);
+  return stream_panels(tensor_panels(src), panel_bytes, kPanelRows * k, threads, fill, sink, done);
 }
 
 void drop_mapped_pages(const MappedFile& file, const uint8_t* p, uint64_t n) {

@@ -39,7 +39,15 @@ Status quantize_matrix_stream(const PackedFormat& f, int64_t n, int64_t k, const
                               const PanelsDone& done = nullptr,
                               ScaleSearch search = ScaleSearch::kRmse);
 
-// repack_matrix, streamed (the source's byte size is checked first).
+// The same for `experts` matrices [n, k] stacked (quant/packed.h: each padded to whole
+// panels on its own): src row e * n + r is expert e's row r; panels are numbered on through
+// the experts.
+Status quantize_experts_stream(const PackedFormat& f, int64_t experts, int64_t n, int64_t k,
+                               const RowSource& src, const GgufWriter::ChunkSink& sink,
+                               int threads = 1, const PanelsDone& done = nullptr,
+                               ScaleSearch search = ScaleSearch::kRmse);
+
+// repack_matrix, streamed (the source's byte size is checked first; 2-D or 3-D).
 Status repack_matrix_stream(const TensorView& src, const GgufWriter::ChunkSink& sink,
                             int threads = 1, const PanelsDone& done = nullptr,
                             KQuantCells cells = {});

@@ -139,6 +139,13 @@ void put_q5_k_cell(const uint8_t* b, uint8_t* cell, int r) {
   }
 }
 
+// One MXFP4 block (u8 e | qs[16], element j: low nibble of qs[j], j + 16: its high nibble)
+// into row r of an mxfp4_g32 cell: the E2M1 codes and e as stored (exact).
+void put_mxfp4(const uint8_t* b, uint8_t* cell, int r) {
+  cell[cell::kMxfp4ExpOffset + r] = b[0];
+  put_nibbles32(b + 1, cell, r);
+}
+
 }  // namespace
 
 Expected<PackedFormat> repack_format(DType src, KQuantCells cells) {
@@ -163,6 +170,8 @@ Expected<PackedFormat> repack_format(DType src, KQuantCells cells) {
     case DType::Q3_K: return PackedFormat{PackedKind::kW6, 32};
     case DType::Q8_0:
     case DType::Q2_K: return PackedFormat{PackedKind::kW8, 32};
+    case DType::MXFP4:
+      return PackedFormat{PackedKind::kMxfp4, 32};
     default:
       return Status::unsupported(std::string("no repack from GGUF type ") + dtype_name(src));
   }
@@ -179,7 +188,8 @@ Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel,
   const uint8_t* rows = src.data + static_cast<uint64_t>(panel * kPanelRows) * rb;
   const bool direct = src.dtype == DType::Q4_0 || src.dtype == DType::Q4_1 ||
                       src.dtype == DType::Q8_0 || src.dtype == DType::Q4_K ||
-                      f.kind == PackedKind::kQ6K || f.kind == PackedKind::kQ5K;
+                      src.dtype == DType::MXFP4 || f.kind == PackedKind::kQ6K ||
+                      f.kind == PackedKind::kQ5K;
   if (!direct) {
     for (int64_t r = 0; r < valid; ++r)
       RETURN_IF_ERROR(dequantize_gguf_row(src.dtype, rows + r * rb, k, scratch + r * k));
@@ -205,6 +215,9 @@ Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel,
       case DType::Q6_K:  // into q6k_g256 (`direct` only then)
         for (int64_t b = 0; b < k / 256; ++b) put_q6_k_cell(row + b * 210, dst + b * cb, ri);
         break;
+      case DType::MXFP4:
+        for (int64_t b = 0; b < k / 32; ++b) put_mxfp4(row + b * 17, dst + b * cb, ri);
+        break;
       case DType::Q5_K:  // into q5k_g256 (`direct` only then)
         for (int64_t b = 0; b < k / 256; ++b) put_q5_k_cell(row + b * 176, dst + b * cb, ri);
         break;
@@ -222,27 +235,65 @@ Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel,
   return {};
 }
 
+TensorView expert_matrix(const TensorView& t, int64_t e) {
+  if (t.shape.size() != 3) return t;
+  const int64_t n = t.shape[1], k = t.shape[2];
+  const uint64_t bytes = *dtype_row_bytes(t.dtype, k) * static_cast<uint64_t>(n);
+  TensorView v = t;
+  v.shape = {n, k};
+  v.data = t.data + static_cast<uint64_t>(e) * bytes;
+  v.nbytes = bytes;
+  return v;
+}
+
+Status check_repackable_tensor(const TensorView& src, const PackedFormat& f) {
+  if (src.shape.size() != 2 && src.shape.size() != 3)
+    return Status::invalid_argument("tensor '" + src.name + "' " + src.shape_string() +
+                                    " is neither a matrix [N, K] nor experts [E, N, K]");
+  RETURN_IF_ERROR(check_tensor_bytes(src));
+  for (int64_t d : src.shape)
+    if (d <= 0)
+      return Status::invalid_argument("tensor '" + src.name + "' " + src.shape_string() +
+                                      " is empty");
+  if (src.cols() % f.group != 0)
+    return Status::invalid_argument("tensor '" + src.name + "' " + src.shape_string() +
+                                    " cannot be repacked as " + f.name());
+  return {};
+}
+
+Status repack_tensor_panel(const TensorView& src, const PackedFormat& f, int64_t i, uint8_t* dst,
+                           float* scratch) {
+  if (src.shape.size() != 3) return repack_panel(src, f, i, dst, scratch);
+  const int64_t per_expert = PackedFormat::panels(src.shape[1]);
+  return repack_panel(expert_matrix(src, i / per_expert), f, i % per_expert, dst, scratch);
+}
+
+int64_t tensor_panels(const TensorView& t) {
+  const int64_t experts = t.shape.size() == 3 ? t.shape[0] : 1;
+  return experts * PackedFormat::panels(t.shape[t.shape.size() - 2]);
+}
+
 Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, int threads,
                      KQuantCells cells) {
   ASSIGN_OR_RETURN(PackedFormat f, repack_format(src.dtype, cells));
-  if (src.shape.size() != 2)
-    return Status::invalid_argument("tensor '" + src.name + "' " + src.shape_string() +
-                                    " is not a matrix");
-  RETURN_IF_ERROR(check_tensor_bytes(src));
-  const int64_t n = src.rows(), k = src.cols();
-  if (dst_bytes != static_cast<uint64_t>(f.matrix_bytes(n, k)))
+  RETURN_IF_ERROR(check_repackable_tensor(src, f));
+  const int64_t want = packed_tensor_bytes(f, src.shape);
+  if (dst_bytes != static_cast<uint64_t>(want))
     return Status::invalid_argument("tensor '" + src.name + "' as " + f.name() + " needs " +
-                                    std::to_string(f.matrix_bytes(n, k)) + " bytes, given " +
+                                    std::to_string(want) + " bytes, given " +
                                     std::to_string(dst_bytes));
-  const int64_t panels = PackedFormat::panels(n);
+  // Every panel (of every expert) is one unit: expert e's panel p is panel e * P + p, and
+  // its bytes follow in the same order (packed.h), so the panel index alone places it.
+  const int64_t k = src.cols();
   const int64_t panel_bytes = (k / f.group) * f.group_bytes();
   auto repack_range = [&](int64_t p0, int64_t p1, int) -> Status {
     std::vector<float> scratch(static_cast<size_t>(kPanelRows * k));
     for (int64_t p = p0; p < p1; ++p)
-      RETURN_IF_ERROR(repack_panel(src, f, p, dst + p * panel_bytes, scratch.data()));
+      RETURN_IF_ERROR(repack_tensor_panel(src, f, p, dst + p * panel_bytes, scratch.data()));
     return Status();
   };
-  return parallel_ranges(threads, panels, repack_range).with_context("tensor '" + src.name + "'");
+  return parallel_ranges(threads, tensor_panels(src), repack_range)
+      .with_context("tensor '" + src.name + "'");
 }
 
 }  // namespace edge

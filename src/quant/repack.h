@@ -27,6 +27,12 @@
 //                    |error| <= 3.5 steps (the widest candidate, amax / 35, clips by 3).
 //   Q2_K -> w8_g32: requantised with s = absmax / 127 rounded up to fp16 (no clipping):
 //                    |error| <= s / 2 <= absmax_group / 254 * (1 + 2^-10).
+//   MXFP4 -> mxfp4_g32 lossless: the E2M1 codes and the E8M0 byte as stored (4.25 bits).
+//
+// A tensor of 3 dims [E, N, K] (experts) repacks as E matrices [N, K] one after another:
+// expert e's bytes start at e * matrix_bytes(N, K), each padded to whole panels on its own
+// (packed.h); its panels are numbered on through the experts (expert e's panel p is panel
+// e * panels(N) + p), so the bytes of panel i start at i * panel bytes.
 #pragma once
 
 #include <cstdint>
@@ -58,9 +64,21 @@ bool is_repackable(DType src);
 Status repack_panel(const TensorView& src, const PackedFormat& f, int64_t panel, uint8_t* dst,
                     float* scratch);
 
-// The whole matrix: checks the source's byte size against its type and shape (a corrupt
-// tensor is refused with its name), then repacks panel by panel on `threads` threads.
-// dst: repack_format(src.dtype, cells)->matrix_bytes(n, k) bytes.
+// Panel i of a 2-D or 3-D tensor (numbered on through the experts, see above): repack_panel
+// of the expert's matrix.
+Status repack_tensor_panel(const TensorView& src, const PackedFormat& f, int64_t i, uint8_t* dst,
+                           float* scratch);
+// Panels of a 2-D or 3-D tensor: experts * panels(N).
+int64_t tensor_panels(const TensorView& t);
+// Expert e of a 3-D tensor of a block or float type as a 2-D view [N, K] (a 2-D view as is).
+// The view's bytes must have been checked (check_tensor_bytes).
+TensorView expert_matrix(const TensorView& t, int64_t e);
+// A 2-D or 3-D tensor whose bytes match its type and shape, no dim 0, K % f.group == 0.
+Status check_repackable_tensor(const TensorView& src, const PackedFormat& f);
+
+// The whole tensor ([N, K] or [E, N, K]): checks the source's byte size against its type and
+// shape (a corrupt tensor is refused with its name), then repacks panel by panel on
+// `threads` threads. dst: packed_tensor_bytes(repack_format(src.dtype, cells), shape) bytes.
 Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, int threads = 1,
                      KQuantCells cells = {});
 

@@ -5,6 +5,8 @@
 // reference decoder (so the comparison is exact).
 #pragma once
 
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -171,6 +173,23 @@ inline void build_q23k(bool three, std::mt19937& rng, Built* out) {
   out->bytes.insert(out->bytes.end(), b.begin(), b.end());
 }
 
+// MXFP4 (17 B): u8 e | qs[16]; element e < 16 in the low nibble of qs[e], e + 16 in the
+// high nibble. A code's value is sign (bit 3) * {0, 0.5, 1, 1.5, 2, 3, 4, 6}[code & 7] *
+// 2^(e - 127) (the OCP E2M1 and E8M0 definitions), exact in float for these exponents.
+inline void build_mxfp4(std::mt19937& rng, Built* out) {
+  static const float kMagnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  std::array<uint8_t, 17> b{};
+  const int e = rand_int(rng, 110, 135);
+  b[0] = static_cast<uint8_t>(e);
+  for (int i = 0; i < 32; ++i) {
+    const int code = rand_int(rng, 0, 15);
+    set_nibble(&b[1 + i % 16], i >= 16, code);
+    const float mag = kMagnitude[code & 7] * std::ldexp(1.0f, e - 127);
+    out->values.push_back(code & 8 ? -mag : mag);
+  }
+  out->bytes.insert(out->bytes.end(), b.begin(), b.end());
+}
+
 // `blocks` random blocks of type t, back to back (one row of blocks * block_elems).
 inline Built build_blocks(DType t, int blocks, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -182,6 +201,9 @@ inline Built build_blocks(DType t, int blocks, uint32_t seed) {
       case DType::Q6_K: build_q6k(rng, &out); break;
       case DType::Q2_K: build_q23k(false, rng, &out); break;
       case DType::Q3_K: build_q23k(true, rng, &out); break;
+      case DType::MXFP4:
+        build_mxfp4(rng, &out);
+        break;
       default: build_q32(t, rng, &out); break;
     }
   }

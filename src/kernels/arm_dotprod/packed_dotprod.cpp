@@ -7,7 +7,8 @@
 // multiplies it lane by lane with the 4 activation codes of those k broadcast to every
 // lane, so one instruction adds 4 k of 4 rows. W4 codes (0..15, low nibbles k0..k0+3,
 // high nibbles k0+4..k0+7) are used unsigned-as-signed; the -8 offset / asymmetric min
-// comes back per group through the activation block's code sum, as in the reference. W6
+// comes back per group through the activation block's code sum, as in the reference. MXFP4
+// codes are the W4 nibbles looked up (tbl) as signed E2M1 values doubled, no offset. W6
 // codes (0..63) are the W4 nibbles with bits 4-5 from the high plane, offset 32. The loop
 // nest is kernels/packed_blocking.h, the tiles arm_neon/packed_neon_tile.h's row-lane A8
 // tile and arm_neon/packed_kquant_tile.h's k-quant one (Q4K codes are W4 nibbles with no
@@ -58,6 +59,7 @@ void install_packed_dotprod(PackedKernels* t) {
   t->matmul_w4_a8 = matmul_a8;
   t->matmul_w8_a8 = matmul_a8;
   t->matmul_w6_a8 = matmul_a8;
+  t->matmul_mxfp4_a8 = matmul_a8;
   t->matmul_q4k_a8 = arm_packed::kquant_matmul_a8<Sdot, arm_packed::Q4KCells>;
   t->matmul_q5k_a8 = arm_packed::kquant_matmul_a8<Sdot, arm_packed::Q5KCells>;
   t->matmul_q6k_a8 = arm_packed::kquant_matmul_a8<Sdot, arm_packed::Q6KCells>;

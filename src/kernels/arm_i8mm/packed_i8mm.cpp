@@ -110,7 +110,7 @@ struct MmlaTile {
 
   // y[2q + h] += the group's f32 contribution of tile 2q + h (lanes [r t0, r t1, r+1 t0,
   // r+1 t1]): sym (dot - 8 qsum) s sa, asym dot s sa + min sa qsum, W6 (dot - 32 qsum)
-  // s sa, W8 dot s sa.
+  // s sa, W8 and MXFP4 dot s sa.
   template <PackedKind K>
   void combine(const uint8_t* cell, int64_t soff, int64_t g, int64_t ng, const int64_t* tok,
                const int32x4_t* acc, float32x4_t* y) const {
@@ -122,7 +122,7 @@ struct MmlaTile {
     const int32x4_t qsum = vld1q_s32(qs_l);
 #pragma GCC unroll 16
     for (int q = 0; q < 4; ++q) {
-      const float32x4_t s4 = arm_packed::halves4(cell, soff, q);
+      const float32x4_t s4 = arm_packed::scales4<K>(cell, soff, q);
       const float32x4_t s[2] = {vzip1q_f32(s4, s4), vzip2q_f32(s4, s4)};  // [r r r+1 r+1]
 #pragma GCC unroll 16
       for (int h = 0; h < 2; ++h) {
@@ -161,6 +161,7 @@ void install_packed_i8mm(PackedKernels* t) {
   t->matmul_w4_a8 = matmul_a8;
   t->matmul_w8_a8 = matmul_a8;
   t->matmul_w6_a8 = matmul_a8;
+  t->matmul_mxfp4_a8 = matmul_a8;
 }
 
 }  // namespace edge

@@ -144,7 +144,7 @@ struct A16Tile {
       }
 #pragma GCC unroll 16
       for (int q = 0; q < 4; ++q) {
-        y16[t][q] = vfmaq_f32(y16[t][q], dot[t][q], arm_packed::halves4(cell, soff, q));
+        y16[t][q] = vfmaq_f32(y16[t][q], dot[t][q], arm_packed::scales4<K>(cell, soff, q));
         if constexpr (K == PackedKind::kW4Asym)
           y16[t][q] = vfmaq_n_f32(y16[t][q], arm_packed::halves4(cell, soff + 32, q), xsum);
       }
@@ -308,6 +308,8 @@ void install_packed_neon(PackedKernels* t) {
   t->matmul_q5k_a8 = arm_packed::kquant_matmul_a8<WideningDot, arm_packed::Q5KCells>;
   t->matmul_q6k_a16 = kquant_matmul_a16<Q6KA16>;
   t->matmul_q6k_a8 = arm_packed::kquant_matmul_a8<WideningDot, arm_packed::Q6KCells>;
+  t->matmul_mxfp4_a16 = matmul_a16;
+  t->matmul_mxfp4_a8 = matmul_a8;
 }
 
 }  // namespace edge

@@ -9,7 +9,8 @@
 // 4q..4q+3, a 32-bit lane per row over 4 consecutive k. W4: low nibbles k0..k0+3, high
 // nibbles k0+4..k0+7 (block b: k0 = 8b). W6: the same nibbles plus bits 4-5 from high block
 // b/2 (bit pairs 0-1 / 2-3 for an even b, 4-5 / 6-7 for an odd b). W8: one int8 plane,
-// block b covering k 4b..4b+3.
+// block b covering k 4b..4b+3. MXFP4: the W4 nibbles, each looked up (tbl) as its E2M1
+// value doubled (int8 -12..12), the 16 E8M0 row bytes at G * 8 in place of fp16 scales.
 #pragma once
 
 #include <arm_neon.h>
@@ -27,14 +28,16 @@ namespace arm_packed {
 
 using packed::cell_bytes;  // kernels/packed_blocking.h: internal linkage
 
-// Byte offset of the 16 fp16 scales in a cell of `kind` (mins follow at +32 for W4 asym).
+// Byte offset of the 16 fp16 scales in a cell of `kind` (mins follow at +32 for W4 asym;
+// MXFP4: its 16 E8M0 bytes, read by scales4).
 constexpr int64_t scale_offset(PackedKind kind, int32_t group) {
   return kind == PackedKind::kW8   ? int64_t{group} * 16
          : kind == PackedKind::kW6 ? int64_t{group} * 12
                                    : int64_t{group} * 8;
 }
 
-// Planes (4 k each) per 64-byte code block: two nibble planes for W4/W6/Q4K/Q5K, one for W8.
+// Planes (4 k each) per 64-byte code block: two nibble planes for W4/W6/Q4K/Q5K/MXFP4, one
+// for W8.
 constexpr int planes(PackedKind kind) {
   return kind == PackedKind::kW8 ? 1 : 2;
 }
@@ -52,6 +55,13 @@ inline void quarter(const uint8_t* cell, int32_t group, int b, int q, uint8x16_t
     const uint8x16_t mask = vdupq_n_u8(15);
     c[0] = vandq_u8(raw, mask);
     c[1] = vshrq_n_u8(raw, 4);
+    if constexpr (K == PackedKind::kMxfp4) {  // E2M1 code -> doubled value, as int8 bits
+      static constexpr int8_t kValues[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                             0, -1, -2, -3, -4, -6, -8, -12};
+      const uint8x16_t lut = vreinterpretq_u8_s8(vld1q_s8(kValues));
+      c[0] = vqtbl1q_u8(lut, c[0]);
+      c[1] = vqtbl1q_u8(lut, c[1]);
+    }
     if constexpr (K == PackedKind::kW6) {
       uint8x16_t hb = vld1q_u8(cell + 8 * group + 64 * (b / 2) + 16 * q);
       if (b % 2 == 1) hb = vshrq_n_u8(hb, 4);
@@ -80,6 +90,23 @@ constexpr int offset(PackedKind kind) {
 // Rows 4q..4q+3 of the cell's fp16 scales (or, at +16 halves, W4 asym mins) as f32.
 inline float32x4_t halves4(const uint8_t* cell, int64_t off, int q) {
   return vcvt_f32_f16(vld1_f16(reinterpret_cast<const float16_t*>(cell + off) + 4 * q));
+}
+
+// Rows 4q..4q+3 of the cell's row scales as f32: fp16 at soff, or for MXFP4 the E8M0 bytes
+// at soff as 2^(e - 128) ((e - 1) << 23 is its bit pattern for e >= 2; e = 0 and 1 are the
+// subnormals 2^-128 and 2^-127, bit patterns 0x200000 << e: quant/mxfp4.h).
+template <PackedKind K>
+inline float32x4_t scales4(const uint8_t* cell, int64_t soff, int q) {
+  if constexpr (K == PackedKind::kMxfp4) {
+    uint32_t packed;
+    __builtin_memcpy(&packed, cell + soff + 4 * q, 4);
+    const uint32x4_t e = vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(packed)))));
+    const uint32x4_t normal = vshlq_n_u32(vsubq_u32(e, vdupq_n_u32(1)), 23);
+    const uint32x4_t sub = vshlq_u32(vdupq_n_u32(0x200000), vreinterpretq_s32_u32(e));
+    return vreinterpretq_f32_u32(vbslq_u32(vcgtq_u32(e, vdupq_n_u32(1)), normal, sub));
+  } else {
+    return halves4(cell, soff, q);
+  }
 }
 
 // Every vector of a register array [T][N] (f32 or int32 accumulators) set to zero.
@@ -139,6 +166,8 @@ inline void panels_by_kind(const Tile& tile, int64_t pb, int64_t pe, int64_t t0)
       return tile.template panels<PackedKind::kW8, T>(pb, pe, t0);
     case PackedKind::kW6:
       return tile.template panels<PackedKind::kW6, T>(pb, pe, t0);
+    case PackedKind::kMxfp4:
+      return tile.template panels<PackedKind::kMxfp4, T>(pb, pe, t0);
     case PackedKind::kQ4K:  // super-blocks: tiles of their own (packed_kquant_tile.h)
     case PackedKind::kQ6K:
     case PackedKind::kQ5K:
@@ -148,12 +177,13 @@ inline void panels_by_kind(const Tile& tile, int64_t pb, int64_t pe, int64_t t0)
 
 // y4 (rows 4q..4q+3) += one group's f32 contribution from its exact int32 dots d, as the
 // reference's group_a8: sym (d - 8 qsum) s sa, asym d s sa + min sa qsum, W6 (d - 32 qsum)
-// s sa, W8 d s sa (codes are dotted as stored; the offset comes off through the sums).
+// s sa, W8 and MXFP4 d s sa (codes are dotted as stored, MXFP4's as signed values; the
+// offset comes off through the sums).
 template <PackedKind K>
 inline void combine_a8(const uint8_t* cell, int64_t soff, int q, int32x4_t d, float sa,
                        int32_t qsum, float32x4_t& y4) {
   if constexpr (offset(K) != 0) d = vsubq_s32(d, vdupq_n_s32(offset(K) * qsum));
-  y4 = vfmaq_f32(y4, vcvtq_f32_s32(d), vmulq_n_f32(halves4(cell, soff, q), sa));
+  y4 = vfmaq_f32(y4, vcvtq_f32_s32(d), vmulq_n_f32(scales4<K>(cell, soff, q), sa));
   if constexpr (K == PackedKind::kW4Asym)
     y4 = vfmaq_n_f32(y4, halves4(cell, soff + 32, q), sa * static_cast<float>(qsum));
 }

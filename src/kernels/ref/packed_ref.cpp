@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/half.h"
 #include "kernels/packed_api.h"
+#include "quant/mxfp4.h"
 
 namespace edge {
 namespace {
@@ -63,6 +64,10 @@ struct Cell {
   int q6k_code(int r, int kk) const {
     return Cell{p + 288 + 192 * (kk / 16), 16}.w6_code(r, kk % 16);
   }
+  // MXFP4 (G = 32): the E2M1 code in the W4 layout as its doubled value (-12..12), and the
+  // row's factor 2^(e - 128) from its E8M0 byte at 256 + r.
+  int mxfp4_value(int r, int kk) const { return kMxfp4Doubled[w4_code(r, kk)]; }
+  float mxfp4_scale_of(int r) const { return mxfp4_scale(p[256 + r]); }
   int w8_sum(int r) const {
     int16_t s;
     std::memcpy(&s, p + int64_t{group} * 16 + 32 + 2 * r, 2);
@@ -96,6 +101,8 @@ float weight(const Cell& c, PackedKind kind, int r, int kk) {
     case PackedKind::kQ6K:  // GGML's order: (d * sc) * (q - 32)
       return c.q6k_d(r) * static_cast<float>(c.q6k_sc(kk / 16, r)) *
              static_cast<float>(c.q6k_code(r, kk) - 32);
+    case PackedKind::kMxfp4:  // GGML's order: 2^(e - 128) * doubled value
+      return c.mxfp4_scale_of(r) * static_cast<float>(c.mxfp4_value(r, kk));
   }
   return 0.0f;
 }
@@ -104,6 +111,8 @@ void check_view(const PackedMatrixView& w) {
   if (w.fmt.kind == PackedKind::kQ4K || w.fmt.kind == PackedKind::kQ5K ||
       w.fmt.kind == PackedKind::kQ6K)
     CHECK(w.fmt.group == 256);
+  else if (w.fmt.kind == PackedKind::kMxfp4)
+    CHECK(w.fmt.group == 32);
   else
     CHECK(w.fmt.group == 32 || w.fmt.group == 64 || w.fmt.group == 128);
   CHECK(w.k % w.fmt.group == 0);
@@ -174,12 +183,14 @@ void matmul_w6_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t
 
 // Integer dot of one (row, group) with one token's block of activation codes, and its f32
 // contribution: sym (code-8)*s*q*sa, asym (code*s + min)*q*sa, W8 code*s*q*sa, W6
-// (code-32)*s*q*sa. The unsigned W4/W6 codes are dotted as stored and the offset is taken
-// off once per group (offset * qsum), as the SIMD kernels do.
+// (code-32)*s*q*sa, MXFP4 value*2^(e-128)*q*sa. The unsigned W4/W6 codes are dotted as stored and
+// the offset is taken off once per group (offset * qsum), as the SIMD kernels do.
 int code_at(const Cell& c, PackedKind kind, int r, int kk) {
   switch (kind) {
     case PackedKind::kW8: return c.w8_code(r, kk);
     case PackedKind::kW6: return c.w6_code(r, kk);
+    case PackedKind::kMxfp4:
+      return c.mxfp4_value(r, kk);
     default: return c.w4_code(r, kk);
   }
 }
@@ -196,6 +207,8 @@ float group_a8(const Cell& c, PackedKind kind, int r, const int8_t* q, float sa,
       return static_cast<float>(dot) * (c.w8_scale(r) * sa);
     case PackedKind::kW6:
       return static_cast<float>(dot - 32 * qsum) * (c.w6_scale(r) * sa);
+    case PackedKind::kMxfp4:  // signed values: no offset (the x86 tiles add 12 and take it off)
+      return static_cast<float>(dot) * (c.mxfp4_scale_of(r) * sa);
     case PackedKind::kQ4K:  // per super-block, not per group: matmul_q4k_a8
     case PackedKind::kQ5K:  // matmul_q5k_a8
     case PackedKind::kQ6K:  // matmul_q6k_a8
@@ -323,6 +336,20 @@ void matmul_q6k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int
   });
 }
 
+void matmul_mxfp4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                      float* y) {
+  CHECK(w.fmt.kind == PackedKind::kMxfp4);
+  matmul_a16(w, x, n, p0, p1, y);
+}
+
+// Per block of 32: the int32 dot of the doubled values with the activation codes, then
+// float(dot) * (2^(e - 128) * scale_a), as the SIMD kernels do.
+void matmul_mxfp4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
+                     int64_t p1, float* y) {
+  CHECK(w.fmt.kind == PackedKind::kMxfp4);
+  matmul_a8(w, a, p0, p1, y);
+}
+
 void dequant_row(const PackedMatrixView& w, int64_t row, float* out) {
   check_view(w);
   CHECK(row >= 0 && row < w.n);
@@ -355,6 +382,8 @@ const PackedKernels& reference_packed_kernels() {
     t.matmul_q5k_a16 = matmul_q5k_a16;
     t.matmul_q5k_a8 = matmul_q5k_a8;
     t.dequant_row = dequant_row;
+    t.matmul_mxfp4_a16 = matmul_mxfp4_a16;
+    t.matmul_mxfp4_a8 = matmul_mxfp4_a8;
     return t;
   }();
   return table;

@@ -13,6 +13,8 @@
 //   W6A8  the W4 sym tiles with the high plane or-ed into each nibble plane (u8 codes
 //         0..63; pairs <= 2 * 63 * 127), offset 32 instead of 8.
 //   W6A16 the W4A16 tile with the 2 high bits added per k.
+//   MXFP4 (A8) the W4 sym tile with each nibble plane looked up (vpshufb) as the E2M1 value
+//         doubled + 12, offset 12, E8M0 scales; (A16) the W4A16 tile, values by vpermps.
 //   Q4K, Q5K, Q6K (A8) the W4 / W6 tiles with the sub-block scales folded into the
 //         widening (Q5K: bit 4 of each code from its high block); (A16) the W4A16 / W6A16
 //         tiles with a float scale per sub-block.
@@ -58,6 +60,10 @@ void q6k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, i
 void q5k_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
              float* y) {
   packed::over_panel_tiles<W4A16Tile<PackedKind::kQ5K>>(w, x, n, p0, p1, y);
+}
+void mxfp4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+               float* y) {
+  packed::over_panel_tiles<W4A16Tile<PackedKind::kMxfp4>>(w, x, n, p0, p1, y);
 }
 
 // The activation quantiser's primitives (kernels/quantize_act.h): 8 floats a chunk, the
@@ -113,6 +119,8 @@ void install_packed_avx2(PackedKernels* t) {
   t->matmul_q6k_a16 = q6k_a16;
   t->matmul_q5k_a8 = q5k_a8<false>;
   t->matmul_q5k_a16 = q5k_a16;
+  t->matmul_mxfp4_a8 = mxfp4_a8<false>;
+  t->matmul_mxfp4_a16 = mxfp4_a16;
 }
 
 }  // namespace edge

@@ -36,6 +36,11 @@
 // rounds are two blocks: 4 pairs of <= 2 * 31 * 127 = 7874 per s16 lane; Q6K: int8 per 16 k,
 // its rounds of one block), vpdpbusd's int32 sums take one vpmulld per sub-block. One float
 // step per 256 applies d (and the Q4K / Q5K dmin term).
+//
+// MXFP4 (G = 32) runs the W4 tile with one vpshufb per nibble plane turning each E2M1 code
+// into its doubled value + 12 (u8 0..24), so the dot is corrected by 12 * sum(q) as sym W4's
+// is by 8; its scale is the E8M0 byte's 2^(e - 128). maddubs pairs reach 2 * 24 * 127 = 6096:
+// rounds of two blocks (8 products per s16 lane, <= 24384) before the widening madd.
 #pragma once
 
 #include <cstdlib>
@@ -74,13 +79,15 @@ inline void gemm_step(__m256i (&s)[T][2], __m256i w0, __m256i w1, const int8_t* 
 // off (kOff): per (token, group) the offset term's activation factor, precomputed once per
 // call (w4a8_gemm_pre): sym -8 * sa * sum(q), so acc += sw * (dot * sa + off), one FMA
 // fewer per (token, half) and no scalar multiply + broadcast per token; asym sa * sum(q).
-template <int G, int T, bool kAsym, bool kW6, bool kOff = false>
+template <int G, int T, bool kAsym, bool kW6, bool kOff = false, bool kMx = false>
 inline void w4_group_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const uint8_t* c,
                               const float* sa, const int32_t* qs, int64_t ng,
                               const float* off = nullptr) {
   constexpr int kScales = kW6 ? G * 12 : G * 8;
-  constexpr int kOffset = kW6 ? 32 : 8;
-  const __m256 sw[2] = {load_half8(c + kScales), load_half8(c + kScales + 16)};
+  constexpr int kOffset = kMx ? 12 : kW6 ? 32 : 8;
+  // MXFP4: the rows' E8M0 bytes at G * 8 (8 per half) instead of fp16 scales.
+  const __m256 sw[2] = {kMx ? load_e8m0_8(c + kScales) : load_half8(c + kScales),
+                        kMx ? load_e8m0_8(c + kScales + 8) : load_half8(c + kScales + 16)};
   __m256 mins[2];
   if constexpr (kAsym) mins[0] = load_half8(c + G * 8 + 32), mins[1] = load_half8(c + G * 8 + 48);
   for (int t = 0; t < T; ++t) {
@@ -226,6 +233,12 @@ inline void q6k_epilogue(__m256 (&acc)[T][2], const __m256i (&d)[T][2], const ui
   }
 }
 
+// MXFP4: E2M1 code (a nibble, 0..15) -> its doubled value + 12 (u8 0..24), for vpshufb.
+inline __m256i mxfp4_lut() {
+  return _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15,
+                          16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+}
+
 // What a packed kind means to the int8 tile: its codes' offset in a cell, where 64-byte code
 // block b (8 k) and its high bits lie, and how a round of blocks is summed before widening.
 template <int G, PackedKind K>
@@ -236,6 +249,7 @@ struct GemmKind {
   static constexpr bool kQ4Fields = K == PackedKind::kQ4K || kQ5;  // sc, m, d, dmin: Q4K's
   static constexpr bool kQ6 = K == PackedKind::kQ6K;
   static constexpr bool kSuper = kQ4Fields || kQ6;  // G = 256, sub-block scales folded in
+  static constexpr bool kMx = K == PackedKind::kMxfp4;  // W4 nibbles through mxfp4_lut()
   static constexpr int64_t kCode0 = kQ4Fields ? 320 : kQ6 ? 288 : 0;
   static constexpr int64_t kCellBytes = cell_bytes(K, G);
   // Blocks of 8 k per sub-block (the scale folded by kquant_fold).
@@ -248,6 +262,7 @@ struct GemmKind {
                                                    : 1)
                   : (vnni  ? G / 8
                      : kW6 ? 1
+                     : kMx ? 2
                            : 4);
   }
   // W6 keeps the high plane after the G * 8 nibble bytes; Q6K interleaves chunks of 192
@@ -452,6 +467,11 @@ void W4A8Gemm<G, K, kVnni>::tile(const PackedMatrixView& w, const QuantizedActiv
             hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib);
             hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib);
           }
+          if constexpr (KK::kMx && !kPre) {
+            const __m256i lut = mxfp4_lut();
+            lo0 = _mm256_shuffle_epi8(lut, lo0), lo1 = _mm256_shuffle_epi8(lut, lo1);
+            hi0 = _mm256_shuffle_epi8(lut, hi0), hi1 = _mm256_shuffle_epi8(lut, hi1);
+          }
           gemm_step<T, kVnni>(s, lo0, lo1, q + 8 * b, a.k);
           gemm_step<T, kVnni>(s, hi0, hi1, q + 8 * b + 4, a.k);
         }
@@ -473,9 +493,9 @@ void W4A8Gemm<G, K, kVnni>::tile(const PackedMatrixView& w, const QuantizedActiv
       q6k_epilogue<T>(acc, d, c, a.scales + t0 * ng + g, a.sums16 + t0 * (a.k / 16) + g * 16, ng,
                       a.k / 16);
     else
-      w4_group_epilogue<G, T, KK::kAsym, KK::kW6, kPre>(acc, d, c, a.scales + t0 * ng + g,
-                                                        a.sums + t0 * ng + g, ng,
-                                                        kPre ? off + t0 * ng + g : nullptr);
+      w4_group_epilogue<G, T, KK::kAsym, KK::kW6, kPre, KK::kMx>(
+          acc, d, c, a.scales + t0 * ng + g, a.sums + t0 * ng + g, ng,
+          kPre ? off + t0 * ng + g : nullptr);
   }
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < 2; ++h) store_rows(y + (t0 + t) * w.n, p * 16 + h * 8, w.n, acc[t][h]);
@@ -524,6 +544,8 @@ inline void unpack_panel(const uint8_t* c, int64_t ng, uint8_t* out) {
         __m256i lo = _mm256_and_si256(v, nib), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
         if constexpr (KK::kW6 || KK::kQ5)
           merge_high<KK>(c + KK::high_block(b) + h * 32, b, &lo, &hi);
+        if constexpr (KK::kMx)
+          lo = _mm256_shuffle_epi8(mxfp4_lut(), lo), hi = _mm256_shuffle_epi8(mxfp4_lut(), hi);
         _mm256_store_si256(reinterpret_cast<__m256i*>(out + h * 32), lo);
         _mm256_store_si256(reinterpret_cast<__m256i*>(out + 64 + h * 32), hi);
       }
@@ -557,6 +579,7 @@ void w4a8_gemm_pre(const PackedMatrixView& w, const QuantizedActivations& a, int
     for (int64_t i = 0; i < a.n * ng; ++i)
       off[i] = (KK::kAsym ? 1.0f
                 : KK::kW6 ? -32.0f
+                : KK::kMx ? -12.0f
                           : -8.0f) *
                a.scales[i] * static_cast<float>(a.sums[i]);
   const int64_t panel_codes = w.k * 16;
@@ -733,6 +756,14 @@ void q6k_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0
             float* y) {
   CHECK(w.fmt.group == 256 && a.group == 256 && a.sums16 != nullptr);
   w4a8_gemm<256, PackedKind::kQ6K, kVnni>(w, a, p0, p1, y);
+}
+
+// MXFP4 cells are always G = 32 (quant/packed.h); activations per 32 with their sums.
+template <bool kVnni>
+void mxfp4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
+              float* y) {
+  CHECK(w.fmt.group == 32 && a.group == 32);
+  w4a8_gemm<32, PackedKind::kMxfp4, kVnni>(w, a, p0, p1, y);
 }
 
 // Q5K cells are always G = 256 (quant/packed.h); activations per 256 with sums32.

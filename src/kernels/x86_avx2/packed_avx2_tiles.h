@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <climits>
 #include <cstdint>
 #include <cstring>
 
@@ -31,6 +32,25 @@ inline void prefetch_ahead(const uint8_t* p, int64_t ahead, int64_t bytes) {
 
 inline __m256 load_half8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// 8 E8M0 bytes (MXFP4 rows) as the floats 2^(e - 128): (e - 1) << 23 is that float's bit
+// pattern for e >= 2; e = 0 and 1 are the subnormals 2^-128 and 2^-127, bit patterns
+// 0x200000 << e (quant/mxfp4.h).
+inline __m256 load_e8m0_8(const uint8_t* p) {
+  const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x200000), e);
+  const __m256i is_normal = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1));
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(sub, normal, is_normal));
+}
+
+// MXFP4 E2M1 code (int32 lanes, 0..15) -> its doubled value (-12..12) as f32: the magnitude
+// from an 8-entry vpermps table (which reads the low 3 bits of the index), bit 3 to the sign.
+inline __m256 mxfp4_values(__m256i code) {
+  const __m256 mag = _mm256_permutevar8x32_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 6, 8, 12), code);
+  const __m256i sign = _mm256_and_si256(_mm256_slli_epi32(code, 28), _mm256_set1_epi32(INT32_MIN));
+  return _mm256_xor_ps(mag, _mm256_castsi256_ps(sign));
 }
 
 inline __m256i bcast32(const int8_t* p) {
@@ -94,7 +114,7 @@ inline void q6k_sub_scales(const uint8_t* c, int j, int h, __m256* s, __m256* m)
   *m = _mm256_mul_ps(*s, _mm256_set1_ps(-32.0f));
 }
 
-// ---- W4A16 (K = kW4Sym: W4 sym or asym), W6A16, Q4K, Q5K and Q6K --------------------
+// ---- W4A16 (K = kW4Sym: W4 sym or asym), W6A16, Q4K, Q5K, Q6K and MXFP4 -------------
 template <PackedKind K>
 struct W4A16Tile {
   static constexpr int kTokens = kMaxTile;
@@ -110,6 +130,7 @@ void W4A16Tile<K>::tile(const PackedMatrixView& w, const float* x, int64_t p, in
   constexpr bool kW6 = K == PackedKind::kW6 || K == PackedKind::kQ6K;  // 2 high bits
   constexpr bool kQ4 = K == PackedKind::kQ4K, kQ5 = K == PackedKind::kQ5K;
   constexpr bool kQ6 = K == PackedKind::kQ6K;
+  constexpr bool kMx = K == PackedKind::kMxfp4;                 // w = 2^(e - 128) * value(code)
   constexpr int64_t kCode0 = kQ4 || kQ5 ? 320 : kQ6 ? 288 : 0;  // the codes' offset in a cell
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
@@ -128,7 +149,9 @@ void W4A16Tile<K>::tile(const PackedMatrixView& w, const float* x, int64_t p, in
       if (h == 0) prefetch_ahead(c, pf, cb);  // the second half reads the panel from L2
       const float* xg = x + t0 * w.k + g * G;
       __m256 s = _mm256_setzero_ps(), m = _mm256_setzero_ps();
-      if constexpr (!kQ4 && !kQ5 && !kQ6) {
+      if constexpr (kMx) {
+        s = load_e8m0_8(c + 256 + h * 8);
+      } else if constexpr (!kQ4 && !kQ5 && !kQ6) {
         s = load_half8(c + G * (kW6 ? 12 : 8) + h * 16);
         m = asym ? load_half8(c + G * 8 + 32 + h * 16)
                  : _mm256_mul_ps(s, _mm256_set1_ps(kW6 ? -32.0f : -8.0f));
@@ -162,7 +185,8 @@ void W4A16Tile<K>::tile(const PackedMatrixView& w, const float* x, int64_t p, in
             const __m256i hb = _mm256_and_si256(_mm256_srli_epi32(vh, hs), _mm256_set1_epi32(1));
             code = _mm256_or_si256(code, _mm256_slli_epi32(hb, 4));
           }
-          const __m256 wv = _mm256_fmadd_ps(_mm256_cvtepi32_ps(code), s, m);
+          const __m256 wv = kMx ? _mm256_mul_ps(mxfp4_values(code), s)
+                                : _mm256_fmadd_ps(_mm256_cvtepi32_ps(code), s, m);
           for (int t = 0; t < T; ++t)
             acc[t][i % A] =
                 _mm256_fmadd_ps(wv, _mm256_set1_ps(xg[t * w.k + b * 8 + i]), acc[t][i % A]);

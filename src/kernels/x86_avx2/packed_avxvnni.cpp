@@ -20,6 +20,7 @@ void install_packed_avxvnni(PackedKernels* t) {
   t->matmul_q4k_a8 = q4k_a8<true>;
   t->matmul_q6k_a8 = q6k_a8<true>;
   t->matmul_q5k_a8 = q5k_a8<true>;
+  t->matmul_mxfp4_a8 = mxfp4_a8<true>;
 }
 
 }  // namespace edge

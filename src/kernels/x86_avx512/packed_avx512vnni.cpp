@@ -10,6 +10,10 @@
 //   W6A8  the W4A8 GEMM block (also for one token) with the top 2 bits of each code or-ed
 //         in from the high plane (one zmm per 16 k), offset 32; W6A16 is the reference's
 //         (or AVX2's, borrowed by the dispatch).
+//   MXFP4 A8: the W4A8 GEMM block (also for one token) with each nibble plane looked up by
+//         vpshufb (a 16-byte table per 128-bit lane) as the E2M1 value doubled + 12 (u8
+//         0..24), offset 12, the E8M0 bytes' 2^(e - 128) as row scales; A16: the W4A16 tile
+//         with the doubled values as its vpermps table.
 // Prefill keeps each loaded code block in registers across a tile of up to 8 tokens; the
 // loop nest around the tiles (cache blocks of panels, token tiles) is kernels/packed_blocking.h.
 //
@@ -28,6 +32,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/check.h"
 #include "kernels/packed_api.h"
 #include "kernels/packed_blocking.h"
 #include "kernels/quantize_act.h"
@@ -43,8 +48,28 @@ constexpr int kW4Tile = 6;
 
 using packed::cell_bytes;
 
-constexpr PackedKind a8_kind(bool asym, bool w6) {
-  return w6 ? PackedKind::kW6 : asym ? PackedKind::kW4Asym : PackedKind::kW4Sym;
+constexpr PackedKind a8_kind(bool asym, bool w6, bool mx = false) {
+  return mx     ? PackedKind::kMxfp4
+         : w6   ? PackedKind::kW6
+         : asym ? PackedKind::kW4Asym
+                : PackedKind::kW4Sym;
+}
+
+// 16 E8M0 bytes (MXFP4 rows) as the floats 2^(e - 128): (e - 1) << 23 is that float's bit
+// pattern for e >= 2; e = 0 and 1 are the subnormals 2^-128 and 2^-127, bit patterns
+// 0x200000 << e (quant/mxfp4.h).
+inline __m512 load_e8m0_16(const uint8_t* p) {
+  const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+  const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x200000), e);
+  const __mmask16 is_normal = _mm512_cmpgt_epi32_mask(e, _mm512_set1_epi32(1));
+  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(is_normal, sub, normal));
+}
+
+// MXFP4: E2M1 code (a nibble) -> its doubled value + 12 (u8 0..24), the table in each lane.
+inline __m512i mxfp4_lut() {
+  return _mm512_broadcast_i32x4(
+      _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 }
 
 // ---- W4A8 GEMV (one token) ----------------------------------------------------------
@@ -116,11 +141,12 @@ A8Fn w4a8_gemv_for(const PackedMatrixView& w) {
 // activation broadcast feeds P panels (P = 2 halves the broadcasts per vpdpbusd). The
 // int32 dots live in registers for one group; the f32 accumulators are touched once per
 // group, in registers too.
-template <int G, int P, int T, bool kAsym, bool kW6>
+template <int G, int P, int T, bool kAsym, bool kW6, bool kMx = false>
 void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p, int64_t t0,
                 float* y) {
-  constexpr int64_t cb = cell_bytes(a8_kind(kAsym, kW6), G);
+  constexpr int64_t cb = cell_bytes(a8_kind(kAsym, kW6, kMx), G);
   constexpr int kScales = kW6 ? G * 12 : G * 8;
+  constexpr int kOffset = kMx ? 12 : kW6 ? 32 : 8;
   const int64_t ng = w.k / G;
   const __m512i nib = _mm512_set1_epi8(0x0F);
   // The f32 sums in registers: P x T = 12 of them beside the 12 dots. At T = 8 (32 zmm for
@@ -152,6 +178,7 @@ void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_
           if (b % 2 == 0) h = _mm512_slli_epi16(h, 4);
           c[i] = _mm512_or_si512(c[i], _mm512_and_si512(h, _mm512_set1_epi8(0x30)));
         }
+        if constexpr (kMx) c[i] = _mm512_shuffle_epi8(mxfp4_lut(), c[i]);
       }
       for (int t = 0; t < T; ++t) {
         const __m512i qa = bcast32(q + t * a.k + 8 * b);
@@ -165,6 +192,7 @@ void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_
           c[i] = _mm512_or_si512(c[i],
                                  _mm512_and_si512(_mm512_srli_epi16(h, 2), _mm512_set1_epi8(0x30)));
         }
+        if constexpr (kMx) c[i] = _mm512_shuffle_epi8(mxfp4_lut(), c[i]);
       }
       for (int t = 0; t < T; ++t) {
         const __m512i qb = bcast32(q + t * a.k + 8 * b + 4);
@@ -173,7 +201,7 @@ void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_
     }
     for (int i = 0; i < P; ++i) {
       const uint8_t* c = w.data + ((p + i) * ng + g) * cb;
-      const __m512 s = load_half16(c + kScales);
+      const __m512 s = kMx ? load_e8m0_16(c + kScales) : load_half16(c + kScales);
       for (int t = 0; t < T; ++t) {
         const int64_t ai = (t0 + t) * ng + g;
         const float sa = a.scales[ai];
@@ -183,7 +211,7 @@ void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_
           r = _mm512_fmadd_ps(load_half16(c + G * 8 + 32),
                               _mm512_set1_ps(sa * static_cast<float>(a.sums[ai])), r);
         } else {
-          d = _mm512_sub_epi32(d, _mm512_set1_epi32((kW6 ? 32 : 8) * a.sums[ai]));
+          d = _mm512_sub_epi32(d, _mm512_set1_epi32(kOffset * a.sums[ai]));
         }
         acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(s, _mm512_set1_ps(sa)), r);
       }
@@ -195,7 +223,7 @@ void w4a8_block(const PackedMatrixView& w, const QuantizedActivations& a, int64_
 }
 
 // The register tile for packed_blocking.h: panel pairs [pb, pe) x T tokens.
-template <int G, bool kAsym, bool kW6>
+template <int G, bool kAsym, bool kW6, bool kMx = false>
 struct W4A8Blocks {
   static constexpr int kTokens = kW4Tile;
   const PackedMatrixView& w;
@@ -205,15 +233,22 @@ struct W4A8Blocks {
   void run(int64_t pb, int64_t pe, int64_t t0) const {
     // One token (W6's GEMV): a panel at a time, one read stream (see w4a8_gemv_panel).
     packed::over_panel_pairs<T>(pb, pe, [&]<int kPanels>(int64_t p) {
-      w4a8_block<G, kPanels, T, kAsym, kW6>(w, a, p, t0, y);
+      w4a8_block<G, kPanels, T, kAsym, kW6, kMx>(w, a, p, t0, y);
     });
   }
 };
 
-template <int G, bool kAsym, bool kW6 = false>
+template <int G, bool kAsym, bool kW6 = false, bool kMx = false>
 void w4a8_gemm(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0, int64_t p1,
                float* y) {
-  packed::over_panels(W4A8Blocks<G, kAsym, kW6>{w, a, y}, w, a.n, p0, p1);
+  packed::over_panels(W4A8Blocks<G, kAsym, kW6, kMx>{w, a, y}, w, a.n, p0, p1);
+}
+
+// MXFP4 (G = 32) with int8 activations: the GEMM block for any number of tokens.
+void matmul_mxfp4_a8(const PackedMatrixView& w, const QuantizedActivations& a, int64_t p0,
+                     int64_t p1, float* y) {
+  CHECK(w.fmt.group == 32 && a.group == 32);
+  w4a8_gemm<32, false, false, true>(w, a, p0, p1, y);
 }
 
 // W6 with int8 activations: the GEMM block for any number of tokens (a GEMV at n = 1).
@@ -298,7 +333,8 @@ void W8A8Tile::tile(const PackedMatrixView& w, const QuantizedActivations& a, in
 // ---- W4A16 ------------------------------------------------------------------------
 // Sym: the table holds code - 8 and the row scale is applied once per group (acc_g).
 // Asym: w = code * scale + min is formed in registers and accumulated directly.
-template <bool kAsym>
+// MXFP4 (kMx): as sym, the table holding the E2M1 values doubled, the scale 2^(e - 128).
+template <bool kAsym, bool kMx = false>
 struct W4A16Tile {
   static constexpr int kTokens = kMaxTile;
   template <int T>
@@ -306,25 +342,26 @@ struct W4A16Tile {
                    int64_t /*pf*/);
 };
 
-template <bool kAsym>
+template <bool kAsym, bool kMx>
 template <int T>
-void W4A16Tile<kAsym>::tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0,
-                            float* y, int64_t) {
+void W4A16Tile<kAsym, kMx>::tile(const PackedMatrixView& w, const float* x, int64_t p, int64_t t0,
+                                 float* y, int64_t) {
   constexpr int A = T == 1 ? 4 : (T == 2 ? 2 : 1);
   const int32_t G = w.fmt.group;
   const int64_t ng = w.k / G, cb = cell_bytes(w.fmt.kind, G);
   const uint8_t* panel = w.data + p * ng * cb;
   const float off = kAsym ? 0.0f : -8.0f;
-  const __m512 table =
-      _mm512_setr_ps(0 + off, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off,
-                     8 + off, 9 + off, 10 + off, 11 + off, 12 + off, 13 + off, 14 + off, 15 + off);
+  const __m512 table = kMx ? _mm512_setr_ps(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)
+                           : _mm512_setr_ps(0 + off, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off,
+                                            6 + off, 7 + off, 8 + off, 9 + off, 10 + off, 11 + off,
+                                            12 + off, 13 + off, 14 + off, 15 + off);
   __m512 acc[T][A];
   for (int t = 0; t < T; ++t)
     for (int i = 0; i < A; ++i) acc[t][i] = _mm512_setzero_ps();
   for (int64_t g = 0; g < ng; ++g) {
     const uint8_t* c = panel + g * cb;
     const float* xg = x + t0 * w.k + g * G;
-    const __m512 s = load_half16(c + G * 8);
+    const __m512 s = kMx ? load_e8m0_16(c + G * 8) : load_half16(c + G * 8);
     __m512 mn = _mm512_setzero_ps();
     if constexpr (kAsym) mn = load_half16(c + G * 8 + 32);
     __m512 ag[T][A];
@@ -431,6 +468,11 @@ void matmul_w8_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t
   packed::over_panel_tiles<W8A16Tile>(w, x, n, p0, p1, y);
 }
 
+void matmul_mxfp4_a16(const PackedMatrixView& w, const float* x, int64_t n, int64_t p0, int64_t p1,
+                      float* y) {
+  packed::over_panel_tiles<W4A16Tile<false, true>>(w, x, n, p0, p1, y);
+}
+
 // The activation quantiser's primitives (kernels/quantize_act.h): 16 floats a chunk, the
 // codes rounded by vcvtps2dq (the default rounding mode: half to even), clamped as int32
 // and narrowed by vpmovdb.
@@ -466,6 +508,8 @@ void install_packed_avx512vnni(PackedKernels* t) {
   t->matmul_w4_a16 = matmul_w4_a16;
   t->matmul_w8_a16 = matmul_w8_a16;
   t->matmul_w6_a8 = matmul_w6_a8;
+  t->matmul_mxfp4_a8 = matmul_mxfp4_a8;
+  t->matmul_mxfp4_a16 = matmul_mxfp4_a16;
   install_packed_q4k_avx512vnni(
       t);  // its own file: Q4K and Q6K A8; their A16 are AVX2's (borrowed)
 }
