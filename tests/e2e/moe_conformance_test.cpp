@@ -72,7 +72,10 @@ TEST_P(MoeConformance, LogitsAndGreedyTokensMatchIkLlamaCpp) {
     }
     worst = std::max(worst, err / scale);
   }
-  EXPECT_LT(worst, 2e-4) << name;
+  // ik_llama.cpp keeps its KV cache in F16 (ours: F32 here): measured 4.1e-4 (qwen3moe) and
+  // 1.1e-3 (gpt-oss) when the references were made; a routing or sink error moves rows by
+  // far more (a flipped expert is a different FFN).
+  EXPECT_LT(worst, 2e-3) << name;
   // Greedy decoding, one token at a time, from the prompt's last logits.
   std::vector<float> last(all->end() - V, all->end());
   std::vector<int32_t> got;
