@@ -42,7 +42,7 @@ EOF
 }
 
 if [ "${EDGE_QEMU_NO_THREADS:-0}" != 1 ] && qemu_threads_work; then
-  ctest --preset aarch64 -j "${JOBS:-$(nproc)}" --timeout 1200 -L "$LABELS"
+  ctest --preset aarch64 -j "${JOBS:-$(nproc)}" --timeout 1200 -L "$LABELS" ${CTEST_EXCLUDE:+-E "$CTEST_EXCLUDE"}
   exit 0
 fi
 

@@ -19,6 +19,11 @@ JOBS=$(nproc)
 export EDGE_REQUIRE_ALL_TESTS=1
 T0=$(date +%s)
 
+# Tests left to the release pass: the Qwen3-TTS published-size checks (a 457 MB checkpoint
+# decoded, and the talker against its port) take seconds natively and minutes under a
+# sanitizer or qemu, and exercise no code the other passes miss.
+HEAVY='Qwen3TtsCodecReference|Qwen3TtsConformance'
+
 stamp() { echo "== [$(($(date +%s) - T0)) s] $*"; }
 suites() { for l in "$@"; do echo "edge_${l}_tests"; done; }  # layers -> test binaries
 labels() { echo "^($(IFS='|'; echo "$*"))\$"; }               # layers -> a ctest -L regex
@@ -49,7 +54,7 @@ if [ "${EDGE_ASAN:-0}" = 1 ]; then
   build asan --target $(suites "${ASAN_LAYERS[@]}")
   stamp "asan+ubsan: those suites"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --preset asan -j "$JOBS" --timeout 900 -L "$(labels "${ASAN_LAYERS[@]}")"
+    ctest --preset asan -j "$JOBS" --timeout 900 -L "$(labels "${ASAN_LAYERS[@]}")" -E "$HEAVY"
 
   stamp "tsan: build runtime, pipeline, server"
   build tsan --target edge_runtime_tests edge_pipeline_tests edge_server_tests
@@ -84,7 +89,8 @@ if [ "${EDGE_AARCH64:-1}" = 1 ]; then
   # cannot start a thread (a probe of a few seconds tells), test by test with the tests that
   # start a thread reported as not run there instead of hanging.
   stamp "aarch64: the suites under qemu-aarch64 -cpu cortex-a76"
-  QEMU_CPU=cortex-a76 GTEST_FILTER='-FdPassing.SurplusOrMalformedMessagesCloseTheirDescriptorsAndKeepTheStreamInStep' \
+  QEMU_CPU=cortex-a76 CTEST_EXCLUDE="$HEAVY" \
+    GTEST_FILTER="-FdPassing.SurplusOrMalformedMessagesCloseTheirDescriptorsAndKeepTheStreamInStep:${HEAVY//|/.*:}.*" \
     bash scripts/run-aarch64-tests.sh "$(labels "${A64_LAYERS[@]}")" $(suites "${A64_LAYERS[@]}")
   if [ "$A64_ALL" = 1 ]; then
     XDG_CACHE_HOME="$(mktemp -d)" qemu-aarch64 -cpu cortex-a76 build/aarch64/edge-infer generate -n 8 -p "Hello"

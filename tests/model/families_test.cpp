@@ -72,7 +72,7 @@ TEST_P(FamilyTest, GgufAndHfDirectoryGiveTheSameLogits) {
   if (find_family_gguf(GetParam())->hf_model_types.empty()) {
     // A family read from GGUF only: the HF writer says so instead of writing a directory.
     EXPECT_EQ(write_random_model(o, dir + "/hf").code(), StatusCode::kUnsupported);
-    GTEST_SKIP() << GetParam() << " has no Hugging Face reader";
+    return;  // GGUF only: the refusal above is what is checked
   }
   ASSERT_TRUE(write_random_model(o, dir + "/m.gguf").ok());
   Status hf = write_random_model(o, dir + "/hf");
