@@ -89,6 +89,9 @@ std::vector<Tensor> make_tensors(const RandomModelOptions& o, const ModelConfig&
     if (ends_with(s.name, "norm.weight")) {
       t.mean = 1.0f;
       t.stddev = 0.1f;
+    } else if (ends_with(s.name, ".ssm_a")) {
+      t.mean = -1.0f;  // -exp(A_log): a decay rate, always negative (5 sigma from 0)
+      t.stddev = 0.2f;
     } else if (ends_with(s.name, "attn_sinks.weight")) {
       t.stddev = 1.0f;  // logits of the scale of the scores, so the sink matters
     } else if (ends_with(s.name, ".bias")) {
@@ -256,8 +259,9 @@ Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab
   RETURN_IF_ERROR(write_vocab_gguf(vocab, w));
   if (o.outetts == "0.3") w.set_string("tokenizer.chat_template", "outetts-0.3");
   for (const random_model::Tensor& t : random_model::make_tensors(o, c)) {
-    // llama.cpp convention: 1-D tensors (norms, biases) F32, matrices in the chosen type.
-    const DType dt = t.shape.size() == 1 ? DType::F32 : o.dtype;
+    // llama.cpp convention: 1-D tensors (norms, biases) and the DeltaNet conv F32,
+    // matrices in the chosen type.
+    const DType dt = t.shape.size() == 1 || random_model::ends_with(t.name, "ssm_conv1d.weight") ? DType::F32 : o.dtype;
     RETURN_IF_ERROR(random_model::add_generated_tensor(w, t, dt, "random model"));
   }
   if (!c.rope_freq_factors.empty() && c.yarn.factor <= 1.0f) {  // llama.cpp's Llama-3.1 form

@@ -47,6 +47,7 @@ const char* mem_category_name(MemCategory c) {
     case MemCategory::kRope: return "rope";
     case MemCategory::kTokenizer: return "tokenizer";
     case MemCategory::kRuntime: return "runtime";
+    case MemCategory::kState: return "state";
     case MemCategory::kOther: return "other";
     case MemCategory::kCount: break;
   }

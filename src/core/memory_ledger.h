@@ -28,13 +28,15 @@ enum class MemCategory : int {
   kRope,             // RoPE cos/sin tables (0 when computed on the fly)
   kTokenizer,        // vocab, merges, tries
   kRuntime,          // scheduler, sequences, thread pool, server state
+  kState,            // recurrent (linear attention) state per sequence, and its checkpoints
   kOther,
   kCount
 };
 
 constexpr int kMemCategoryCount = static_cast<int>(MemCategory::kCount);
 
-// "weights", "weights_mapped", "kv", "scratch", "rope", "tokenizer", "runtime", "other".
+// "weights", "weights_mapped", "kv", "scratch", "rope", "tokenizer", "runtime", "state",
+// "other".
 const char* mem_category_name(MemCategory c);
 // True for the categories that live in anonymous memory (all but kWeightsMapped).
 inline bool mem_category_is_anon(MemCategory c) { return c != MemCategory::kWeightsMapped; }

@@ -35,13 +35,15 @@ Sizes weight_sizes(const Model& m) {
   const ModelConfig& c = m.config();
   for (const LayerWeights& l : w.layers) {
     for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router,
-                                &l.gate_shexp, &l.up_shexp, &l.down_shexp})
+                                &l.gate_shexp, &l.up_shexp, &l.down_shexp, &l.ssm_qkv, &l.ssm_z,
+                                &l.ssm_alpha, &l.ssm_beta, &l.ssm_out})
       add(*t);
     for (const std::vector<TensorView>* experts : {&l.gate_exps, &l.up_exps, &l.down_exps})
       for (const TensorView& t : *experts) add(t);
     // Norms and biases are F32 vectors held by the model.
     uint64_t small = l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size() +
-                     l.q_norm.size() + l.k_norm.size() + l.post_attn_norm.size() + l.post_ffn_norm.size();
+                     l.q_norm.size() + l.k_norm.size() + l.post_attn_norm.size() + l.post_ffn_norm.size() +
+                     l.ssm_conv.size() + l.ssm_dt.size() + l.ssm_a.size() + l.ssm_norm.size();
     s.bytes += small * 4;
     s.params += small;
   }
@@ -151,7 +153,8 @@ DecodeBytes decode_bytes(const Model& model, KvType kv_type) {
   d.weights = w.output.nbytes + w.token_embd.nbytes / std::max<int64_t>(1, c.n_vocab);
   for (const LayerWeights& l : w.layers) {
     for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router,
-                                &l.gate_shexp, &l.up_shexp, &l.down_shexp})
+                                &l.gate_shexp, &l.up_shexp, &l.down_shexp, &l.ssm_qkv, &l.ssm_z,
+                                &l.ssm_alpha, &l.ssm_beta, &l.ssm_out})
       d.weights += t->nbytes;
     d.weights += (l.attn_norm.size() + l.ffn_norm.size()) * 4;
     // A MoE layer reads only the n_expert_used experts a token chose: on average their

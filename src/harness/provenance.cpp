@@ -81,7 +81,9 @@ nlohmann::json model_provenance(const Model& model) {
   count(w.token_embd);
   if (w.output.data != w.token_embd.data) count(w.output);
   for (const LayerWeights& l : w.layers)
-    for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) count(*t);
+    for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.ssm_qkv,
+                                &l.ssm_z, &l.ssm_alpha, &l.ssm_beta, &l.ssm_out})
+      count(*t);
   nlohmann::json types = nlohmann::json::object();
   for (const auto& [name, e] : by_type) types[name] = {{"tensors", e.first}, {"bytes", e.second}};
   std::error_code ec;

@@ -45,6 +45,12 @@ int32_t ModelConfig::n_moe_layers() const {
   return n;
 }
 
+int32_t ModelConfig::n_recurrent_layers() const {
+  int32_t n = 0;
+  for (const LayerConfig& l : layers) n += l.recurrent ? 1 : 0;
+  return n;
+}
+
 float ModelConfig::effective_attn_scale() const {
   return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
@@ -92,6 +98,10 @@ Status validate_config_products(const ModelConfig& c) {
       {"n_ff_shared", c.moe.n_ff_shared, kMaxWidth},
       {"n_expert * n_ff_expert * n_embd (experts of a layer)",
        int64_t{c.moe.n_expert} * c.moe.n_ff_expert * c.n_embd, kMaxMatrix},
+      {"linear attention heads", std::max(c.linear.n_k_heads, c.linear.n_v_heads), 1 << 12},
+      {"linear attention head dims", std::max(c.linear.d_k, c.linear.d_v), kMaxHeadDim},
+      {"linear attention conv_kernel", c.linear.conv_kernel, 8},
+      {"linear attention channels * n_embd", c.linear.conv_channels() * c.n_embd, kMaxMatrix},
   };
   for (const Bound& b : bounds)
     if (b.value > b.max) return bad(fmt::format("{} = {} exceeds {}", b.what, b.value, b.max));
@@ -119,6 +129,25 @@ Status validate_moe(const ModelConfig& c) {
   if (m.selection_bias && m.gating != ExpertGating::kSigmoid)
     return bad("a selection bias needs sigmoid gating");
   if (c.n_moe_layers() == 0) return bad("experts but no MoE layer");
+  return Status();
+}
+
+// The Gated DeltaNet sizes of a model with recurrent layers (the kernels' limits:
+// kernels/delta_net.h): value heads a multiple of key heads, a conv kernel of 2..8.
+Status validate_linear(const ModelConfig& c) {
+  auto bad = [&](const std::string& what) {
+    return Status::invalid_format(fmt::format("model config ({}): {}", c.arch, what));
+  };
+  const DeltaNetShape& s = c.linear;
+  if (c.n_recurrent_layers() == 0) return Status();
+  if (s.n_k_heads <= 0 || s.n_v_heads <= 0 || s.d_k <= 0 || s.d_v <= 0)
+    return bad(fmt::format("linear attention heads {}/{} of dims {}/{} must be positive", s.n_k_heads,
+                           s.n_v_heads, s.d_k, s.d_v));
+  if (s.n_v_heads % s.n_k_heads != 0)
+    return bad(fmt::format("linear attention value heads {} are not a multiple of key heads {}",
+                           s.n_v_heads, s.n_k_heads));
+  if (s.conv_kernel < 2 || s.conv_kernel > 8)
+    return bad(fmt::format("linear attention conv kernel {} must be in [2, 8]", s.conv_kernel));
   return Status();
 }
 
@@ -154,6 +183,7 @@ Status validate_config(const ModelConfig& c) {
                              l.rope_theta, l.rope_scale));
   }
   RETURN_IF_ERROR(validate_moe(c));
+  RETURN_IF_ERROR(validate_linear(c));
   if (!c.rope_freq_factors.empty()) {
     for (const LayerConfig& l : c.layers)
       if ((!l.sliding || c.sliding_rope_scaled) &&
@@ -170,6 +200,10 @@ std::string describe_config(const ModelConfig& c) {
       c.arch, c.n_vocab, c.n_embd, c.n_layer, c.n_head, c.n_head_kv, c.head_dim, c.n_ff,
       c.max_ctx, rope_style_name(c.rope_style), activation_name(c.act));
   if (c.n_sliding_layers() > 0) s += fmt::format(" sliding {}/{}", c.n_sliding_layers(), c.n_layer);
+  if (c.n_recurrent_layers() > 0)
+    s += fmt::format(" linear-attention {}/{} (heads {}/{}, dims {}/{})", c.n_recurrent_layers(),
+                     c.n_layer, c.linear.n_k_heads, c.linear.n_v_heads, c.linear.d_k, c.linear.d_v);
+  if (c.attn_output_gate) s += " gated-attention";
   if (c.tied_embeddings) s += " tied";
   if (c.qkv_bias) s += " qkv-bias";
   if (c.qk_norm) s += " qk-norm";

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "kernels/api.h"
+#include "kernels/delta_net.h"
 
 namespace edge {
 
@@ -56,6 +57,9 @@ struct LayerConfig {
   int32_t rotary_dim = 0;    // first rotary_dim dims of each head rotate (partial rotary)
   float rope_scale = 1.0f;   // linear RoPE scaling factor: positions are divided by it
   bool moe = false;          // the FFN is the mixture of experts (ModelConfig::moe)
+  // Gated DeltaNet linear attention (ModelConfig::linear) instead of softmax attention:
+  // no KV cache, a fixed recurrent state per sequence (Qwen3-Next, Qwen3.5).
+  bool recurrent = false;
 };
 
 // YaRN context extension (GPT-OSS, Qwen with rope_scaling yarn): per rotary pair i, a blend
@@ -102,6 +106,16 @@ struct ModelConfig {
   std::string ffn_norm_name = "ffn_norm";
   std::vector<LayerConfig> layers;  // [n_layer]
   MoeConfig moe;                    // experts (n_expert 0: dense model)
+  // The Gated DeltaNet layers' sizes (LayerConfig::recurrent; n_v_heads 0: none). Their
+  // weights: attn_qkv [conv_channels, n_embd], attn_gate (z) [value_dim, n_embd],
+  // ssm_alpha / ssm_beta [n_v_heads, n_embd], ssm_conv1d [conv_channels, conv_kernel],
+  // ssm_dt.bias and ssm_a [n_v_heads] (a = -exp(A_log)), ssm_norm [d_v], ssm_out
+  // [n_embd, value_dim].
+  DeltaNetShape linear;
+  // Softmax attention layers whose q projection also yields an output gate (Qwen3-Next,
+  // Qwen3.5): attn_q is [n_head * 2 * head_dim, n_embd], per head q then gate, and the
+  // attention output is multiplied by sigmoid(gate) before attn_output.
+  bool attn_output_gate = false;
   float swiglu_limit = 7.0f;        // Activation::kSwiGluClamped's L
 
   int32_t q_dim() const { return n_head * head_dim; }
@@ -109,6 +123,7 @@ struct ModelConfig {
   float effective_attn_scale() const;
   int32_t n_sliding_layers() const;
   int32_t n_moe_layers() const;
+  int32_t n_recurrent_layers() const;
 };
 
 // YaRN as per-pair frequency divisors [rotary_dim/2] and the cos/sin scale, for rotary_dim

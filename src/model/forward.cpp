@@ -63,10 +63,13 @@ ForwardPass::ForwardPass(const Model& model, int64_t max_tokens, ThreadPool* poo
     fit(gate_, max_tokens * c.n_ff);
     fit(up_, max_tokens * c.n_ff);
   }
-  if (c.moe.enabled()) {
-    moe_ = MoeFfn(c, max_tokens);
-    fit(moe_out_, max_tokens * c.n_embd);
+  if (c.moe.enabled()) moe_ = MoeFfn(c, max_tokens);
+  if (c.moe.enabled() || c.n_recurrent_layers() > 0) fit(block_out_, max_tokens * c.n_embd);
+  if (c.attn_output_gate) {
+    fit(qg_, max_tokens * 2 * c.q_dim());
+    fit(attn_gate_, max_tokens * c.q_dim());
   }
+  delta_ = DeltaNetMixer(c, max_tokens);
   ropes_ = distinct_ropes(c, &rope_of_layer_);
   rope_stride_ = max_rotary_dim(ropes_);
   fit(rope_cs_, static_cast<int64_t>(ropes_.size()) * max_tokens * rope_stride_);
@@ -138,9 +141,9 @@ Expected<ForwardPass> ForwardPass::create(const Model& model, int64_t max_tokens
 uint64_t ForwardPass::scratch_bytes() const {
   return (x_.capacity() + xn_.capacity() + q_.capacity() + k_.capacity() + v_.capacity() +
           att_.capacity() + gate_.capacity() + up_.capacity() + logits_.capacity() +
-          moe_out_.capacity()) *
+          block_out_.capacity() + qg_.capacity() + attn_gate_.capacity()) *
              sizeof(float) +
-         moe_.scratch_bytes();
+         moe_.scratch_bytes() + delta_.scratch_bytes();
 }
 
 Status ForwardPass::check_step(std::span<const int32_t> tokens, std::span<const SeqStep> seqs,
@@ -160,6 +163,9 @@ Status ForwardPass::check_step(std::span<const int32_t> tokens, std::span<const 
       if (l.has_group(g) && static_cast<int64_t>(s.blocks[g].size()) < need)
         return Status::invalid_argument(fmt::format("forward: block table of {} entries, {} needed",
                                                     s.blocks[g].size(), need));
+    if (l.has_state() && (s.state_slot < 0 || s.state_slot >= kv.n_state_slots()))
+      return Status::invalid_argument(fmt::format("forward: state slot {} of {}", s.state_slot,
+                                                  kv.n_state_slots()));
   }
   if (sum != n)
     return Status::invalid_argument(fmt::format("forward: slices cover {} tokens, step has {}", sum, n));
@@ -195,8 +201,14 @@ Expected<std::span<const float>> ForwardPass::run(std::span<const int32_t> token
     }
   embed(tokens, seqs);
   rope_tables();
+  if (kv.layout().has_state())
+    for (const SeqStep& s : seqs)
+      if (s.pos0 == 0) kv.clear_state(s.state_slot);
   for (int l = 0; l < c.n_layer; ++l) {
-    attention_block(l, seqs, kv);
+    if (c.layers[static_cast<size_t>(l)].recurrent)
+      delta_net_block(l, seqs, kv);
+    else
+      attention_block(l, seqs, kv);
     ffn_block(l);
   }
   compute_logits(seqs);
@@ -272,8 +284,9 @@ void ForwardPass::attention_block(int l, std::span<const SeqStep> seqs, KvStorag
     k.rmsnorm(x_.data() + t0 * d, w.attn_norm.data(), xn_.data() + t0 * d, t1 - t0, d, c.norm_eps);
   });
   const TensorView* ws[3] = {&w.wq, &w.wk, &w.wv};
-  float* ys[3] = {q_.data(), k_.data(), v_.data()};
+  float* ys[3] = {c.attn_output_gate ? qg_.data() : q_.data(), k_.data(), v_.data()};
   matmul_group(k, xn_.data(), n, ws, ys, pool);
+  if (c.attn_output_gate) split_gated_q();
   const int rope = rope_of_layer_[static_cast<size_t>(l)];
   const RopeParams rp = rope >= 0 ? ropes_[static_cast<size_t>(rope)] : RopeParams{};
   // Per token row: bias, q/k norms per head ([rows * n_head, head_dim]), RoPE, cache write.
@@ -300,12 +313,49 @@ void ForwardPass::attention_block(int l, std::span<const SeqStep> seqs, KvStorag
   });
   plan_attention(l, seqs, kv);
   attention_batch(k, attn_, pool);
+  if (c.attn_output_gate)  // att *= sigmoid(gate), elementwise over [n, q_dim]
+    for_token_rows([&](int64_t t0, int64_t t1) {
+      for (int64_t i = t0 * qd; i < t1 * qd; ++i)
+        att_[static_cast<size_t>(i)] /= 1.0f + std::exp(-attn_gate_[static_cast<size_t>(i)]);
+    });
   matmul(k, att_.data(), n, w.wo, xn_.data(), pool);  // [n, n_embd]
   if (!w.bo.empty())
     for_token_rows([&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) k.add(xn_.data() + t * d, w.bo.data(), d);
     });
   residual_add(c.post_norms ? w.post_attn_norm.data() : nullptr, xn_.data());
+}
+
+// qg_ [n, n_head, 2, head_dim] (per head its q rows, then its gate rows) -> q_ and
+// attn_gate_ [n, n_head, head_dim].
+void ForwardPass::split_gated_q() {
+  const ModelConfig& c = model_->config();
+  const int64_t hd = c.head_dim;
+  for_token_rows([&](int64_t t0, int64_t t1) {
+    for (int64_t r = t0 * c.n_head; r < t1 * c.n_head; ++r) {
+      const float* src = qg_.data() + r * 2 * hd;
+      std::copy_n(src, hd, q_.data() + r * hd);
+      std::copy_n(src + hd, hd, attn_gate_.data() + r * hd);
+    }
+  });
+}
+
+void ForwardPass::delta_net_block(int l, std::span<const SeqStep> seqs, KvStorage& kv) {
+  const ModelConfig& c = model_->config();
+  const LayerWeights& w = model_->weights().layers[static_cast<size_t>(l)];
+  const KernelTable& k = model_->kernels();
+  const int64_t d = c.n_embd;
+  for_token_rows([&](int64_t t0, int64_t t1) {
+    k.rmsnorm(x_.data() + t0 * d, w.attn_norm.data(), xn_.data() + t0 * d, t1 - t0, d, c.norm_eps);
+  });
+  delta_slices_.clear();
+  int64_t t0 = 0;
+  for (const SeqStep& s : seqs) {
+    delta_slices_.push_back(DeltaNetSlice{t0, s.n_tokens, kv.state(l, s.state_slot)});
+    t0 += s.n_tokens;
+  }
+  delta_.run(c, w, k, xn_.data(), n_, delta_slices_, block_out_.data(), *pool_);
+  residual_add(nullptr, block_out_.data());
 }
 
 void ForwardPass::residual_add(const float* post_norm, float* y) {
@@ -389,8 +439,8 @@ void ForwardPass::ffn_block(int l) {
   });
   const float* post_norm = c.post_norms ? w.post_ffn_norm.data() : nullptr;
   if (c.layers[static_cast<size_t>(l)].moe) {
-    moe_.run(c, w, k, xn_.data(), n, moe_out_.data(), pool);
-    residual_add(post_norm, moe_out_.data());
+    moe_.run(c, w, k, xn_.data(), n, block_out_.data(), pool);
+    residual_add(post_norm, block_out_.data());
     return;
   }
   const TensorView* ws[2] = {&w.w_gate, &w.w_up};
@@ -438,7 +488,7 @@ Expected<InferenceState> InferenceState::create(const Model& model, int64_t n_ct
                                                  : layout.blocks_per_seq(kKvGlobal, n_ctx, step)};
   if (!layout.has_group(kKvSliding)) n_blocks[kKvSliding] = 0;
   if (!layout.has_group(kKvGlobal)) n_blocks[kKvGlobal] = 0;
-  ASSIGN_OR_RETURN(KvStorage kv, KvStorage::create(layout, n_blocks));
+  ASSIGN_OR_RETURN(KvStorage kv, KvStorage::create(layout, n_blocks, /*n_state_slots=*/1));
   ASSIGN_OR_RETURN(ForwardPass pass, ForwardPass::create(model, step));
   return InferenceState(model, n_ctx, o, std::move(pass), std::move(kv));
 }
@@ -457,6 +507,11 @@ InferenceState::InferenceState(const Model& model, int64_t n_ctx, const Inferenc
 Status InferenceState::truncate(int64_t n) {
   if (n < 0 || n > n_past_) return Status::invalid_argument(fmt::format("truncate to {} of {}", n, n_past_));
   const KvLayout& l = kv_.layout();
+  if (l.has_state() && n != 0 && n != n_past_)
+    return Status::unsupported(fmt::format(
+        "cannot go back to position {} of {}: the recurrent (linear attention) layers keep one "
+        "state for the whole past, which cannot be rolled back (only a restart at 0)",
+        n, n_past_));
   if (l.has_group(kKvSliding) && n < n_past_) {
     // The ring holds the last ring_positions positions before n_past_; the window at n
     // needs [n - window + 1, n).
@@ -517,6 +572,7 @@ Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t
     s.blocks[0] = blocks_[0];
     s.blocks[1] = blocks_[1];
     s.splices = splices;
+    s.state_slot = kv_.layout().has_state() ? 0 : -1;
     s.logits = all_logits ? SeqStep::Logits::kAll : done + m == n ? SeqStep::Logits::kLast : SeqStep::Logits::kNone;
     ASSIGN_OR_RETURN(last, pass_.run(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(m)),
                                      std::span<const SeqStep>(&s, 1), kv_));

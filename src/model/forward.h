@@ -18,6 +18,7 @@
 
 #include "core/memory_ledger.h"
 #include "core/status.h"
+#include "model/delta_net_mixer.h"
 #include "model/kv_layout.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
@@ -59,6 +60,9 @@ struct SeqStep {
   Logits logits = Logits::kLast;
   // The sequence's spliced rows (any order; those outside the slice are skipped).
   std::span<const EmbeddingSplice> splices;
+  // Its recurrent state slot in the KvStorage (models with LayerConfig::recurrent layers;
+  // -1 otherwise). A slice with pos0 == 0 starts the sequence: the slot is zeroed first.
+  int32_t state_slot = -1;
 };
 
 class ForwardPass {
@@ -99,6 +103,10 @@ class ForwardPass {
   // bidirectional spans need their queries to see keys ahead of them.
   void plan_attention(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
   void attention_block(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
+  // q_ and the output gate from the gated q projection (ModelConfig::attn_output_gate).
+  void split_gated_q();
+  // The Gated DeltaNet mixer of a recurrent layer (delta_net_mixer.h) and its residual.
+  void delta_net_block(int layer, std::span<const SeqStep> seqs, KvStorage& kv);
   // Writes the K/V rows of the step's tokens [t0, t1) into their cache slots.
   void store_kv(int layer, std::span<const SeqStep> seqs, KvStorage& kv, int64_t t0, int64_t t1);
   void ffn_block(int layer);
@@ -133,8 +141,12 @@ class ForwardPass {
   ScratchVector gate_;          // [n, n_ff]
   ScratchVector up_;            // [n, n_ff]
   ScratchVector logits_;        // [rows, n_vocab]
+  ScratchVector qg_;            // [n, 2 q_dim] gated q projection (per head q, then gate)
+  ScratchVector attn_gate_;     // [n, q_dim] the attention output gate
+  DeltaNetMixer delta_;         // recurrent layers' scratch (empty without them)
+  std::vector<DeltaNetSlice> delta_slices_;
   MoeFfn moe_;                  // MoE layers' scratch (empty for a dense model)
-  ScratchVector moe_out_;       // [n, n_embd] the MoE FFN's output
+  ScratchVector block_out_;     // [n, n_embd] the MoE FFN's or the DeltaNet mixer's output
   std::vector<const uint8_t*> block_ptrs_;  // K then V block pointers of every sequence
   std::vector<AttentionArgs> attn_;         // [n_seqs]
   // Distinct RoPE parameters among the layers, each layer's index into them (-1: no
@@ -178,7 +190,9 @@ class InferenceState {
   size_t kv_cache_bytes() const { return kv_.bytes(); }
   const KvLayout& kv_layout() const { return kv_.layout(); }
   // Forget positions >= n (n <= n_past): the next forward continues from position n.
-  // Refused when a sliding ring has already overwritten positions the window would need.
+  // Refused when a sliding ring has already overwritten positions the window would need,
+  // and for a model with recurrent layers unless n is 0 or n_past (their state holds the
+  // whole past in a fixed size: it cannot be rolled back).
   Status truncate(int64_t n);
   void reset() { n_past_ = 0; }
 

@@ -87,21 +87,22 @@ std::string layer_name(int layer, const char* what, const char* suffix) {
 
 TensorSchema decoder_schema(const ModelConfig& c) {
   TensorSchema s;
-  const int64_t d = c.n_embd, q = c.q_dim(), kv = c.kv_dim(), ff = c.n_ff, v = c.n_vocab;
+  const int64_t d = c.n_embd, q = c.q_dim(), ff = c.n_ff, v = c.n_vocab;
   s.require("token_embd.weight", {v, d});   // [n_vocab, n_embd]
   s.require("output_norm.weight", {d});     // [n_embd]
   if (c.tied_embeddings)
     s.optional("output.weight", {v, d});    // ignored: the head reads token_embd
   else
     s.require("output.weight", {v, d});     // [n_vocab, n_embd]
+  // Gated attention (Qwen3.5): q and its output gate interleaved per head.
+  const int64_t q_rows = c.attn_output_gate ? 2 * q : q;
   for (int l = 0; l < c.n_layer; ++l) {
     s.require(layer_name(l, "attn_norm"), {d});
-    s.require(layer_name(l, "attn_q"), {q, d});       // [n_head*head_dim, n_embd]
-    s.require(layer_name(l, "attn_k"), {kv, d});      // [n_head_kv*head_dim, n_embd]
-    s.require(layer_name(l, "attn_v"), {kv, d});
-    s.require(layer_name(l, "attn_output"), {d, q});  // [n_embd, n_head*head_dim]
-    if (c.attn_out_bias) s.require(layer_name(l, "attn_output", "bias"), {d});
-    if (c.attn_sinks) s.require(layer_name(l, "attn_sinks"), {c.n_head});  // [n_head]
+    if (c.layers[static_cast<size_t>(l)].recurrent) {
+      delta_net_schema(c, l, &s);
+    } else {
+      attention_schema(c, l, q_rows, &s);
+    }
     s.require(layer_name(l, c.ffn_norm_name.c_str()), {d});
     if (c.layers[static_cast<size_t>(l)].moe) {
       moe_ffn_schema(c, l, &s);
@@ -112,6 +113,32 @@ TensorSchema decoder_schema(const ModelConfig& c) {
     s.require(layer_name(l, "ffn_down"), {d, ff});    // [n_embd, n_ff]
   }
   return s;
+}
+
+std::string ssm_a_name(int layer) { return fmt::format("blk.{}.ssm_a", layer); }
+
+void delta_net_schema(const ModelConfig& c, int l, TensorSchema* s) {
+  const DeltaNetShape& ln = c.linear;
+  const int64_t d = c.n_embd, ch = ln.conv_channels(), v = ln.value_dim(), h = ln.n_v_heads;
+  s->require(layer_name(l, "attn_qkv"), {ch, d});               // [C, n_embd]
+  s->require(layer_name(l, "attn_gate"), {v, d});               // z [V, n_embd]
+  s->require(layer_name(l, "ssm_alpha"), {h, d});               // [H, n_embd]
+  s->require(layer_name(l, "ssm_beta"), {h, d});
+  s->require(layer_name(l, "ssm_conv1d"), {ch, ln.conv_kernel});  // [C, K]
+  s->require(layer_name(l, "ssm_dt", "bias"), {h});
+  s->require(ssm_a_name(l), {h});
+  s->require(layer_name(l, "ssm_norm"), {ln.d_v});
+  s->require(layer_name(l, "ssm_out"), {d, v});                 // [n_embd, V]
+}
+
+void attention_schema(const ModelConfig& c, int l, int64_t q_rows, TensorSchema* s) {
+  const int64_t d = c.n_embd, q = c.q_dim(), kv = c.kv_dim();
+  s->require(layer_name(l, "attn_q"), {q_rows, d});  // [n_head*head_dim (x2 gated), n_embd]
+  s->require(layer_name(l, "attn_k"), {kv, d});      // [n_head_kv*head_dim, n_embd]
+  s->require(layer_name(l, "attn_v"), {kv, d});
+  s->require(layer_name(l, "attn_output"), {d, q});  // [n_embd, n_head*head_dim]
+  if (c.attn_out_bias) s->require(layer_name(l, "attn_output", "bias"), {d});
+  if (c.attn_sinks) s->require(layer_name(l, "attn_sinks"), {c.n_head});  // [n_head]
 }
 
 void moe_ffn_schema(const ModelConfig& c, int l, TensorSchema* s) {

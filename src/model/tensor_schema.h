@@ -61,5 +61,12 @@ TensorSchema decoder_schema(const ModelConfig& c);
 // ffn_{gate,up}_exps [n_expert, n_ff_expert, n_embd] and ffn_down_exps [n_expert, n_embd,
 // n_ff_expert], the biases the config asks for, and the shared expert.
 void moe_ffn_schema(const ModelConfig& c, int layer, TensorSchema* s);
+// The softmax attention of layer l: attn_q [q_rows, n_embd] (q_dim, or 2 q_dim with
+// ModelConfig::attn_output_gate), attn_k/attn_v, attn_output and the biases/sinks asked for.
+void attention_schema(const ModelConfig& c, int layer, int64_t q_rows, TensorSchema* s);
+// The Gated DeltaNet mixer of recurrent layer l (ModelConfig::linear has the shapes).
+void delta_net_schema(const ModelConfig& c, int layer, TensorSchema* s);
+// llama.cpp names the decay rate without a suffix: "blk.3.ssm_a".
+std::string ssm_a_name(int layer);
 
 }  // namespace edge

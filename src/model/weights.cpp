@@ -82,8 +82,21 @@ Status bind_moe(const ModelConfig& c, int l, Binder& b, LayerWeights* w) {
   return Status();
 }
 
-Status bind_layer(const ModelConfig& c, int l, Binder& b, LayerWeights* w) {
-  RETURN_IF_ERROR(b.vec(layer_name(l, "attn_norm"), true, &w->attn_norm));
+// A Gated DeltaNet layer's mixer (LayerConfig::recurrent). ssm_a has no suffix in
+// llama.cpp's files (blk.N.ssm_a); the gated norm's weight is used as stored (no +1).
+Status bind_delta_net(int l, Binder& b, LayerWeights* w) {
+  RETURN_IF_ERROR(b.matrix(layer_name(l, "attn_qkv"), &w->ssm_qkv));
+  RETURN_IF_ERROR(b.matrix(layer_name(l, "attn_gate"), &w->ssm_z));
+  RETURN_IF_ERROR(b.matrix(layer_name(l, "ssm_alpha"), &w->ssm_alpha));
+  RETURN_IF_ERROR(b.matrix(layer_name(l, "ssm_beta"), &w->ssm_beta));
+  RETURN_IF_ERROR(b.matrix(layer_name(l, "ssm_out"), &w->ssm_out));
+  RETURN_IF_ERROR(b.vec(layer_name(l, "ssm_conv1d"), false, &w->ssm_conv));
+  RETURN_IF_ERROR(b.vec(layer_name(l, "ssm_dt", "bias"), false, &w->ssm_dt));
+  RETURN_IF_ERROR(b.vec(ssm_a_name(l), false, &w->ssm_a));
+  return b.vec(layer_name(l, "ssm_norm"), false, &w->ssm_norm);
+}
+
+Status bind_attention(const ModelConfig& c, int l, Binder& b, LayerWeights* w) {
   RETURN_IF_ERROR(b.matrix(layer_name(l, "attn_q"), &w->wq));
   RETURN_IF_ERROR(b.matrix(layer_name(l, "attn_k"), &w->wk));
   RETURN_IF_ERROR(b.matrix(layer_name(l, "attn_v"), &w->wv));
@@ -103,6 +116,15 @@ Status bind_layer(const ModelConfig& c, int l, Binder& b, LayerWeights* w) {
   }
   if (c.attn_out_bias) RETURN_IF_ERROR(b.vec(layer_name(l, "attn_output", "bias"), false, &w->bo));
   if (c.attn_sinks) RETURN_IF_ERROR(b.vec(layer_name(l, "attn_sinks"), false, &w->attn_sinks));
+  return Status();
+}
+
+Status bind_layer(const ModelConfig& c, int l, Binder& b, LayerWeights* w) {
+  RETURN_IF_ERROR(b.vec(layer_name(l, "attn_norm"), true, &w->attn_norm));
+  if (c.layers[static_cast<size_t>(l)].recurrent)
+    RETURN_IF_ERROR(bind_delta_net(l, b, w));
+  else
+    RETURN_IF_ERROR(bind_attention(c, l, b, w));
   RETURN_IF_ERROR(b.vec(layer_name(l, c.ffn_norm_name.c_str()), true, &w->ffn_norm));
   if (c.layers[static_cast<size_t>(l)].moe) return bind_moe(c, l, b, w);
   RETURN_IF_ERROR(b.matrix(layer_name(l, "ffn_gate"), &w->w_gate));

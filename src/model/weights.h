@@ -39,6 +39,16 @@ struct LayerWeights {
   std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
   TensorView gate_shexp, up_shexp, down_shexp;  // shared expert; empty without n_ff_shared
   std::vector<float> shexp_gate;                // [n_embd]; empty without shared_gate
+  // Gated DeltaNet layers (LayerConfig::recurrent) instead of wq/wk/wv/wo (sizes from
+  // ModelConfig::linear, C = conv_channels, V = value_dim, H = n_v_heads):
+  TensorView ssm_qkv;                 // attn_qkv [C, n_embd]: q, k, v channels
+  TensorView ssm_z;                   // attn_gate [V, n_embd]: the output gate z
+  TensorView ssm_alpha, ssm_beta;     // [H, n_embd]: decay and write-strength logits
+  TensorView ssm_out;                 // [n_embd, V]
+  std::vector<float> ssm_conv;        // [C, conv_kernel]
+  std::vector<float> ssm_dt;          // [H] added to alpha before softplus
+  std::vector<float> ssm_a;           // [H] -exp(A_log): the decay rate (< 0)
+  std::vector<float> ssm_norm;        // [d_v] the gated RMSNorm's weight
 };
 
 struct ModelWeights {

@@ -244,10 +244,12 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
   }
   // Experts [E, N, K] ("*_exps.weight") pack as E matrices (quant/packed.h); other 3-D
   // tensors (convolution kernels) are copied.
-  // A MoE router (ffn_gate_inp: small, and its logits choose the experts) stays as it is,
-  // as llama.cpp's quantiser leaves it.
+  // A MoE router (ffn_gate_inp: small, and its logits choose the experts) and a DeltaNet
+  // conv kernel (ssm_conv1d [C, 4], read as F32 by the conv) stay as they are, as
+  // llama.cpp's quantiser leaves them.
   const bool experts = t.shape.size() == 3 && ends_with(t.name, "_exps.weight");
-  const bool router = t.name.find("ffn_gate_inp") != std::string::npos;
+  const bool router = t.name.find("ffn_gate_inp") != std::string::npos ||
+                      t.name.find("ssm_conv1d") != std::string::npos;
   const bool weight = (t.shape.size() == 2 || experts) && ends_with(t.name, ".weight") &&
                       t.numel() > 0 && !router;
   if (!weight) return p;  // F32 norms, biases, other tensors: copied

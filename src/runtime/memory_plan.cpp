@@ -291,7 +291,7 @@ std::string MemoryPlan::table() const {
   char line[160];
   for (int i = 0; i < kMemCategoryCount; ++i) {
     const auto c = static_cast<MemCategory>(i);
-    if (c == MemCategory::kOther && bytes[i] == 0) continue;
+    if ((c == MemCategory::kOther || c == MemCategory::kState) && bytes[i] == 0) continue;
     std::snprintf(line, sizeof(line), "  %-15s %12s  %s\n", mem_category_name(c), format_bytes(bytes[i]).c_str(),
                   fmt_pct(bytes[i], total()).c_str());
     s << line;

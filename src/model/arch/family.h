@@ -94,5 +94,6 @@ const ArchFamily& qwen3_family();
 const ArchFamily& gemma3_family();
 const ArchFamily& qwen3moe_family();
 const ArchFamily& gpt_oss_family();
+const ArchFamily& qwen35_family();
 
 }  // namespace edge

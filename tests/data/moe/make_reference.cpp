@@ -13,9 +13,11 @@
 //   for m in qwen3moe gpt_oss; do
 //     /tmp/make_moe_reference /tmp/moe_models/$m.gguf 16 tests/data/moe/$m; done
 //
-// The prompt is the token ids of make_models.sh's PROMPT (fed as ids: no tokenizer in the
-// way). Writes OUT.logits.f32 (the logits of every prompt position, [n_prompt, n_vocab],
+// The prompt is the token ids below (fed as ids: no tokenizer in the way); with PROMPT_LEN
+// longer than them, ids from a fixed generator follow up to that length (the hybrid
+// conformance test's prompt spans several 64-token prefill chunks). Writes OUT.logits.f32 (the logits of every prompt position, [n_prompt, n_vocab],
 // little-endian f32) and OUT.json (the prompt and N greedy tokens, one decode at a time).
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -23,24 +25,34 @@
 
 #include "llama.h"
 
-static const std::vector<llama_token> kPrompt = {1, 259, 337, 266, 261, 262, 268, 261, 349, 263, 275,
-                                                 349, 264, 273, 262, 276, 260, 338, 300, 411};
+static std::vector<llama_token> kPrompt = {1, 259, 337, 266, 261, 262, 268, 261, 349, 263, 275,
+                                           349, 264, 273, 262, 276, 260, 338, 300, 411};
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s MODEL.gguf N_GREEDY OUT_PREFIX\n", argv[0]);
+  if (argc < 4 || argc > 6) {
+    std::fprintf(stderr, "usage: %s MODEL.gguf N_GREEDY OUT_PREFIX [PROMPT_LEN [stepwise]]\n", argv[0]);
     return 2;
   }
+  // stepwise: the prompt is decoded one token per llama_decode (ik_llama.cpp 8337e4cd3's
+  // multi-token DeltaNet path disagrees with its own one-token path when a file has more
+  // value heads than key heads: row 0 of a batch changes with the batch's length).
+  const bool stepwise = argc == 6 && std::string(argv[5]) == "stepwise";
   const int n_greedy = std::atoi(argv[2]);
   const std::string out = argv[3];
+  // Ids 260..499 from a 32-bit LCG (the test regenerates nothing: the ids are in OUT.json).
+  uint32_t lcg = 12345;
+  for (int len = argc >= 5 ? std::atoi(argv[4]) : 0; static_cast<int>(kPrompt.size()) < len;) {
+    lcg = lcg * 1664525u + 1013904223u;
+    kPrompt.push_back(static_cast<llama_token>(260 + (lcg >> 8) % 240));
+  }
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();
   llama_model* model = llama_model_load_from_file(argv[1], mp);
   if (!model) return 1;
   llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = 256;
-  cp.n_batch = 256;
-  cp.n_ubatch = 256;
+  cp.n_ctx = 512;
+  cp.n_batch = 512;
+  cp.n_ubatch = 512;
   cp.n_threads = cp.n_threads_batch = 2;
   cp.flash_attn = false;  // the plain attention path (the build may have no FA kernels)
   llama_context* ctx = llama_init_from_model(model, cp);
@@ -55,17 +67,26 @@ int main(int argc, char** argv) {
     batch.logits[i] = 1;
   }
   batch.n_tokens = static_cast<int>(kPrompt.size());
-  if (llama_decode(ctx, batch) != 0) return 1;
   std::vector<float> all;
-  for (size_t i = 0; i < kPrompt.size(); ++i) {
-    const float* l = llama_get_logits_ith(ctx, static_cast<int>(i));
-    all.insert(all.end(), l, l + n_vocab);
+  if (stepwise) {
+    for (size_t i = 0; i < kPrompt.size(); ++i) {
+      llama_batch one = llama_batch_get_one(&kPrompt[i], 1, static_cast<llama_pos>(i), 0);
+      if (llama_decode(ctx, one) != 0) return 1;
+      const float* l = llama_get_logits_ith(ctx, -1);
+      all.insert(all.end(), l, l + n_vocab);
+    }
+  } else {
+    if (llama_decode(ctx, batch) != 0) return 1;
+    for (size_t i = 0; i < kPrompt.size(); ++i) {
+      const float* l = llama_get_logits_ith(ctx, static_cast<int>(i));
+      all.insert(all.end(), l, l + n_vocab);
+    }
   }
   FILE* f = std::fopen((out + ".logits.f32").c_str(), "wb");
   if (!f || std::fwrite(all.data(), sizeof(float), all.size(), f) != all.size()) return 1;
   std::fclose(f);
   std::vector<llama_token> greedy;
-  const float* last = llama_get_logits_ith(ctx, static_cast<int>(kPrompt.size()) - 1);
+  const float* last = llama_get_logits_ith(ctx, stepwise ? -1 : static_cast<int>(kPrompt.size()) - 1);
   for (int s = 0; s < n_greedy; ++s) {
     int best = 0;
     for (int v = 1; v < n_vocab; ++v)
