@@ -44,7 +44,7 @@ uint64_t KvLayout::bytes_for(int64_t n_seqs, int64_t n_pos, int64_t max_step) co
   for (int g = 0; g < 2; ++g)
     total += static_cast<uint64_t>(n_seqs * blocks_per_seq(g, n_pos, max_step)) *
              static_cast<uint64_t>(block_bytes[g]);
-  return total + static_cast<uint64_t>(n_seqs * state_bytes_per_seq());
+  return total;
 }
 
 Expected<KvStorage> KvStorage::create(const KvLayout& layout, std::array<int64_t, 2> n_blocks,

@@ -52,7 +52,8 @@ struct KvLayout {
   // `max_step` tokens run: all of them for global layers; for sliding layers the blocks a
   // window plus a step can touch, ceil((window + max_step - 1) / B) + 1, if fewer.
   int64_t blocks_per_seq(int group, int64_t n_pos, int64_t max_step) const;
-  // Bytes for n_seqs sequences of n_pos positions (both groups and their state slots).
+  // Bytes of the blocks n_seqs sequences of n_pos positions need (both groups; their state
+  // slots are n_seqs * state_bytes_per_seq() more).
   uint64_t bytes_for(int64_t n_seqs, int64_t n_pos, int64_t max_step) const;
   bool has_group(int g) const { return n_slots[g] > 0; }
   bool has_state() const { return n_state_layers > 0; }

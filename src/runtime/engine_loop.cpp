@@ -153,6 +153,7 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     st.blocks[0] = s.kv.blocks[0];
     st.blocks[1] = s.kv.blocks[1];
     st.splices = s.splices;
+    st.state_slot = s.kv.state_slot;
     st.logits = ps.wants_logits ? SeqStep::Logits::kLast : SeqStep::Logits::kNone;
     steps.push_back(st);
     reqs.push_back(requests_.at(s.id).get());

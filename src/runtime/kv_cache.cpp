@@ -55,7 +55,9 @@ KvCache::KvCache(KvCacheOptions o, KvStorage storage, bool prefix)
     : options_(std::move(o)),
       storage_(std::move(storage)),
       pools_{BlockPool(static_cast<int32_t>(storage_.n_blocks(0))), BlockPool(static_cast<int32_t>(storage_.n_blocks(1)))},
-      prefix_(prefix) {}
+      prefix_(prefix) {
+  for (int64_t i = storage_.n_state_slots() - 1; i >= 0; --i) free_slots_.push_back(static_cast<int32_t>(i));
+}
 
 Expected<KvCache> KvCache::create(const ModelConfig& config, const KvCacheOptions& o) {
   if (o.max_model_len <= 0 || o.max_seqs <= 0 || o.max_step <= 0)
@@ -64,8 +66,8 @@ Expected<KvCache> KvCache::create(const ModelConfig& config, const KvCacheOption
   ASSIGN_OR_RETURN(auto n_blocks, split_budget(layout, o));
   if (n_blocks[0] > INT32_MAX || n_blocks[1] > INT32_MAX)
     return Status::invalid_argument("KV cache: too many blocks");
-  ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create(layout, n_blocks));
-  return KvCache(o, std::move(storage), o.prefix_cache);
+  ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create(layout, n_blocks, o.max_seqs));
+  return KvCache(o, std::move(storage), o.prefix_cache && !layout.has_state());
 }
 
 std::array<int64_t, 2> KvCache::blocks_per_full_seq() const {
@@ -146,6 +148,11 @@ bool KvCache::reserve(SeqKv& s, int64_t n_pos) {
   const auto need = blocks_needed(s, n_pos);
   for (int g = 0; g < 2; ++g)
     if (need[g] > pools_[g].n_free()) return false;
+  if (layout().has_state() && s.state_slot < 0) {
+    if (free_slots_.empty()) return false;
+    s.state_slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
   for (int g = 0; g < 2; ++g)
     for (int64_t i = 0; i < need[g]; ++i) {
       const int32_t b = pools_[g].allocate();
@@ -188,6 +195,7 @@ void KvCache::release(SeqKv& s) {
       if (b >= 0) pools_[g].unref(b);
     s.blocks[g].clear();
   }
+  if (s.state_slot >= 0) free_slots_.push_back(s.state_slot);
   s = SeqKv{};
 }
 

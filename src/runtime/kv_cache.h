@@ -13,6 +13,12 @@
 // cached (or 0): what is attached is always exactly what a sequence that computed those P
 // positions itself would hold, so the result does not depend on the cache.
 //
+// Recurrent (linear attention) layers keep no blocks: each running sequence holds one state
+// slot of KvLayout::state_bytes_per_seq() bytes (ledger category "state"), max_seqs slots
+// beside the budget, taken by reserve() and returned by release(). Their state at a block
+// boundary is not kept, so a model with such layers runs without prefix caching: a
+// repeated prompt is recomputed (prefix_cache_enabled() says false).
+//
 // Budget split: sliding layers get enough blocks for max_seqs windows (bounded and small);
 // every remaining byte goes to global-layer blocks. A budget that cannot hold one sequence
 // of max_model_len positions is refused, with both numbers.
@@ -48,6 +54,7 @@ struct SeqKv {
   // Set by attach_prefix: prompt positions whose global blocks were cached but that must be
   // recomputed because the sliding window before them had been reused.
   int64_t window_miss = 0;
+  int32_t state_slot = -1;    // recurrent state slot (models with recurrent layers), else -1
 };
 
 class KvCache {
@@ -67,8 +74,8 @@ class KvCache {
   // are -1, as the ring leaves them). Returns the positions reused, P.
   int64_t attach_prefix(SeqKv& s, std::span<const int32_t> prompt);
   // Reserves blocks so positions [0, n_pos) can be written (a sliding ring only the blocks
-  // the window of the next step needs). False, with nothing changed, if the pools lack
-  // free blocks.
+  // the window of the next step needs), and a state slot for a model with recurrent layers.
+  // False, with nothing changed, if the pools lack free blocks or no slot is free.
   bool reserve(SeqKv& s, int64_t n_pos);
   // Blocks reserve() would take now.
   std::array<int64_t, 2> blocks_needed(const SeqKv& s, int64_t n_pos) const;
@@ -83,6 +90,7 @@ class KvCache {
   int64_t first_window_block(int64_t pos) const;
 
   int64_t n_free(int g) const { return pools_[g].n_free(); }
+  int64_t n_free_state_slots() const { return static_cast<int64_t>(free_slots_.size()); }
   int64_t n_blocks(int g) const { return pools_[g].n_blocks(); }
   int64_t blocks_used() const { return pools_[0].n_used() + pools_[1].n_used(); }
   int64_t blocks_total() const { return pools_[0].n_blocks() + pools_[1].n_blocks(); }
@@ -106,6 +114,7 @@ class KvCache {
   KvStorage storage_;
   std::array<BlockPool, 2> pools_;
   bool prefix_ = false;
+  std::vector<int32_t> free_slots_;  // state slots no sequence holds (a stack)
 };
 
 // Parses "192MiB", "2GiB", "1.5GB", "65536" (bytes) or "4096tok" (tokens: converted by the

@@ -154,8 +154,13 @@ int64_t plan_scratch_bytes(const ModelConfig& c, int64_t max_batched_tokens, int
   const int64_t ff = c.n_moe_layers() < c.n_layer ? 3LL * c.n_ff : 0;
   const int64_t per_token = 4LL * c.n_embd + 2LL * c.q_dim() + 2LL * c.kv_dim() + ff +
                             (c.moe.enabled() ? c.n_embd : 0);
-  return max_batched_tokens * per_token * 4 + max_seqs * static_cast<int64_t>(c.n_vocab) * 4 +
-         MoeFfn::scratch_bytes_for(c, max_batched_tokens);
+  // Gated attention's q+gate projection and gate (3 q_dim), the DeltaNet mixer's buffers
+  // and its output row.
+  const int64_t gated = c.attn_output_gate ? 3LL * c.q_dim() : 0;
+  const int64_t mixer_out = c.n_recurrent_layers() > 0 && !c.moe.enabled() ? c.n_embd : 0;
+  return max_batched_tokens * (per_token + gated + mixer_out) * 4 +
+         max_seqs * static_cast<int64_t>(c.n_vocab) * 4 + MoeFfn::scratch_bytes_for(c, max_batched_tokens) +
+         DeltaNetMixer::scratch_bytes_for(c, max_batched_tokens);
 }
 
 int64_t plan_runtime_bytes(int n_threads) {
@@ -213,6 +218,8 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   } else {
     set(MemCategory::kKv, plan_kv_bytes(c, o.kv_type, o.ctx, o.max_seqs, p.max_batched_tokens));
   }
+  // Recurrent layers: one fixed-size state slot per sequence, whatever the context.
+  set(MemCategory::kState, o.max_seqs * KvLayout::make(c, KvSettings{o.kv_type, 16}).state_bytes_per_seq());
   set(MemCategory::kScratch, plan_scratch_bytes(c, p.max_batched_tokens, o.max_seqs) + o.encoder_scratch);
   // The per-step cos/sin tables of the forward pass (model/forward.h).
   set(MemCategory::kRope, ForwardPass::rope_table_bytes(c, p.max_batched_tokens));
