@@ -13,7 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "e2e/server_process.h"
+#include "e2e/conformance_data.h"
 #include "model/forward.h"
 #include "model/model.h"
 
@@ -22,22 +22,8 @@ namespace {
 
 const std::string kData = std::string(EDGE_SOURCE_DIR) + "/tests/data/hybrid/";
 
-std::vector<float> read_f32(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> v;
-  float x;
-  while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
-  return v;
-}
-
 const std::string& models() {
-  static const std::string dir = [] {
-    const std::string d = server_tmp_dir() + "/hybrid_models";
-    const CommandResult r =
-        run_command("sh " + kData + "make_models.sh " + d + " " + EDGE_BINARY + " 2>&1");
-    EXPECT_EQ(r.code, 0) << r.out;
-    return d;
-  }();
+  static const std::string dir = make_conformance_models(kData, "hybrid_models");
   return dir;
 }
 
