@@ -205,7 +205,6 @@ Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
   c.scale_embeddings = fam->scale_embeddings;
   if (fam->gguf_sliding_pattern) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   set_layer_pattern(o, *v, &c);
-  if (fam->made_up) fam->made_up(&c);
   if (v->yarn_factor > 0) {
     c.yarn.factor = v->yarn_factor;
     c.yarn.original_ctx = v->yarn_original_ctx;
@@ -221,6 +220,7 @@ Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
   } else if (o.n_expert > 0 || o.n_expert_used > 0 || o.n_ff_expert > 0) {
     return Status::invalid_argument("make-model: experts for " + o.arch + ", not a mixture-of-experts family");
   }
+  if (fam->made_up) fam->made_up(&c);  // after the experts: a family may size its shared one
   if (o.llama3_rope_factor > 0) {
     if (!fam->gguf_rope_freqs)
       return Status::invalid_argument("make-model: llama3 RoPE scaling is for llama");

@@ -1,5 +1,6 @@
-// Conformance of the hybrid linear-attention family (Qwen3.5: Gated DeltaNet layers and
-// gated softmax attention) with ik_llama.cpp, on the tiny random model made by
+// Conformance of the hybrid linear-attention families (Qwen3.5 and Qwen3.5-MoE: Gated
+// DeltaNet layers and gated softmax attention; the MoE one with routed experts and a gated
+// shared expert) with ik_llama.cpp, on the tiny random models made by
 // tests/data/hybrid/make_models.sh (our make-model, fixed seed): the logits of every
 // position of a 150-token prompt and 16 greedy tokens, against the numbers ik_llama.cpp
 // produced on the same file (tests/data/moe/make_reference.cpp with PROMPT_LEN 150; the
@@ -73,13 +74,15 @@ std::unique_ptr<Model> load(const std::string& name) {
 // chunked delta rule; a wrong head map, gate or conv state moves rows by far more.
 constexpr double kTolerance = 2e-3;
 
-TEST(HybridConformance, PromptLogitsMatchIkLlamaCppInOneStepAndInSteps) {
-  const Reference ref = load_reference("qwen35");
+class HybridConformance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HybridConformance, PromptLogitsMatchIkLlamaCppInOneStepAndInSteps) {
+  const Reference ref = load_reference(GetParam());
   ASSERT_FALSE(ref.prompt.empty());
-  auto m = load("qwen35");
+  auto m = load(GetParam());
   ASSERT_TRUE(m);
   ASSERT_EQ(m->config().n_vocab, ref.n_vocab);
-  ASSERT_EQ(m->config().n_recurrent_layers(), 6);
+  ASSERT_EQ(m->config().n_recurrent_layers(), m->config().n_layer * 3 / 4);
   for (int64_t step : {512, 48}) {
     InferenceOptions o;
     o.max_step = step;
@@ -93,10 +96,10 @@ TEST(HybridConformance, PromptLogitsMatchIkLlamaCppInOneStepAndInSteps) {
   }
 }
 
-TEST(HybridConformance, TokenByTokenAndGreedyMatchIkLlamaCpp) {
-  const Reference ref = load_reference("qwen35");
+TEST_P(HybridConformance, TokenByTokenAndGreedyMatchIkLlamaCpp) {
+  const Reference ref = load_reference(GetParam());
   ASSERT_FALSE(ref.prompt.empty());
-  auto m = load("qwen35");
+  auto m = load(GetParam());
   ASSERT_TRUE(m);
   const int64_t V = ref.n_vocab;
   auto st = InferenceState::create(*m, 256);
@@ -121,10 +124,10 @@ TEST(HybridConformance, TokenByTokenAndGreedyMatchIkLlamaCpp) {
   EXPECT_EQ(got, ref.greedy);
 }
 
-TEST(HybridConformance, StateCannotRollBackButRestartsAtZero) {
-  const Reference ref = load_reference("qwen35");
+TEST_P(HybridConformance, StateCannotRollBackButRestartsAtZero) {
+  const Reference ref = load_reference(GetParam());
   ASSERT_FALSE(ref.prompt.empty());
-  auto m = load("qwen35");
+  auto m = load(GetParam());
   ASSERT_TRUE(m);
   auto st = InferenceState::create(*m, 256);
   ASSERT_TRUE(st.ok());
@@ -140,6 +143,8 @@ TEST(HybridConformance, StateCannotRollBackButRestartsAtZero) {
   ASSERT_TRUE(again.ok());
   EXPECT_LT(worst_row_error(*again, ref.logits, ref.n_vocab), kTolerance);
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, HybridConformance, ::testing::Values("qwen35", "qwen35moe"));
 
 }  // namespace
 }  // namespace edge::e2e

@@ -95,5 +95,6 @@ const ArchFamily& gemma3_family();
 const ArchFamily& qwen3moe_family();
 const ArchFamily& gpt_oss_family();
 const ArchFamily& qwen35_family();
+const ArchFamily& qwen35moe_family();
 
 }  // namespace edge

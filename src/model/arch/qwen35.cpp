@@ -1,4 +1,5 @@
-// Qwen3.5 (dense; Qwen3.5-0.8B .. 27B): a hybrid decoder. Three layers of every four
+// Qwen3.5 (dense, Qwen3.5-0.8B .. 27B: "qwen35"; mixture of experts, Qwen3.5-35B-A3B and
+// Qwen3.6: "qwen35moe"): a hybrid decoder. Three layers of every four
 // (full_attention_interval) are Gated DeltaNet linear attention (model/delta_net_mixer.h):
 // no KV cache, a fixed state per sequence. The fourth is softmax attention as in Qwen3
 // (per-head q/k RMSNorm, NeoX RoPE on the first quarter of each head) whose q projection
@@ -13,6 +14,10 @@
 // that value head h reads key head h % key heads (DeltaNetHeadMap::kTiled). The file's
 // multi-token-prediction layers (nextn_predict_layers, the last ones) are not run: the
 // model loads without them.
+//
+// qwen35moe's FFN is the mixture of experts of Qwen3-MoE (softmax router over all experts,
+// top-k renormalised) plus a shared expert of expert_shared_feed_forward_length (default
+// feed_forward_length) whose output is scaled by sigmoid(x . ffn_gate_inp_shexp).
 //
 // Hugging Face checkpoints are not read yet (A_log needs -exp at load, conv1d a reshape,
 // every norm but the gated one +1, and the value heads stay grouped).
@@ -99,7 +104,7 @@ void qwen35_made_up(ModelConfig* c) {
 
 Expected<ModelConfig> qwen35_from_gguf(const GgufFile& f, const std::string& arch) {
   ModelConfig c;
-  c.arch = "qwen35";
+  c.arch = arch;
   RETURN_IF_ERROR(gguf_common_hparams(f, arch, &c));
   const int64_t mtp = f.get_int_or(arch + ".nextn_predict_layers", 0);
   if (mtp < 0 || mtp >= c.n_layer)
@@ -121,6 +126,27 @@ Expected<ModelConfig> qwen35_from_gguf(const GgufFile& f, const std::string& arc
   }
   RETURN_IF_ERROR(qwen35_linear(f, arch, &c));
   return c;
+}
+
+// The shared expert and its gate of every Qwen3.5 MoE layer.
+void qwen35moe_shared(ModelConfig* c) {
+  if (c->moe.n_ff_shared == 0) c->moe.n_ff_shared = c->n_ff;
+  c->moe.shared_gate = true;
+}
+
+Expected<ModelConfig> qwen35moe_from_gguf(const GgufFile& f, const std::string& arch) {
+  ASSIGN_OR_RETURN(ModelConfig c, qwen35_from_gguf(f, arch));
+  RETURN_IF_ERROR(gguf_moe_hparams(f, arch, /*norm_default=*/true, /*first_moe_layer=*/0, &c));
+  c.moe.gating = ExpertGating::kSoftmax;
+  qwen35moe_shared(&c);
+  return c;
+}
+
+// A made-up MoE model: the dense facts, and a shared expert as wide as one routed expert.
+void qwen35moe_made_up(ModelConfig* c) {
+  qwen35_made_up(c);
+  c->moe.n_ff_shared = c->moe.n_ff_expert;
+  qwen35moe_shared(c);
 }
 
 TensorSchema qwen35_schema(const ModelConfig& c) {
@@ -149,6 +175,28 @@ void qwen35_gguf_extras(const ModelConfig& c, GgufWriter* w) {
 }
 
 }  // namespace
+
+const ArchFamily& qwen35moe_family() {
+  static const ArchFamily f = [] {
+    ArchFamily a = qwen35_family();
+    a.name = "qwen35moe";
+    a.gguf_archs = {"qwen35moe"};
+    a.from_gguf = qwen35moe_from_gguf;
+    a.made_up = qwen35moe_made_up;
+    a.variants = {{.arch = "qwen35moe",
+                   .hf_class = "Qwen3_5MoeForCausalLM",
+                   .hf_model_type = "qwen3_5_moe_text",
+                   .norm_eps = 1e-6f,
+                   .rope_theta = 1e7f,
+                   .rotary_divisor = 4}};
+    a.moe.n_expert = 8;  // a made-up model's defaults (35B-A3B: 256 experts, 8 used)
+    a.moe.n_expert_used = 2;
+    a.moe.gating = ExpertGating::kSoftmax;
+    a.moe.norm_topk = true;
+    return a;
+  }();
+  return f;
+}
 
 const ArchFamily& qwen35_family() {
   static const ArchFamily f = [] {

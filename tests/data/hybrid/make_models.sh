@@ -10,3 +10,7 @@ bin=${2:-build/release/edge-infer}
 mkdir -p "$out"
 "$bin" make-model --arch qwen35 --layers 8 --dim 64 --heads 4 --kv-heads 2 --head-dim 32 --ffn 128 \
   --vocab 512 --seed 31 -o "$out/qwen35.gguf"
+# Qwen3.5-MoE: the same hybrid layers with 8 experts (3 used, width 32) and a gated shared
+# expert of width 32 per layer.
+"$bin" make-model --arch qwen35moe --layers 4 --dim 64 --heads 4 --kv-heads 2 --head-dim 32 --ffn 128 \
+  --experts 8 --experts-used 3 --expert-ffn 32 --vocab 512 --seed 32 -o "$out/qwen35moe.gguf"

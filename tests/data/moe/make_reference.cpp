@@ -69,6 +69,13 @@ int main(int argc, char** argv) {
   batch.n_tokens = static_cast<int>(kPrompt.size());
   std::vector<float> all;
   if (stepwise) {
+    // ik_llama.cpp takes a first decode of the BOS token alone for a warm-up and runs EVERY
+    // expert in it: decode one token and clear the cache first, so the prompt's first
+    // token runs as a real one.
+    llama_batch warm = llama_batch_get_one(&kPrompt[0], 1, 0, 0);
+    if (llama_decode(ctx, warm) != 0) return 1;
+    llama_synchronize(ctx);  // counts the evaluation: the next one is no warm-up
+    llama_kv_cache_clear(ctx);
     for (size_t i = 0; i < kPrompt.size(); ++i) {
       llama_batch one = llama_batch_get_one(&kPrompt[i], 1, static_cast<llama_pos>(i), 0);
       if (llama_decode(ctx, one) != 0) return 1;
