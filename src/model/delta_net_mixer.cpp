@@ -103,7 +103,11 @@ void DeltaNetMixer::run(const ModelConfig& c, const LayerWeights& w, const Kerne
     a.n = sl.n;
     a.channels = C;
     a.kernel = s.conv_kernel;
-    delta_net_conv(k, a, pool);
+    // A decode token's conv is C x K multiply-adds: cheaper on this thread than a fork/join.
+    if (sl.n == 1)
+      k.delta_conv(a, 0, C);
+    else
+      delta_net_conv(k, a, pool);
   }
   gates(c, w, n);
   delta_rule(c, k, slices, pool);
