@@ -54,6 +54,9 @@ void register_bench(CLI::App& app, Context& ctx) {
   sub->add_option("-m,--model", a->model, "model (default: the built-in demo model)");
   sub->add_option("-p,--n-prompt", a->o.n_prompt, "prompt lengths (pp tests)")->delimiter(',')->capture_default_str();
   sub->add_option("-n,--n-gen", a->o.n_gen, "generation lengths (tg tests)")->delimiter(',')->capture_default_str();
+  sub->add_option("-d,--n-depth", a->o.n_depth, "context depths: each test runs after this many prefilled tokens")
+      ->delimiter(',')
+      ->capture_default_str();
   sub->add_option("-r,--repetitions", a->o.reps)->capture_default_str();
   sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
   sub->add_option("-o,--output", a->output, "md | json")->capture_default_str();

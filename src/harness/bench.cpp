@@ -61,10 +61,11 @@ std::optional<BandwidthResult> probe_ceiling(Model& model, const BenchOptions& o
 }
 
 // Adds decode's bytes per token, effective GB/s and fraction of the ceiling to a tg record.
-void add_roofline(nlohmann::json& r, const DecodeBytes& db, int n_gen, const BandwidthResult& ceiling) {
-  // The mean over the test's positions 0..n_gen-1 (the tg test starts from an empty context).
+void add_roofline(nlohmann::json& r, const DecodeBytes& db, int n_gen, int depth,
+                  const BandwidthResult& ceiling) {
+  // The mean over the test's positions depth..depth+n_gen-1.
   double bytes = 0;
-  for (int p = 0; p < n_gen; ++p) bytes += static_cast<double>(db.at(p));
+  for (int p = 0; p < n_gen; ++p) bytes += static_cast<double>(db.at(depth + p));
   bytes /= std::max(1, n_gen);
   const double gbps = bytes * r["avg_ts"].get<double>() / 1e9;
   r["roofline"] = {{"bytes_per_token", static_cast<uint64_t>(bytes)},
@@ -80,12 +81,17 @@ void add_roofline(nlohmann::json& r, const DecodeBytes& db, int n_gen, const Ban
 // `st`. The state (KV cache, step buffers) is created once per test and reused by the
 // warm-up and every repetition, as llama-bench reuses its context and clears its cache: a
 // repetition times the forward passes, not the first touch of fresh memory.
-Expected<int64_t> time_one(InferenceState& st, int32_t n_vocab, int n_prompt, int n_gen,
+Expected<int64_t> time_one(InferenceState& st, int32_t n_vocab, int n_prompt, int n_gen, int depth,
                            std::mt19937_64& rng) {
   std::uniform_int_distribution<int32_t> tok(0, n_vocab - 1);
-  std::vector<int32_t> tokens(std::max(n_prompt, 1));
+  std::vector<int32_t> tokens(std::max({n_prompt, depth, 1}));
   for (auto& t : tokens) t = tok(rng);
   st.reset();
+  if (depth > 0) {  // the context the test runs in, untimed
+    auto r = st.forward(std::span<const int32_t>(tokens.data(), static_cast<size_t>(depth)));
+    if (!r) return r.status();
+  }
+  tokens.resize(static_cast<size_t>(std::max(n_prompt, 1)));
   auto t0 = Clock::now();
   if (n_prompt > 0) {
     auto r = st.forward(tokens);
@@ -102,7 +108,7 @@ Expected<int64_t> time_one(InferenceState& st, int32_t n_vocab, int n_prompt, in
 }
 
 nlohmann::json make_record(const Model& model, const BenchOptions& o, const Sizes& sz, int n_prompt, int n_gen,
-                           const std::vector<int64_t>& ns) {
+                           int depth, const std::vector<int64_t>& ns) {
   const int n_tok = n_prompt > 0 ? n_prompt : n_gen;
   double mean_ns = 0, mean_ts = 0;
   std::vector<double> ts;
@@ -128,7 +134,7 @@ nlohmann::json make_record(const Model& model, const BenchOptions& o, const Size
       {"n_batch", n_prompt > 0 ? n_prompt : 1},
       {"n_ubatch", n_prompt > 0 ? std::min<int64_t>(n_prompt, o.n_ubatch) : 1},
       {"n_threads", model.pool().size()}, {"type_k", kv_type_name(o.kv_type)}, {"type_v", kv_type_name(o.kv_type)},
-      {"n_gpu_layers", 0}, {"use_mmap", true}, {"n_prompt", n_prompt}, {"n_gen", n_gen},
+      {"n_gpu_layers", 0}, {"use_mmap", true}, {"n_prompt", n_prompt}, {"n_gen", n_gen}, {"n_depth", depth},
       {"test_time", prov["time"]}, {"avg_ns", static_cast<int64_t>(mean_ns)},
       {"stddev_ns", static_cast<int64_t>(std::sqrt(var_ns / denom))}, {"avg_ts", mean_ts},
       {"stddev_ts", std::sqrt(var_ts / denom)}, {"samples_ns", ns}, {"samples_ts", ts}};
@@ -181,37 +187,41 @@ Expected<nlohmann::json> run_bench(Model& model, const BenchOptions& o) {
   const Sizes sz = weight_sizes(model);
   std::mt19937_64 rng(o.seed);
   nlohmann::json out = nlohmann::json::array();
-  auto run_test = [&](int n_prompt, int n_gen) -> Status {
+  for (int d : o.n_depth)
+    if (d < 0) return Status::invalid_argument(fmt::format("depth {} must not be negative", d));
+  auto run_test = [&](int n_prompt, int n_gen, int depth) -> Status {
     InferenceOptions io;
     io.kv_type = o.kv_type;
     io.max_step = o.n_ubatch;
     ASSIGN_OR_RETURN(InferenceState st,
-                     InferenceState::create(model, std::max(n_prompt, n_gen) + 1, io));
+                     InferenceState::create(model, depth + std::max(n_prompt, n_gen) + 1, io));
     const int32_t n_vocab = model.config().n_vocab;
-    ASSIGN_OR_RETURN(int64_t warm, time_one(st, n_vocab, n_prompt, n_gen, rng));
+    ASSIGN_OR_RETURN(int64_t warm, time_one(st, n_vocab, n_prompt, n_gen, depth, rng));
     (void)warm;
     std::vector<int64_t> ns;
     for (int r = 0; r < o.reps; ++r) {
-      ASSIGN_OR_RETURN(int64_t t, time_one(st, n_vocab, n_prompt, n_gen, rng));
+      ASSIGN_OR_RETURN(int64_t t, time_one(st, n_vocab, n_prompt, n_gen, depth, rng));
       ns.push_back(t);
     }
-    out.push_back(make_record(model, o, sz, n_prompt, n_gen, ns));
+    out.push_back(make_record(model, o, sz, n_prompt, n_gen, depth, ns));
     return {};
   };
-  for (int p : o.n_prompt)
-    if (p > 0) RETURN_IF_ERROR(run_test(p, 0));
+  for (int d : o.n_depth)
+    for (int p : o.n_prompt)
+      if (p > 0) RETURN_IF_ERROR(run_test(p, 0, d));
   const bool decode = std::any_of(o.n_gen.begin(), o.n_gen.end(), [](int g) { return g > 0; });
   const size_t first_tg = out.size();
   // The ceiling on the same threads, just before and just after the decode tests.
   std::optional<BandwidthResult> before = decode ? probe_ceiling(model, o) : std::nullopt;
-  for (int g : o.n_gen)
-    if (g > 0) RETURN_IF_ERROR(run_test(0, g));
+  for (int d : o.n_depth)
+    for (int g : o.n_gen)
+      if (g > 0) RETURN_IF_ERROR(run_test(0, g, d));
   std::optional<BandwidthResult> after = decode ? probe_ceiling(model, o) : std::nullopt;
   if (before && after && after->best_gbps > before->best_gbps) before = after;
   if (before) {
     const DecodeBytes db = decode_bytes(model, o.kv_type);
     for (size_t i = first_tg; i < out.size(); ++i)
-      add_roofline(out[i], db, out[i]["n_gen"].get<int>(), *before);
+      add_roofline(out[i], db, out[i]["n_gen"].get<int>(), out[i]["n_depth"].get<int>(), *before);
   }
   return out;
 }
@@ -222,6 +232,7 @@ std::string bench_markdown(const nlohmann::json& records) {
   for (const auto& r : records) {
     int np = r["n_prompt"], ng = r["n_gen"];
     std::string test = np > 0 ? fmt::format("pp{}", np) : fmt::format("tg{}", ng);
+    if (r.value("n_depth", 0) > 0) test += fmt::format(" @ d{}", r["n_depth"].get<int>());
     s += fmt::format("| {} | {:.2f} MiB | {:.2f} M | {} ({}) | {} | {} | {:.2f} ± {:.2f} |\n",
                      r["model_type"].get<std::string>(), r["model_size"].get<double>() / 1048576.0,
                      r["model_n_params"].get<double>() / 1e6, r["backends"].get<std::string>(),

@@ -1,6 +1,6 @@
 // llama-bench-compatible throughput tests. pp<N>: one batched forward of N prompt tokens
 // into an empty context; tg<N>: N single-token decode steps from an empty context (no
-// prompt cost inside). Each test: one warm-up, then `reps` timed repetitions; records
+// prompt cost inside); with a depth D (-d), both start after D untimed prefilled tokens. Each test: one warm-up, then `reps` timed repetitions; records
 // carry llama-bench's field names plus our provenance.
 #pragma once
 
@@ -19,6 +19,9 @@ class Model;
 struct BenchOptions {
   std::vector<int> n_prompt = {512};
   std::vector<int> n_gen = {128};
+  // Context depths (llama-bench's -d): each test runs after this many tokens were prefilled
+  // (untimed), so tg<N> @ d<D> decodes at positions D..D+N-1.
+  std::vector<int> n_depth = {0};
   int reps = 5;
   uint64_t seed = 1234;  // for the random prompt tokens
   KvType kv_type = KvType::kF16;  // llama-bench's default cache type

@@ -75,5 +75,31 @@ TEST(Bench, DecodeRecordsCarryTheRooflineMeasuredInTheSameRun) {
   EXPECT_FALSE((*none)[1].contains("roofline"));
 }
 
+// -d: each test runs after D prefilled tokens; the record names its depth and a decode at
+// depth reads that many more KV rows per token than one from an empty context.
+TEST(Bench, DepthRunsEachTestAfterThePrefilledContext) {
+  RandomModelOptions o;
+  auto m = Model::load(write_model(o, "bench_depth"));
+  ASSERT_TRUE(m.ok());
+  BenchOptions b;
+  b.n_prompt = {8};
+  b.n_gen = {4};
+  b.n_depth = {0, 40};
+  b.reps = 1;
+  b.roofline_bytes = 16 << 20;
+  b.roofline_passes = 1;
+  auto r = run_bench(**m, b);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 4u);  // pp8, pp8 @ d40, tg4, tg4 @ d40
+  EXPECT_EQ((*r)[1]["n_depth"].get<int>(), 40);
+  EXPECT_EQ((*r)[2]["n_depth"].get<int>(), 0);
+  EXPECT_EQ((*r)[3]["n_depth"].get<int>(), 40);
+  EXPECT_GT((*r)[3]["roofline"]["bytes_per_token"].get<uint64_t>(),
+            (*r)[2]["roofline"]["bytes_per_token"].get<uint64_t>());
+  EXPECT_NE(bench_markdown(*r).find("tg4 @ d40"), std::string::npos);
+  b.n_depth = {-1};
+  EXPECT_FALSE(run_bench(**m, b).ok());
+}
+
 }  // namespace
 }  // namespace edge
