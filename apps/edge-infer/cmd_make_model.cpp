@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "convert/random_model.h"
 #include "convert/random_qwen3_tts.h"
+#include "convert/random_qwen3_tts_codec.h"
 #include "media_input.h"
 #include "model/arch/clip_vision.h"
 #include "model/registry.h"
@@ -40,8 +41,21 @@ int make_qwen3_tts(MakeModelArgs& a) {
   t.seed = a.o.seed;
   Status s = write_random_qwen3_tts(t, a.out);
   if (!s.ok()) return report_error(s);
-  std::fprintf(stderr, "edge-infer: wrote qwen3-tts checkpoint (random weights) to %s\n",
-               a.out.c_str());
+  // Its speech_tokenizer/ as Qwen ships it: the 12 Hz codec (--codec-size) with the
+  // talker's codebook, so `tts -m DIR` finds its decoder there.
+  RandomQwen3TtsCodecOptions c;
+  c.hp = a.codec_size == "published" ? Qwen3TtsCodecHparams() : small_qwen3_tts_codec_hparams();
+  if (a.codec_size != "small" && a.codec_size != "published")
+    return report_error(Status::invalid_argument("--codec-size must be small or published"));
+  c.hp.codebook_size = t.codebook;
+  c.hp.n_quantizers = t.n_code_groups;
+  c.seed = t.seed;
+  s = write_random_qwen3_tts_codec(c, a.out + "/speech_tokenizer");
+  if (!s.ok()) return report_error(s);
+  std::fprintf(stderr,
+               "edge-infer: wrote qwen3-tts checkpoint (random weights) to %s, its codec to "
+               "%s/speech_tokenizer\n",
+               a.out.c_str(), a.out.c_str());
   return 0;
 }
 

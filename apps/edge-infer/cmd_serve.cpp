@@ -25,7 +25,9 @@
 #include "core/memory_ledger.h"
 #include "edge/engine.h"
 #include "kernels/isa.h"
+#include "formats/hf_config.h"
 #include "model/arch/clip_vision.h"
+#include "model/arch/qwen3_tts.h"
 #include "model/arch/whisper_enc.h"
 #include "model/model.h"
 #include "model/model_footprint.h"
@@ -186,6 +188,21 @@ Status load_encoder_stages(const ServeArgs& a, Loaded& out) {
   return Status();
 }
 
+// A Qwen3-TTS checkpoint's speakers and languages (what /v1/audio/voices lists); none for
+// OuteTTS, whose voices are profiles.
+Expected<server::SpeechVoices> speech_voices(const std::string& talker) {
+  server::SpeechVoices v;
+  if (pipeline::speech_family(talker) != pipeline::SpeechFamily::kQwen3Tts) return v;
+  const std::filesystem::path dir = std::filesystem::is_directory(talker)
+                                        ? std::filesystem::path(talker)
+                                        : std::filesystem::path(talker).parent_path();
+  ASSIGN_OR_RETURN(nlohmann::json j, read_json_file((dir / "config.json").string()));
+  ASSIGN_OR_RETURN(Qwen3TtsConfig c, qwen3_tts_config_from_hf(j));
+  for (const Qwen3TtsSpeaker& s : c.speakers) v.speakers.push_back(s.name);
+  for (const Qwen3TtsLanguage& l : c.languages) v.languages.push_back(l.name);
+  return v;
+}
+
 // The speech graph on the same ledger, when a speech pair is served.
 Status load_speech(const ServeArgs& a, Loaded& out) {
   if (a.speech_model.empty()) return Status();
@@ -246,7 +263,10 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
   std::fflush(stdout);
   Loaded loaded;
   Status st = load_graph(a, graph, loaded);
-  if (st.ok() && loaded.speech) st = (*srv)->attach_speech(*loaded.speech);
+  if (st.ok() && loaded.speech) {
+    auto voices = speech_voices(a.speech_model);
+    st = voices.ok() ? (*srv)->attach_speech(*loaded.speech, *voices) : voices.status();
+  }
   if (st.ok() && (!a.mmproj.empty() || !a.mmproj_audio.empty())) {
     const std::string& first = a.mmproj.empty() ? a.mmproj_audio : a.mmproj;
     auto media = server::load_media_encoders(first, a.threads > 0 ? a.threads : 2, 0, loaded.vision.get(),
@@ -311,8 +331,11 @@ int run_serve(ServeArgs a) {
   if (!a.pipeline_file.empty() && !a.model.empty())
     return report_error(Status::invalid_argument("-m and --pipeline both name what to serve: use one"));
   std::string path = a.model;
-  if (a.speech_model.empty() != a.vocoder.empty())
-    return report_error(Status::invalid_argument("--speech-model and --vocoder go together"));
+  if (a.speech_model.empty() && !a.vocoder.empty())
+    return report_error(Status::invalid_argument("--vocoder needs --speech-model"));
+  if (!a.speech_model.empty() && a.vocoder.empty() &&
+      pipeline::speech_family(a.speech_model) == pipeline::SpeechFamily::kOuteTts)
+    return report_error(Status::invalid_argument("an OuteTTS --speech-model needs --vocoder (a WavTokenizer GGUF)"));
   if (path.empty() && a.pipeline_file.empty()) {
     auto demo = demo_model_path();
     if (!demo) return report_error(demo.status());
@@ -391,8 +414,11 @@ void register_serve(CLI::App& app, Context& ctx) {
   sub->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template overriding the model's");
   sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
   sub->add_option("--speech-model", a->speech_model,
-                  "OuteTTS speech-code LM for /v1/audio/speech (with --vocoder; the demo serves its own)");
-  sub->add_option("--vocoder", a->vocoder, "wavtokenizer-dec GGUF for /v1/audio/speech");
+                  "/v1/audio/speech: a Qwen3-TTS checkpoint directory, or an OuteTTS speech-code LM "
+                  "(GGUF, with --vocoder); the demo serves its own");
+  sub->add_option("--vocoder", a->vocoder,
+                  "/v1/audio/speech's decoder: a Qwen3-TTS 12 Hz tokenizer directory (default: the "
+                  "checkpoint's speech_tokenizer/) or a wavtokenizer-dec GGUF");
   sub->add_option("--voices", a->server.voices_dir,
                   "directory of OuteTTS speaker profiles: voice NAME speaks with NAME.json");
   sub->add_flag("--vocoder-worker", a->vocoder_worker, "run the speech vocoder in a worker process");

@@ -1,9 +1,13 @@
-// edge-infer tts [-m LM --vocoder VOC] -p TEXT -o out.wav [--speaker FILE.json] [--window W
-//   --context C --lookahead L] [--vocoder-worker] [--json]
-// edge-infer bench-tts [-m LM --vocoder VOC] [-p TEXT] [-r N] [...]
-// Text to speech by the speech graph (pipeline/prebuilt/speech_graph.h): an OuteTTS speech-code
-// LM, then a WavTokenizer vocoder (in this process, or in a worker). Without -m/--vocoder
-// the demo pair (random weights: the audio is noise). `tts` writes a 24 kHz 16-bit mono WAV
+// edge-infer tts [-m DIR [--vocoder CODEC_DIR]] [--voice NAME --language L] -p TEXT -o out.wav
+//   [--vocoder-worker] [--json]
+// edge-infer tts -m LM.gguf --vocoder VOC.gguf [--speaker FILE.json] [--window W --context C
+//   --lookahead L] ...                                                (OuteTTS)
+// edge-infer bench-tts [the same model flags] [-p TEXT] [-r N] [...]
+// Text to speech by the speech graph (pipeline/prebuilt/speech_graph.h): a Qwen3-TTS
+// checkpoint directory (talker + code predictor, then its 12 Hz codec decoder from
+// speech_tokenizer/ or --vocoder), or an OuteTTS speech-code LM then a WavTokenizer vocoder;
+// decoders in this process or in a worker. Without -m the demo pair (Qwen3-TTS layout, or
+// --family outetts; random weights: the audio is noise). `tts` writes a 24 kHz 16-bit mono WAV
 // and prints the utterance's figures on stderr (JSON on stdout with --json); `bench-tts`
 // speaks the text -r times and prints JSON: each run's TTFA, RTF, simulated underruns and
 // the prebuffer they need, and p50/p95 of each.
@@ -23,7 +27,10 @@ namespace {
 
 struct TtsArgs {
   std::string lm, vocoder, text = "Hello from edge infer, the speech pipeline works.", out;
-  std::string speaker_file, voice;  // an OuteTTS speaker profile (JSON); its text
+  std::string speaker_file;  // an OuteTTS speaker profile (JSON)
+  // Graph input "voice": a Qwen3-TTS speaker's name, or the OuteTTS profile's text.
+  std::string voice, language;
+  std::string family = "qwen3-tts";  // the demo pair's family when no -m is given
   pipeline::SpeechGraphOptions graph;
   bool vocoder_worker = false, json = false;
   int threads = 0;
@@ -35,18 +42,36 @@ struct Speech {
   std::unique_ptr<pipeline::PipelineRuntime> rt;
 };
 
-Expected<Speech> start_speech(TtsArgs& a) {
+// The models (the demo pair when none is given) and the voice, checked against the family.
+Status resolve_models(TtsArgs& a) {
+  if (a.lm.empty()) {
+    if (!a.vocoder.empty()) return Status::invalid_argument("--vocoder without -m: give both, or neither for the demo");
+    if (a.family != "qwen3-tts" && a.family != "outetts")
+      return Status::invalid_argument("--family must be qwen3-tts or outetts (got " + a.family + ")");
+    ASSIGN_OR_RETURN(auto demo, a.family == "outetts" ? demo_outetts_paths() : demo_speech_paths());
+    std::fprintf(stderr, "edge-infer: no models given: the %s demo pair (random weights, the audio is noise)\n",
+                 a.family.c_str());
+    a.lm = demo.first, a.vocoder = demo.second;
+  }
+  if (pipeline::speech_family(a.lm) == pipeline::SpeechFamily::kQwen3Tts) {
+    a.family = "qwen3-tts";
+    if (!a.speaker_file.empty())
+      return Status::invalid_argument("--speaker takes an OuteTTS profile; a Qwen3-TTS model speaks with --voice NAME");
+    return Status();
+  }
+  a.family = "outetts";
+  if (a.vocoder.empty()) return Status::invalid_argument("an OuteTTS LM needs --vocoder (a WavTokenizer GGUF)");
+  if (!a.voice.empty() || !a.language.empty())
+    return Status::invalid_argument("--voice and --language are Qwen3-TTS's; an OuteTTS LM takes --speaker FILE.json");
   if (!a.speaker_file.empty()) {
     ASSIGN_OR_RETURN(a.voice, read_text_file(a.speaker_file));
     RETURN_IF_ERROR(pipeline::parse_speaker_json(a.voice).status().with_context(a.speaker_file));
   }
-  if (a.lm.empty() != a.vocoder.empty())
-    return Status::invalid_argument("-m and --vocoder go together (neither: the demo pair)");
-  if (a.lm.empty()) {
-    ASSIGN_OR_RETURN(auto demo, demo_speech_paths());
-    std::fprintf(stderr, "edge-infer: no models given: the demo pair (random weights, the audio is noise)\n");
-    a.lm = demo.first, a.vocoder = demo.second;
-  }
+  return Status();
+}
+
+Expected<Speech> start_speech(TtsArgs& a) {
+  RETURN_IF_ERROR(resolve_models(a));
   a.graph.talker_model = a.lm;
   a.graph.vocoder_model = a.vocoder;
   a.graph.capacity = 1;
@@ -67,10 +92,13 @@ int run_tts(TtsArgs& a) {
   auto s = start_speech(a);
   if (!s) return report_error(s.status());
   std::vector<float> pcm;
-  auto f = pipeline::speak(*s->rt, a.text, a.voice, [&](const std::vector<float>& chunk) {
-    pcm.insert(pcm.end(), chunk.begin(), chunk.end());
-    return true;
-  });
+  auto f = pipeline::speak(
+      *s->rt, a.text, a.voice,
+      [&](const std::vector<float>& chunk) {
+        pcm.insert(pcm.end(), chunk.begin(), chunk.end());
+        return true;
+      },
+      nullptr, a.language);
   if (!f) return report_error(f.status());
   RETURN_CODE_IF_ERROR(write_wav16(a.out, pcm, 24000));
   std::fprintf(stderr,
@@ -89,12 +117,15 @@ int run_bench_tts(TtsArgs& a) {
   pipeline::SpeechFigureSet set;
   nlohmann::json runs = nlohmann::json::array();
   for (int i = 0; i < a.runs; ++i) {
-    auto f = pipeline::speak(*s->rt, a.text, a.voice, [](const std::vector<float>&) { return true; });
+    auto f = pipeline::speak(
+        *s->rt, a.text, a.voice, [](const std::vector<float>&) { return true; }, nullptr,
+        a.language);
     if (!f) return report_error(f.status());
     set.add(*f);
     runs.push_back(pipeline::figures_json(*f));
   }
-  nlohmann::json out = {{"talker", a.lm},
+  nlohmann::json out = {{"family", a.family},
+                        {"talker", a.lm},
                         {"vocoder", a.vocoder},
                         {"vocoder_placement", a.vocoder_worker ? "worker" : "in_process"},
                         {"window", a.graph.vocoder.window},
@@ -102,6 +133,8 @@ int run_bench_tts(TtsArgs& a) {
                         {"lookahead", a.graph.vocoder.lookahead},
                         {"threads", a.threads},
                         {"text", a.text},
+                        {"voice", a.family == "qwen3-tts" ? a.voice : a.speaker_file},
+                        {"language", a.language},
                         {"runs", runs},
                         {"summary", set.summary_json()}};
   std::printf("%s\n", out.dump(2).c_str());
@@ -109,8 +142,16 @@ int run_bench_tts(TtsArgs& a) {
 }
 
 void add_common(CLI::App* sub, TtsArgs& a) {
-  sub->add_option("-m,--model", a.lm, "OuteTTS speech-code LM (GGUF; default: the demo pair)");
-  sub->add_option("--vocoder", a.vocoder, "wavtokenizer-dec GGUF");
+  sub->add_option("-m,--model", a.lm,
+                  "Qwen3-TTS checkpoint directory, or an OuteTTS speech-code LM (GGUF); default: "
+                  "the demo pair");
+  sub->add_option("--vocoder", a.vocoder,
+                  "the decoder: a Qwen3-TTS 12 Hz tokenizer directory (default: the checkpoint's "
+                  "speech_tokenizer/), or a wavtokenizer-dec GGUF for OuteTTS");
+  sub->add_option("--voice", a.voice, "Qwen3-TTS: a speaker of the checkpoint (default: its first)");
+  sub->add_option("--language", a.language, "Qwen3-TTS: a language of the checkpoint (default: auto)");
+  sub->add_option("--family", a.family, "the demo pair without -m: qwen3-tts or outetts")
+      ->capture_default_str();
   sub->add_option("-p,--prompt", a.text, "text to speak");
   sub->add_option("--speaker", a.speaker_file,
                   "OuteTTS speaker profile (JSON: words with duration and codes) to speak with");
@@ -127,7 +168,7 @@ void add_common(CLI::App* sub, TtsArgs& a) {
 
 void register_tts(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<TtsArgs>();
-  CLI::App* sub = app.add_subcommand("tts", "Text to speech (OuteTTS LM + WavTokenizer) into a WAV");
+  CLI::App* sub = app.add_subcommand("tts", "Text to speech (Qwen3-TTS, or OuteTTS + WavTokenizer) into a WAV");
   add_common(sub, *a);
   sub->add_option("-o,--output", a->out, "output WAV (24 kHz 16-bit mono)")->required();
   sub->add_flag("--json", a->json, "print the utterance's figures as JSON");

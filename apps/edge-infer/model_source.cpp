@@ -10,6 +10,8 @@
 
 #include "convert/random_audio_projector.h"
 #include "convert/random_model.h"
+#include "convert/random_qwen3_tts.h"
+#include "convert/random_qwen3_tts_codec.h"
 #include "convert/random_vision_projector.h"
 #include "convert/random_vocoder.h"
 #include "formats/gguf.h"
@@ -71,6 +73,35 @@ Expected<fs::path> demo_dir() {
 }  // namespace
 
 Expected<std::pair<std::string, std::string>> demo_speech_paths() {
+  ASSIGN_OR_RETURN(fs::path dir, demo_dir());
+  // Qwen3-TTS's layout (Qwen's names and ids, 16 codebooks of 2048, 12.5 frames a second)
+  // at a small width; the codec is the small decoder with the same codebooks. Written into
+  // a temporary folder renamed when complete, so an interrupted first start is redone.
+  const fs::path talker = dir / "demo-qwen3-tts-v1", codec = talker / "speech_tokenizer";
+  if (!fs::exists(talker / "config.json")) {
+    const fs::path tmp = dir / "demo-qwen3-tts-v1.partial";
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    RandomQwen3TtsOptions t;
+    t.n_layer = 4, t.n_embd = 256, t.n_head = 4, t.n_head_kv = 2, t.head_dim = 64, t.n_ff = 768;
+    t.cp_n_layer = 2;
+    t.codebook = 2048;
+    t.text_hidden = 256;
+    t.seed = 2026;
+    RETURN_IF_ERROR(write_random_qwen3_tts(t, tmp.string()));
+    RandomQwen3TtsCodecOptions c;
+    c.hp = small_qwen3_tts_codec_hparams();
+    c.hp.codebook_size = t.codebook;
+    c.seed = 2026;
+    RETURN_IF_ERROR(write_random_qwen3_tts_codec(c, (tmp / "speech_tokenizer").string()));
+    fs::remove_all(talker, ec);
+    fs::rename(tmp, talker, ec);
+    if (ec) return Status::io_error(talker.string() + ": " + ec.message());
+  }
+  return std::make_pair(talker.string(), codec.string());
+}
+
+Expected<std::pair<std::string, std::string>> demo_outetts_paths() {
   ASSIGN_OR_RETURN(fs::path dir, demo_dir());
   const fs::path lm = dir / "demo-outetts-v2.gguf", voc = dir / "demo-wavtokenizer-v1.gguf";
   if (!fs::exists(lm)) {

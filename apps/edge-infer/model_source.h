@@ -23,8 +23,12 @@ Expected<std::string> demo_vision_projector_path();
 // The demo's audio projector (ultravox type, random weights, written once beside the demo
 // model): a tiny Whisper-style encoder, 375 audio tokens per 30 s of the demo model's width.
 Expected<std::string> demo_audio_projector_path();
-// The demo's speech pair (random weights: its audio is noise): an OuteTTS-0.2-shaped LM and
-// a WavTokenizer decoder with 4096 codes, written once into the same cache directory.
+// The demo's speech pair (random weights: its audio is noise): a Qwen3-TTS checkpoint
+// directory of Qwen's layout at a small width and its 12 Hz codec (speech_tokenizer/),
+// written once into the same cache directory.
 Expected<std::pair<std::string, std::string>> demo_speech_paths();
+// The second speech family's demo pair: an OuteTTS-0.2-shaped LM and a WavTokenizer decoder
+// with 4096 codes (tts --family outetts).
+Expected<std::pair<std::string, std::string>> demo_outetts_paths();
 
 }  // namespace edge::cli

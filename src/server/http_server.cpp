@@ -65,6 +65,7 @@ void add_routes(httplib::Server& svr, ServerContext& ctx) {
   svr.Post("/v1/chat/completions", [&ctx](const Req& q, Res& s) { handle_chat_completions(ctx, q, s); });
   svr.Post("/v1/completions", [&ctx](const Req& q, Res& s) { handle_completions(ctx, q, s); });
   svr.Post("/v1/audio/speech", [&ctx](const Req& q, Res& s) { handle_speech(ctx, q, s); });
+  svr.Get("/v1/audio/voices", [&ctx](const Req& q, Res& s) { handle_voices(ctx, q, s); });
   svr.Get("/v1/models", [&ctx](const Req& q, Res& s) { handle_models(ctx, q, s); });
   svr.Post("/tokenize", [&ctx](const Req& q, Res& s) { handle_tokenize(ctx, q, s); });
   svr.Post("/detokenize", [&ctx](const Req& q, Res& s) { handle_detokenize(ctx, q, s); });
@@ -191,11 +192,12 @@ Status HttpServer::attach(pipeline::PipelineRuntime& graph) {
   return attach(*engine);
 }
 
-Status HttpServer::attach_speech(pipeline::PipelineRuntime& speech) {
+Status HttpServer::attach_speech(pipeline::PipelineRuntime& speech, SpeechVoices voices) {
   ServerContext& ctx = impl_->ctx;
   if (ctx.lifecycle.state() != Lifecycle::State::kLoading)
     return Status::invalid_argument("attach_speech() comes before attach()");
   ctx.speech = &speech;  // published by attach()'s set_ready
+  ctx.speech_voices = std::move(voices);
   return Status();
 }
 

@@ -37,6 +37,15 @@ struct ServerOptions {
   std::string voices_dir;
 };
 
+// The voices of a speech graph whose model names its speakers (Qwen3-TTS CustomVoice):
+// `voice` in /v1/audio/speech is one of `speakers` (OpenAI's names speak with the first),
+// `language` one of `languages` or "auto"; GET /v1/audio/voices lists them. Empty speakers
+// and languages: a model with its own voice (OuteTTS: profiles from voices_dir).
+struct SpeechVoices {
+  std::vector<std::string> speakers;   // as the model spells them ("vivian")
+  std::vector<std::string> languages;  // without "auto"
+};
+
 class HttpServer {
  public:
   // A server without an engine yet: once bound and running it answers the probes
@@ -55,7 +64,7 @@ class HttpServer {
   Status attach(pipeline::PipelineRuntime& graph);
   // Serves POST /v1/audio/speech from a speech graph (input "text", output "audio"; it must
   // outlive the server); /metrics adds its figures. Before attach().
-  Status attach_speech(pipeline::PipelineRuntime& speech);
+  Status attach_speech(pipeline::PipelineRuntime& speech, SpeechVoices voices = {});
   // Accepts image (and audio) content parts with these encoders (serve --mmproj). Before
   // attach().
   Status attach_media(std::shared_ptr<MediaEncoders> encoders);

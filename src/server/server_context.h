@@ -38,6 +38,7 @@ struct ServerContext {
   // Set by attach_speech() before the server turns ready.
   pipeline::PipelineRuntime* speech = nullptr;
   pipeline::SpeechFigureSet speech_figures;  // per utterance served: TTFA, RTF, underruns
+  SpeechVoices speech_voices;  // the speech model's named speakers and languages, if any
   // Image/audio encoders (serve --mmproj); null: media parts are refused. attach_media().
   std::shared_ptr<MediaEncoders> media;
 
@@ -56,6 +57,8 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
 void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // POST /v1/audio/speech (speech_endpoint.cpp).
 void handle_speech(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// GET /v1/audio/voices: the voices /v1/audio/speech takes (speech_endpoint.cpp).
+void handle_voices(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_metrics(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // GET /v1/pipeline: the served graph's stages, reservations, measured RSS, placement.
 void handle_pipeline(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);

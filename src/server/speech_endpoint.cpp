@@ -1,7 +1,9 @@
 // POST /v1/audio/speech (OpenAI's create-speech): text in, audio out, from the server's
 // speech graph (pipeline/prebuilt/speech_graph.h). Fields: model (any id; the graph is the
-// server's), input (1..4096 characters, something speakable), voice (a speaker profile --voices
-// DIR/VOICE.json, else an OpenAI voice name, spoken with the model's own voice), response_format wav | pcm (default wav), speed 0.25..4
+// server's), input (1..4096 characters, something speakable), voice (a speaker of a model that
+// names them, e.g. Qwen3-TTS CustomVoice's; else a speaker profile --voices DIR/VOICE.json; an
+// OpenAI voice name speaks with the model's first speaker or its own voice), language (an
+// extension: "auto" or one of the model's languages), response_format wav | pcm (default wav), speed 0.25..4
 // (resampled), stream_format "audio" (chunked transfer: each chunk as the vocoder produces
 // it; a WAV stream then carries the unknown-length header) or "sse" (server-sent events:
 // speech.audio.delta with the bytes in base64, then speech.audio.done, or an error event).
@@ -33,8 +35,10 @@ const char* const kVoices[] = {"alloy", "ash",  "ballad",  "coral", "echo",  "fa
                                "onyx",  "nova", "sage",    "shimmer", "verse"};
 
 struct SpeechRequest {
-  std::string input, voice, format = "wav";
-  std::string profile;  // the voice's speaker profile (JSON), "" for the model's own voice
+  std::string input, voice, format = "wav", language;
+  // The graph's "voice" input: a speaker's name, or a speaker profile (JSON); "" for the
+  // model's own (or first) voice.
+  std::string profile;
   double speed = 1.0;
   bool stream = false, sse = false;
 };
@@ -44,6 +48,43 @@ size_t utf8_chars(const std::string& s) {
   size_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
   return n;
+}
+
+bool same_name(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string names_of(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// A model that names its speakers: the voice is one of them (OpenAI's names: the first).
+std::optional<ApiError> resolve_named_voice(const SpeechVoices& voices, SpeechRequest& r) {
+  for (const std::string& s : voices.speakers)
+    if (same_name(s, r.voice)) {
+      r.profile = s;
+      return std::nullopt;
+    }
+  if (std::find(std::begin(kVoices), std::end(kVoices), r.voice) != std::end(kVoices)) return std::nullopt;
+  return ApiError::bad_request(fmt::format("unknown voice '{}': this model's speakers are {} (OpenAI's "
+                                           "names speak with {})",
+                                           r.voice, names_of(voices.speakers), voices.speakers.front()),
+                               "voice", "unknown_voice");
+}
+
+std::optional<ApiError> resolve_language(const SpeechVoices& voices, SpeechRequest& r) {
+  if (r.language.empty() || same_name(r.language, "auto")) return r.language.clear(), std::nullopt;
+  for (const std::string& l : voices.languages)
+    if (same_name(l, r.language)) return std::nullopt;
+  if (voices.languages.empty())
+    return ApiError::bad_request(fmt::format("language '{}': this speech model takes no language", r.language),
+                                 "language");
+  return ApiError::bad_request(fmt::format("unknown language '{}' (auto, {})", r.language, names_of(voices.languages)),
+                               "language", "unknown_language");
 }
 
 // The voice's speaker profile: voices_dir/VOICE.json when there is one (a name of letters,
@@ -70,7 +111,7 @@ std::optional<ApiError> resolve_voice(const std::string& voices_dir, SpeechReque
                                "voice", "unknown_voice");
 }
 
-std::optional<ApiError> parse_speech(const std::string& body, const std::string& voices_dir, SpeechRequest& r) {
+std::optional<ApiError> parse_speech(const std::string& body, const ServerContext& ctx, SpeechRequest& r) {
   json j;
   try {
     j = json::parse(body);
@@ -93,7 +134,14 @@ std::optional<ApiError> parse_speech(const std::string& body, const std::string&
   if (!j.contains("voice") || !j["voice"].is_string())
     return ApiError::bad_request("'voice' is required (a string)", "voice");
   r.voice = j["voice"].get<std::string>();
-  if (auto e = resolve_voice(voices_dir, r)) return e;
+  const SpeechVoices& voices = ctx.speech_voices;
+  if (auto e = voices.speakers.empty() ? resolve_voice(ctx.options.voices_dir, r) : resolve_named_voice(voices, r))
+    return e;
+  if (j.contains("language")) {
+    if (!j["language"].is_string()) return ApiError::bad_request("'language' must be a string", "language");
+    r.language = j["language"].get<std::string>();
+  }
+  if (auto e = resolve_language(voices, r)) return e;
   if (j.contains("response_format")) {
     if (!j["response_format"].is_string()) return ApiError::bad_request("'response_format' must be a string", "response_format");
     r.format = j["response_format"].get<std::string>();
@@ -183,7 +231,7 @@ void answer_whole(ServerContext& ctx, const httplib::Request& req, const SpeechR
         pcm += pcm_s16le(speed.push(chunk));
         return true;
       },
-      [&] { return watch.client_gone() || ctx.lifecycle.past_drain_deadline(); });
+      [&] { return watch.client_gone() || ctx.lifecycle.past_drain_deadline(); }, r.language);
   if (!f) {
     if (f.status().code() == StatusCode::kCancelled && watch.client_gone())
       ctx.speech_figures.add_cancelled();
@@ -207,11 +255,11 @@ void handle_speech(ServerContext& ctx, const httplib::Request& req, httplib::Res
     return send_error(res, e);
   }
   SpeechRequest r;
-  if (auto e = parse_speech(req.body, ctx.options.voices_dir, r)) return send_error(res, *e);
+  if (auto e = parse_speech(req.body, ctx, r)) return send_error(res, *e);
   auto ticket = ctx.lifecycle.enter();
   if (!ticket) return send_error(res, not_ready_error(ctx.lifecycle.state()));
   if (!r.stream) return answer_whole(ctx, req, r, res);
-  auto h = ctx.speech->submit(pipeline::speech_inputs(r.input, r.profile));
+  auto h = ctx.speech->submit(pipeline::speech_inputs(r.input, r.profile, r.language));
   if (!h) return send_error(res, api_error_from_status(h.status()));
   auto st = std::make_shared<SpeechStream>();
   st->in_flight = std::move(ticket);
@@ -237,6 +285,36 @@ void handle_speech(ServerContext& ctx, const httplib::Request& req, httplib::Res
           if (e.ok() && e->end_of_request) break;
         }
       });
+}
+
+void handle_voices(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
+  if (!ctx.speech) {
+    ApiError e;
+    e.http_status = 404, e.type = "not_found_error";
+    e.message = "this server has no speech pipeline";
+    return send_error(res, e);
+  }
+  const SpeechVoices& v = ctx.speech_voices;
+  json data = json::array();
+  auto add = [&](const std::string& id, const char* kind) {
+    data.push_back({{"id", id}, {"object", "voice"}, {"kind", kind}});
+  };
+  if (!v.speakers.empty()) {
+    for (const std::string& s : v.speakers) add(s, "speaker");
+  } else {
+    std::error_code ec;
+    if (!ctx.options.voices_dir.empty())
+      for (const auto& f : std::filesystem::directory_iterator(ctx.options.voices_dir, ec))
+        if (f.path().extension() == ".json") add(f.path().stem().string(), "profile");
+  }
+  for (const char* name : kVoices) add(name, v.speakers.empty() ? "model_voice" : "alias");
+  json languages = json::array({"auto"});
+  for (const std::string& l : v.languages) languages.push_back(l);
+  send_json(res, 200,
+            {{"object", "list"},
+             {"data", data},
+             {"default", v.speakers.empty() ? "" : v.speakers.front()},
+             {"languages", languages}});
 }
 
 }  // namespace edge::server

@@ -248,8 +248,7 @@ Expected<Qwen3TtsFrames> Qwen3TtsTalker::generate_ids(std::span<const int32_t> c
   int64_t max_frames = o.max_frames;
   if (o.kv_budget_bytes > 0) {
     // Whole 16-position blocks, K and V, every layer: what the cache allocates.
-    const int64_t per_block = 2ll * c.talker.n_layer * 16 *
-                              kv_row_bytes(o.kv_type, c.talker.n_head_kv, c.talker.head_dim);
+    const int64_t per_block = kv_bytes(o.kv_type, 16);
     const int64_t fit = o.kv_budget_bytes / per_block * 16;
     if (fit < p.n_rows + 1)
       return Status::resource_exhausted(fmt::format(
@@ -283,6 +282,8 @@ Expected<Qwen3TtsFrames> Qwen3TtsTalker::generate_ids(std::span<const int32_t> c
     hidden.assign(st.last_hidden().begin(), st.last_hidden().end());
     RETURN_IF_ERROR(predict_frame(hidden, code0, o.predictor, rng, frame.data(), &cp));
     out.codes.insert(out.codes.end(), frame.begin(), frame.end());
+    if (o.on_frame && !o.on_frame(frame))
+      return Status::cancelled(fmt::format("qwen3-tts: stopped after {} frames", f + 1));
     if (std::find(seen.begin(), seen.end(), code0) == seen.end()) seen.push_back(code0);
     if (f + 1 == max_frames) break;
     // The next talker row: the frame's embedding sum plus the text row of this step.

@@ -190,6 +190,18 @@ Status Qwen3TtsTalker::bind(const Qwen3TtsLoadOptions& o) {
   return Status();
 }
 
+int64_t Qwen3TtsTalker::packed_bytes() const {
+  int64_t n = 0;
+  for (const auto& b : storage_->owned) n += static_cast<int64_t>(b->size());
+  return n;
+}
+
+int64_t Qwen3TtsTalker::kv_bytes(KvType type, int64_t positions) const {
+  const ModelConfig& t = cfg_.talker;
+  const int64_t blocks = (positions + 15) / 16;
+  return 2 * t.n_layer * blocks * 16 * kv_row_bytes(type, t.n_head_kv, t.head_dim);
+}
+
 void Qwen3TtsTalker::project_text(std::span<const int32_t> ids, float* out) const {
   const KernelTable& k = talker_->kernels();
   const int64_t n = static_cast<int64_t>(ids.size()), th = cfg_.text_hidden, h = cfg_.talker.n_embd;

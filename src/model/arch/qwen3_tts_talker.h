@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <span>
@@ -62,6 +63,10 @@ struct Qwen3TtsGenerateOptions {
   // Bytes the talker's KV cache may take (0: as much as prompt + max_frames need). A
   // budget smaller than the prompt's is refused; otherwise max_frames is cut to fit.
   int64_t kv_budget_bytes = 0;
+  // Called with each frame ([n_groups] codes) as soon as it is complete, before the talker
+  // computes the next one (a stage streams frames to the codec decoder this way). Returning
+  // false stops generation: generate() then returns kCancelled.
+  std::function<bool(std::span<const int32_t> frame)> on_frame;
 };
 
 struct Qwen3TtsFrames {
@@ -94,6 +99,12 @@ class Qwen3TtsTalker {
   const Model& talker() const { return *talker_; }
   const Model& predictor() const { return *predictor_; }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  // Bytes of the matrices packed at load (anonymous memory: the bulk of what the talker
+  // holds; matrices used as stored stay in the file's mapping).
+  int64_t packed_bytes() const;
+  // KV bytes one utterance's talker cache takes for `positions` (whole 16-position blocks,
+  // K and V, every layer).
+  int64_t kv_bytes(KvType type, int64_t positions) const;
 
   // Text -> frames: the text is wrapped as "<|im_start|>assistant\n{text}<|im_end|>\n
   // <|im_start|>assistant\n" and tokenized, as Qwen's processor does. speaker "" (no

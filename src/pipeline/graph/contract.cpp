@@ -91,6 +91,9 @@ std::string contract_wire_json(const Contract& c) {
 
 const std::vector<Contract>& builtin_contracts() {
   using M = Modality;
+  // The decoders' output: 24 kHz mono 16-bit PCM, streamed.
+  const PortSpec pcm_out{"pcm",  "s16", {"n_samples"}, M::kAudio, true, true,
+                         {{"sample_rate", "24000"}, {"channels", "1"}, {"format", "s16le"}}};
   static const std::vector<Contract> contracts = {
       {{"text.generate", 1},
        "a language model: prompt tokens (and optional media embeddings spliced at their markers) "
@@ -124,16 +127,23 @@ const std::vector<Contract>& builtin_contracts() {
        {{"text", "utf8", {"n_bytes"}, M::kText, true, false},
         {"voice", "utf8", {"n_bytes"}, M::kText, false, false}},
        {{"codes", "i32", {"n_frames"}, M::kSpeechCodes, true, true}}},
+      {{"speech.codes", 3},
+       "a multi-codebook speech-code model (Qwen3-TTS): text, an optional voice (a speaker the "
+       "model names) and an optional language in; frames of n_groups codes (codebook 0 first) "
+       "out as each frame completes, flattened frame after frame",
+       {{"text", "utf8", {"n_bytes"}, M::kText, true, false},
+        {"voice", "utf8", {"n_bytes"}, M::kText, false, false},
+        {"language", "utf8", {"n_bytes"}, M::kText, false, false}},
+       {{"codes", "i32", {"n_frames", "n_groups"}, M::kSpeechCodes, true, true}}},
       {{"audio.pcm", 1},
        "a vocoder: audio codes in, 24 kHz mono 16-bit PCM out, both streamed",
        {{"codes", "i32", {"n_frames"}, M::kSpeechCodes, true, true}},
-       {{"pcm",
-         "s16",
-         {"n_samples"},
-         M::kAudio,
-         true,
-         true,
-         {{"sample_rate", "24000"}, {"channels", "1"}, {"format", "s16le"}}}}},
+       {pcm_out}},
+      {{"audio.pcm", 2},
+       "a multi-codebook codec decoder: frames of n_groups codes in (flattened, streamed), 24 kHz "
+       "mono 16-bit PCM out, each frame's samples as soon as the frame arrives",
+       {{"codes", "i32", {"n_frames", "n_groups"}, M::kSpeechCodes, true, true}},
+       {pcm_out}},
   };
   return contracts;
 }

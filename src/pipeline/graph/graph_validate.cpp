@@ -51,7 +51,7 @@ Status check_stages(const PipelineSpec& p) {
       return Status::unsupported(
           fmt::format("stage '{}': unknown contract {}", s.name, s.contract.str()));
     if (!s.kind) return Status::invalid_argument(fmt::format("stage '{}': no kind", s.name));
-    if (!s.kind->implements(s.contract.name))
+    if (!s.kind->implements(s.contract))
       return Status::invalid_argument(fmt::format("stage '{}': a {} stage does not implement {}",
                                                   s.name, s.kind->name, s.contract.str()));
     const bool served_elsewhere = s.kind->runs_in(Placement::kExternal);

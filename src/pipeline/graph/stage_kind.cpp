@@ -8,8 +8,9 @@
 
 namespace edge::pipeline {
 
-bool StageKind::implements(const std::string& contract_name) const {
-  return contract == nullptr || contract_name == contract;
+bool StageKind::implements(const ContractRef& ref) const {
+  if (contract == nullptr) return true;
+  return ref.name == contract && ref.version >= min_version && ref.version <= max_version;
 }
 
 bool StageKind::runs_in(Placement p) const {
@@ -37,9 +38,9 @@ std::string stage_kind_names() {
   return names;
 }
 
-const StageKind* worker_stage_kind(const std::string& contract_name) {
+const StageKind* worker_stage_kind(const ContractRef& ref) {
   for (const StageKind* k : stage_kinds())
-    if (k->start_in_worker && k->contract && contract_name == k->contract) return k;
+    if (k->start_in_worker && k->contract && k->implements(ref)) return k;
   return nullptr;
 }
 

@@ -62,8 +62,11 @@ struct StageKind {
   // It starts on the first chunk of its streamed inputs (a vocoder on its first codes), so
   // a worker receives them as they arrive instead of whole.
   bool streams_input = false;
+  // The versions of `contract` it implements (a new version of a contract is a new shape of
+  // its ports: speech.codes@3 carries frames of 16 codebooks, which @1/@2 kinds cannot make).
+  int32_t min_version = 1, max_version = 1 << 20;
 
-  bool implements(const std::string& contract_name) const;
+  bool implements(const ContractRef& ref) const;
   bool runs_in(Placement p) const;
 };
 
@@ -73,9 +76,9 @@ std::span<const StageKind* const> stage_kinds();
 const StageKind* find_stage_kind(const std::string& name);
 // "lm, vision_encoder, ...": every kind's file key.
 std::string stage_kind_names();
-// The kind a worker process runs for `contract_name` (one that runs in a worker and
-// implements it); null when there is none.
-const StageKind* worker_stage_kind(const std::string& contract_name);
+// The kind a worker process runs for `ref` (one that runs in a worker and implements that
+// version); null when there is none.
+const StageKind* worker_stage_kind(const ContractRef& ref);
 // Where the kinds run, for an error refusing one: e.g. "lm and vocoder stages in process or
 // in a worker, speech_codes stages in process, and external stages placed external".
 std::string stage_kind_placements();

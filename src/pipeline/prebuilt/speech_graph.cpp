@@ -6,12 +6,92 @@
 #include <cmath>
 #include <filesystem>
 
+#include "formats/hf_config.h"
+#include "pipeline/stages/qwen3_tts_codec_stage.h"
+#include "pipeline/stages/qwen3_tts_talker_stage.h"
 #include "pipeline/stages/speech_codes_stage.h"
 #include "pipeline/stages/vocoder_stage.h"
 
 namespace edge::pipeline {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// The checkpoint folder of a Qwen3-TTS path (the folder, or the folder of its file).
+fs::path folder_of(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return fs::path(path);
+  const fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? fs::path(".") : parent;
+}
+
+// A stage's model artifact for a Hugging Face folder: its model.safetensors (a file, so
+// that it can be pinned by hash).
+Expected<std::string> safetensors_of(const std::string& path, const char* what) {
+  std::error_code ec;
+  const fs::path f = fs::is_directory(path, ec) ? fs::path(path) / "model.safetensors" : fs::path(path);
+  if (!fs::is_regular_file(f, ec))
+    return Status::not_found(fmt::format("{} {}: no model.safetensors there", what, path));
+  return f.string();
+}
+
+Expected<PipelineSpec> qwen3_tts_pipeline(const SpeechGraphOptions& o) {
+  ASSIGN_OR_RETURN(const std::string talker_file, safetensors_of(o.talker_model, "talker"));
+  const std::string codec_dir =
+      o.vocoder_model.empty() ? default_qwen3_tts_codec(o.talker_model) : o.vocoder_model;
+  ASSIGN_OR_RETURN(const std::string codec_file, safetensors_of(codec_dir, "codec"));
+  std::error_code ec;
+  const auto codec_bytes = fs::file_size(codec_file, ec);
+  PipelineSpec p;
+  p.name = "speech";
+  StageSpec talker;
+  talker.name = "talker";
+  talker.kind = &kQwen3TtsTalkerKind;
+  talker.contract = ContractRef{"speech.codes", 3};
+  talker.artifacts.push_back(Artifact{"model", talker_file, ""});
+  talker.capacity = o.capacity;
+  talker.engine.ctx = o.talker_ctx;
+  StageSpec codec;
+  codec.name = "vocoder";
+  codec.kind = &kQwen3TtsCodecKind;
+  codec.contract = ContractRef{"audio.pcm", 2};
+  codec.placement = o.vocoder_placement;
+  codec.artifacts.push_back(Artifact{"model", codec_file, ""});
+  codec.capacity = o.capacity;
+  // The file (F32 at most) plus the F32 copies made at load (transposed-conv kernels and
+  // normalised codebooks, under half the file) and decode buffers; a worker also holds this
+  // binary's code and libraries.
+  const int64_t extra = o.vocoder_placement == Placement::kWorker ? (256LL << 20) : (64LL << 20);
+  codec.reservation_bytes = static_cast<int64_t>(codec_bytes) * 3 / 2 + extra;
+  p.stages = {std::move(talker), std::move(codec)};
+  p.routes = {Route{{"input", "text"}, {"talker", "text"}},
+              Route{{"input", "voice"}, {"talker", "voice"}},
+              Route{{"input", "language"}, {"talker", "language"}},
+              Route{{"talker", "codes"}, {"vocoder", "codes"}},
+              Route{{"vocoder", "pcm"}, {"output", "audio"}}};
+  return p;
+}
+
+}  // namespace
+
+SpeechFamily speech_family(const std::string& talker_model) {
+  const fs::path config = folder_of(talker_model) / "config.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(config, ec)) return SpeechFamily::kOuteTts;
+  if (!fs::is_directory(talker_model, ec) && fs::path(talker_model).extension() != ".safetensors")
+    return SpeechFamily::kOuteTts;
+  auto j = read_json_file(config.string());
+  return j.ok() && j->value("model_type", "") == "qwen3_tts" ? SpeechFamily::kQwen3Tts
+                                                             : SpeechFamily::kOuteTts;
+}
+
+std::string default_qwen3_tts_codec(const std::string& talker_model) {
+  return (folder_of(talker_model) / "speech_tokenizer").string();
+}
+
 Expected<PipelineSpec> speech_pipeline(const SpeechGraphOptions& o) {
+  if (speech_family(o.talker_model) == SpeechFamily::kQwen3Tts) return qwen3_tts_pipeline(o);
   std::error_code ec;
   const auto voc_bytes = std::filesystem::file_size(o.vocoder_model, ec);
   if (ec) return Status::not_found(fmt::format("vocoder {}: {}", o.vocoder_model, ec.message()));
@@ -172,19 +252,21 @@ std::string SpeechFigureSet::metrics_text() const {
   return out;
 }
 
-std::map<std::string, PortValue> speech_inputs(const std::string& text, const std::string& voice) {
-  PortValue t, v;
+std::map<std::string, PortValue> speech_inputs(const std::string& text, const std::string& voice,
+                                               const std::string& language) {
+  PortValue t, v, l;
   t.text = text;
   v.text = voice;
-  return {{"text", t}, {"voice", v}};
+  l.text = language;
+  return {{"text", t}, {"voice", v}, {"language", l}};
 }
 
 Expected<SpeechTimeline::Figures> speak(
     PipelineRuntime& rt, const std::string& text, const std::string& voice,
     const std::function<bool(const std::vector<float>&)>& on_audio,
-    const std::function<bool()>& stop) {
+    const std::function<bool()>& stop, const std::string& language) {
   SpeechTimeline timeline;
-  ASSIGN_OR_RETURN(PipelineHandle h, rt.submit(speech_inputs(text, voice)));
+  ASSIGN_OR_RETURN(PipelineHandle h, rt.submit(speech_inputs(text, voice, language)));
   bool cancelled = false;
   for (;;) {
     if (!cancelled && stop && stop()) cancelled = true, (void)rt.cancel(h);

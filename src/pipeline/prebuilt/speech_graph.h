@@ -1,10 +1,16 @@
-// Speech out: the text-to-speech graph (text -> speech-code LM -> vocoder -> 24 kHz PCM)
-// and the figures of one utterance as a listener would hear it.
+// Speech out: the text-to-speech graph (text -> speech codes -> decoder -> 24 kHz PCM) and
+// the figures of one utterance as a listener would hear it. Two families:
 //
+// Qwen3-TTS (a checkpoint directory; the default speech path):
+//   input.text -> talker.text, input.voice -> talker.voice, input.language -> talker.language
+//                       (qwen3_tts_talker, speech.codes@3: frames of 16 codes, in process)
+//   talker.codes -> vocoder.codes  (qwen3_tts_codec, audio.pcm@2: the 12 Hz codec decoder,
+//                                   in process or worker)
+// OuteTTS (a GGUF speech-code LM):
 //   input.text -> talker.text, input.voice -> talker.voice
 //                               (speech_codes, speech.codes@2: an OuteTTS LM, in process)
 //   talker.codes -> vocoder.codes   (vocoder, audio.pcm@1: WavTokenizer, in process or worker)
-//   vocoder.pcm -> output.audio
+// and in both: vocoder.pcm -> output.audio
 //
 // Figures from chunk arrival times (SpeechTimeline): time to first audio (TTFA), real-time
 // factor (RTF: wall time from the request to its last sample over the audio's duration;
@@ -27,7 +33,18 @@
 
 namespace edge::pipeline {
 
+enum class SpeechFamily { kQwen3Tts, kOuteTts };
+
+// Qwen3-TTS for a checkpoint directory (config.json with model_type qwen3_tts) or its
+// model.safetensors; OuteTTS otherwise (a GGUF file).
+SpeechFamily speech_family(const std::string& talker_model);
+
+// The Qwen3-TTS codec that belongs to a checkpoint: its speech_tokenizer/ folder.
+std::string default_qwen3_tts_codec(const std::string& talker_model);
+
 struct SpeechGraphOptions {
+  // Qwen3-TTS: the checkpoint directory and the 12 Hz tokenizer's directory (empty: the
+  // checkpoint's speech_tokenizer/). OuteTTS: the LM and the WavTokenizer GGUF files.
   std::string talker_model, vocoder_model;
   int32_t capacity = 2;
   Placement vocoder_placement = Placement::kInProcess;
@@ -87,7 +104,10 @@ class SpeechFigureSet {
 
 // The graph inputs of one utterance: its text and voice (a speaker profile's JSON; "" for
 // the model's own voice).
-std::map<std::string, PortValue> speech_inputs(const std::string& text, const std::string& voice = "");
+// For Qwen3-TTS the voice is a speaker's name ("": the model's first) and the language a
+// codec_language_id name ("" or "auto": the model decides); OuteTTS ignores the language.
+std::map<std::string, PortValue> speech_inputs(const std::string& text, const std::string& voice = "",
+                                               const std::string& language = "");
 
 // One utterance through a speech graph (inputs "text" and "voice", output "audio"): `on_audio` gets
 // every chunk of samples as it arrives (returning false cancels the request: what follows
@@ -96,7 +116,8 @@ std::map<std::string, PortValue> speech_inputs(const std::string& text, const st
 Expected<SpeechTimeline::Figures> speak(PipelineRuntime& rt, const std::string& text,
                                         const std::string& voice,
                                         const std::function<bool(const std::vector<float>&)>& on_audio,
-                                        const std::function<bool()>& stop = nullptr);
+                                        const std::function<bool()>& stop = nullptr,
+                                        const std::string& language = "");
 
 // The q-quantile (0..1) of `v` by nearest rank (0 for none).
 double percentile(std::vector<double> v, double q);

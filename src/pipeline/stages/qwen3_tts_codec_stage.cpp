@@ -1,10 +1,10 @@
-// The audio.pcm stage on the Qwen3-TTS 12 Hz codec decoder (model/qwen3_tts_codec_decoder.h):
+// The audio.pcm@2 stage on the Qwen3-TTS 12 Hz codec decoder (model/qwen3_tts_codec_decoder.h):
 // codes in as the talker makes them (frames of n_quantizers codes, flattened, in any split),
 // 24 kHz PCM out frame by frame. The decoder is causal, so every whole frame that arrives is
 // decoded at once and its samples are final: no window, no lookahead, and the PCM equals the
 // whole-utterance decode. The model artifact is the tokenizer's model.safetensors (a pinned
-// file); its config.json is read from the same folder. In process only: a worker picks the
-// kind that runs a stage by its contract, and audio.pcm there is the WavTokenizer vocoder.
+// file); its config.json is read from the same folder. In process or in a worker (a worker
+// picks this kind for audio.pcm@2; @1 is the WavTokenizer vocoder).
 #include "pipeline/stages/qwen3_tts_codec_stage.h"
 
 #include <fmt/format.h>
@@ -16,6 +16,8 @@
 #include "model/qwen3_tts_codec_decoder.h"
 #include "pipeline/graph/executor.h"
 #include "pipeline/graph/stage_kind.h"
+#include "pipeline/stages/cancelled_epochs.h"
+#include "pipeline/worker/worker.h"
 
 namespace edge::pipeline {
 
@@ -54,7 +56,7 @@ class Qwen3TtsCodecStageRunner final : public StageRunner {
     };
     Status st;
     for (;;) {
-      if (cancelled(epoch)) {
+      if (cancelled_.contains(epoch)) {
         st = Status::cancelled(fmt::format("stage '{}': cancelled", name_));
         break;
       }
@@ -80,7 +82,7 @@ class Qwen3TtsCodecStageRunner final : public StageRunner {
       pending.erase(pending.begin(), pending.begin() + frames * nq);
       send(std::move(*pcm), false);
     }
-    forget(epoch);
+    cancelled_.forget(epoch);
     if (st.ok() && !pending.empty())
       st = Status::invalid_argument(fmt::format(
           "stage '{}': the codes ended {} codes into a frame of {}", name_, pending.size(), nq));
@@ -90,8 +92,7 @@ class Qwen3TtsCodecStageRunner final : public StageRunner {
   }
 
   void cancel(uint64_t epoch) override {
-    std::lock_guard<std::mutex> l(mu_);
-    cancelled_.insert(epoch);
+    cancelled_.add(epoch);
   }
 
   // The mapped safetensors (an upper bound of what is resident) plus the F32 arrays made at
@@ -99,20 +100,11 @@ class Qwen3TtsCodecStageRunner final : public StageRunner {
   int64_t resident_bytes() const override { return bytes_; }
 
  private:
-  bool cancelled(uint64_t epoch) {
-    std::lock_guard<std::mutex> l(mu_);
-    return cancelled_.count(epoch) > 0;
-  }
-  void forget(uint64_t epoch) {
-    std::lock_guard<std::mutex> l(mu_);
-    cancelled_.erase(epoch);
-  }
-
   std::string name_;
   std::unique_ptr<Qwen3TtsCodec> codec_;
   int64_t bytes_ = 0;
-  std::mutex decode_mu_, mu_;
-  std::set<uint64_t> cancelled_;
+  std::mutex decode_mu_;
+  CancelledEpochs cancelled_;
 };
 
 Expected<std::unique_ptr<StageRunner>> start_qwen3_tts_codec_stage(const std::string& model_path,
@@ -134,8 +126,10 @@ Expected<std::unique_ptr<StageRunner>> start_qwen3_tts_codec_stage(const std::st
 extern const StageKind kQwen3TtsCodecKind{.name = "qwen3_tts_codec",
                                           .contract = "audio.pcm",
                                           .start = start_qwen3_tts_codec_stage,
-                                          .start_in_worker = nullptr,
+                                          .start_in_worker = start_in_worker,
                                           .plan_reservation = nullptr,
-                                          .streams_input = true};
+                                          .streams_input = true,
+                                          .min_version = 2,
+                                          .max_version = 2};
 
 }  // namespace edge::pipeline

@@ -126,6 +126,7 @@ class SpeechCodesRunner final : public EngineStage {
 const StageKind kSpeechCodesKind{.name = "speech_codes",
                                  .contract = "speech.codes",
                                  .start = SpeechCodesRunner::start,
-                                 .plan_reservation = engine_stage_reservation};
+                                 .plan_reservation = engine_stage_reservation,
+                                 .max_version = 2};
 
 }  // namespace edge::pipeline

@@ -5,6 +5,7 @@
 #include "pipeline/stages/external_stage.h"
 #include "pipeline/stages/lm_stage.h"
 #include "pipeline/stages/qwen3_tts_codec_stage.h"
+#include "pipeline/stages/qwen3_tts_talker_stage.h"
 #include "pipeline/stages/speech_codes_stage.h"
 #include "pipeline/stages/vision_stage.h"
 #include "pipeline/stages/vocoder_stage.h"
@@ -19,6 +20,7 @@ constinit const StageKind* const kStageKinds[] = {
     &kAudioEncoderKind,   // audio_stage.cpp
     &kSpeechCodesKind,    // speech_codes_stage.cpp
     &kVocoderKind,        // vocoder_stage.cpp
+    &kQwen3TtsTalkerKind, // qwen3_tts_talker_stage.cpp
     &kQwen3TtsCodecKind,  // qwen3_tts_codec_stage.cpp
     &kExternalKind,       // external_stage.cpp
 };

@@ -8,6 +8,7 @@
 
 #include "core/process_rss.h"
 #include "model/vocoder.h"
+#include "pipeline/stages/cancelled_epochs.h"
 #include "pipeline/worker/worker.h"
 
 namespace edge::pipeline {
@@ -49,7 +50,7 @@ class VocoderStageRunner final : public StageRunner {
     };
     Status st;
     for (;;) {
-      if (cancelled(epoch)) {
+      if (cancelled_.contains(epoch)) {
         st = Status::cancelled(fmt::format("stage '{}': cancelled", name_));
         break;
       }
@@ -73,7 +74,7 @@ class VocoderStageRunner final : public StageRunner {
       }
       if (!pcm.empty()) send(std::move(pcm), false);
     }
-    forget(epoch);
+    cancelled_.forget(epoch);
     if (!st.ok()) return st;
     std::vector<float> rest;
     {
@@ -85,8 +86,7 @@ class VocoderStageRunner final : public StageRunner {
   }
 
   void cancel(uint64_t epoch) override {
-    std::lock_guard<std::mutex> l(mu_);
-    cancelled_.insert(epoch);
+    cancelled_.add(epoch);
   }
 
   // The weights are the mapped file (an upper bound of what is resident) plus the
@@ -94,21 +94,12 @@ class VocoderStageRunner final : public StageRunner {
   int64_t resident_bytes() const override { return file_bytes_; }
 
  private:
-  bool cancelled(uint64_t epoch) {
-    std::lock_guard<std::mutex> l(mu_);
-    return cancelled_.count(epoch) > 0;
-  }
-  void forget(uint64_t epoch) {
-    std::lock_guard<std::mutex> l(mu_);
-    cancelled_.erase(epoch);
-  }
-
   std::string name_;
   std::unique_ptr<Vocoder> vocoder_;
   VocoderStreamOptions stream_options_;
   int64_t file_bytes_ = 0;
-  std::mutex decode_mu_, mu_;
-  std::set<uint64_t> cancelled_;
+  std::mutex decode_mu_;
+  CancelledEpochs cancelled_;
 };
 
 Expected<std::unique_ptr<StageRunner>> start_vocoder_stage(const std::string& model_path,
@@ -133,6 +124,7 @@ const StageKind kVocoderKind{.name = "vocoder",
                              .contract = "audio.pcm",
                              .start = start_vocoder_stage,
                              .start_in_worker = start_in_worker,
-                             .streams_input = true};
+                             .streams_input = true,
+                             .max_version = 1};
 
 }  // namespace edge::pipeline

@@ -31,7 +31,7 @@ std::string worker_contracts() {
   std::vector<std::string> refs;
   for (const StageKind* k : stage_kinds())
     for (const Contract& c : builtin_contracts())
-      if (k->start_in_worker && k->contract && c.ref.name == k->contract)
+      if (k->start_in_worker && k->implements(c.ref))
         refs.push_back(c.ref.str());
   return join_with_and(refs);
 }
@@ -39,7 +39,7 @@ std::string worker_contracts() {
 // Checks the hello and starts the stage; the error names what the pipeline asked for.
 Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h) {
   ASSIGN_OR_RETURN(ContractRef ref, parse_contract_ref(h.value("contract", "")));
-  const StageKind* kind = find_contract(ref) ? worker_stage_kind(ref.name) : nullptr;
+  const StageKind* kind = find_contract(ref) ? worker_stage_kind(ref) : nullptr;
   if (!kind)
     return Status::unsupported(
         fmt::format("this worker does not implement contract {} (it implements {})", ref.str(),

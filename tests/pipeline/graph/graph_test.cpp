@@ -138,6 +138,16 @@ TEST(PipelineGraph, StageDeclarationErrorsAreNamed) {
                  "unknown contract audio.pcm@7");
   expect_refused(replace(kTts, "contract: audio.pcm@1", "contract: speech.codes@1"),
                  "stage 'vocoder': a vocoder stage does not implement speech.codes@1");
+  // A kind implements the versions of its contract whose ports it makes: frames of 16 codes
+  // (speech.codes@3, audio.pcm@2) are the Qwen3-TTS kinds', single codes the others'.
+  expect_refused(replace(kTts, "contract: audio.pcm@1", "contract: audio.pcm@2"),
+                 "stage 'vocoder': a vocoder stage does not implement audio.pcm@2");
+  expect_refused(replace(kTts, "kind: vocoder", "kind: qwen3_tts_codec"),
+                 "stage 'vocoder': a qwen3_tts_codec stage does not implement audio.pcm@1");
+  expect_refused(replace(kTts, "kind: speech_codes", "kind: qwen3_tts_talker"),
+                 "a qwen3_tts_talker stage does not implement speech.codes@1");
+  expect_refused(replace(kTts, "contract: speech.codes@1", "contract: speech.codes@3"),
+                 "a speech_codes stage does not implement speech.codes@3");
   expect_refused(replace(kTts, "name: vocoder", "name: talker"), "two stages are named 'talker'");
   expect_refused(replace(kTts, "reservation: 64MiB", "reservation: lots"), "reservation");
   expect_refused(

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "pipeline/graph/stage_kind.h"
+
 namespace edge::pipeline {
 namespace {
 
@@ -80,6 +82,43 @@ TEST(SpeechGraph, TextToTalkerToVocoderToAudio) {
   EXPECT_EQ(speech_inputs("hi", "{}").at("voice").text, "{}");
   o.vocoder_model = (dir / "missing.gguf").string();
   EXPECT_FALSE(speech_pipeline(o).ok());
+  std::filesystem::remove_all(dir);
+}
+
+// A Qwen3-TTS checkpoint folder gives the speech.codes@3 -> audio.pcm@2 graph, its codec
+// taken from speech_tokenizer/ unless named; a GGUF file stays OuteTTS.
+TEST(SpeechGraph, AQwen3TtsFolderGivesTheFrameGraph) {
+  const auto dir = std::filesystem::temp_directory_path() / "edge_speech_graph_q3";
+  std::filesystem::create_directories(dir / "speech_tokenizer");
+  std::ofstream(dir / "config.json") << R"({"model_type": "qwen3_tts"})";
+  std::ofstream(dir / "model.safetensors") << std::string(100, 'x');
+  std::ofstream(dir / "speech_tokenizer" / "model.safetensors") << std::string(1000, 'x');
+  EXPECT_EQ(speech_family(dir.string()), SpeechFamily::kQwen3Tts);
+  EXPECT_EQ(speech_family((dir / "model.safetensors").string()), SpeechFamily::kQwen3Tts);
+  EXPECT_EQ(speech_family((dir / "config.json").string()), SpeechFamily::kOuteTts);
+  EXPECT_EQ(speech_family("t.gguf"), SpeechFamily::kOuteTts);
+  SpeechGraphOptions o;
+  o.talker_model = dir.string();
+  auto p = speech_pipeline(o);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_EQ(p->stages.size(), 2u);
+  EXPECT_EQ(p->stages[0].kind->name, std::string("qwen3_tts_talker"));
+  EXPECT_EQ(p->stages[0].contract.str(), "speech.codes@3");
+  EXPECT_EQ(p->stages[0].artifacts[0].path, (dir / "model.safetensors").string());
+  EXPECT_EQ(p->stages[1].kind->name, std::string("qwen3_tts_codec"));
+  EXPECT_EQ(p->stages[1].contract.str(), "audio.pcm@2");
+  EXPECT_EQ(p->stages[1].artifacts[0].path, (dir / "speech_tokenizer" / "model.safetensors").string());
+  EXPECT_EQ(p->stages[1].reservation_bytes, 1500 + (64LL << 20));
+  ASSERT_EQ(p->routes.size(), 5u);
+  EXPECT_EQ(p->routes[2].str(), "input.language -> talker.language");
+  EXPECT_TRUE(validate_pipeline(*p).ok()) << validate_pipeline(*p).to_string();
+  EXPECT_EQ(speech_inputs("hi", "vivian", "english").at("language").text, "english");
+  // A codec folder without its weights is named.
+  o.vocoder_model = (dir / "nowhere").string();
+  auto missing = speech_pipeline(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("nowhere: no model.safetensors"), std::string::npos)
+      << missing.status().to_string();
   std::filesystem::remove_all(dir);
 }
 

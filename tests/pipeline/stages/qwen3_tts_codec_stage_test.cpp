@@ -1,4 +1,4 @@
-// The audio.pcm@1 stage on the Qwen3-TTS 12 Hz codec decoder inside a graph: the PCM reaching
+// The audio.pcm@2 stage on the Qwen3-TTS 12 Hz codec decoder inside a graph: the PCM reaching
 // output.audio is the codec's whole-utterance decode bit for bit (the decoder is causal, so
 // the stage streams without a window), a partial last frame and an out-of-range code end the
 // request with an error naming them.
@@ -31,7 +31,7 @@ class Qwen3TtsCodecStage : public ::testing::Test {
   PipelineSpec spec() {
     auto p = parse_pipeline(
         "pipeline: codec\nstages:\n  - name: codec\n    kind: qwen3_tts_codec\n"
-        "    contract: audio.pcm@1\n    reservation: 64MiB\n"
+        "    contract: audio.pcm@2\n    reservation: 64MiB\n"
         "    artifacts: [{role: model, path: model.safetensors, sha256: " +
             hash_ +
             "}]\n"
