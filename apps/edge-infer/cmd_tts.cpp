@@ -112,6 +112,7 @@ int run_tts(TtsArgs& a) {
 
 int run_bench_tts(TtsArgs& a) {
   if (a.runs < 1) return report_error(Status::invalid_argument("-r must be at least 1"));
+  a.graph.codes_out = true;  // the talker's pace beside the whole graph's
   auto s = start_speech(a);
   if (!s) return report_error(s.status());
   pipeline::SpeechFigureSet set;

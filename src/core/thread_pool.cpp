@@ -15,7 +15,8 @@ constexpr int kSpinIterations = 4000;
 constexpr int kYieldIterations = 2000;
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads, Callers callers)
+    : n_threads_(n_threads < 1 ? 1 : n_threads), shared_(callers == Callers::kShared) {
   for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
 }
 
@@ -43,8 +44,23 @@ int ThreadPool::default_threads() {
 
 void ThreadPool::run(const std::function<void(int, int)>& fn) {
   // One region at a time: a second caller would overwrite task_ and pending_ under the
-  // first one's workers. Two engines over one model get separate pools (runtime/engine.cpp);
-  // anything else that gets here concurrently is a programming error, caught, not raced.
+  // first one's workers. A shared pool makes callers take turns; otherwise two engines over
+  // one model get separate pools (runtime/engine.cpp), and anything else that gets here
+  // concurrently is a programming error, caught, not raced.
+  std::unique_lock<std::mutex> turn;
+  if (shared_) {
+    CHECK_MSG(turn_owner_.load(std::memory_order_relaxed) != std::this_thread::get_id(),
+              "ThreadPool::run re-entered from inside a region");
+    turn = std::unique_lock<std::mutex>(turn_mu_);
+    turn_owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  }
+  struct ReleaseTurn {
+    const bool shared;
+    std::atomic<std::thread::id>& owner;
+    ~ReleaseTurn() {
+      if (shared) owner.store(std::thread::id(), std::memory_order_relaxed);
+    }
+  } release_turn{shared_, turn_owner_};
   CHECK_MSG(!in_run_.exchange(true, std::memory_order_acquire),
             "ThreadPool::run entered from two threads at once (one pool per concurrent user)");
   struct Leave {

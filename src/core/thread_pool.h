@@ -16,7 +16,13 @@ namespace edge {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads);
+  // kOne: one caller at a time (a second one concurrently is a programming error, caught).
+  // kShared: callers from several threads take turns, one region each: stages that run
+  // side by side on a small machine (a talker and its decoder) share the cores instead of
+  // oversubscribing them with a spinning pool each. Re-entering from inside a region is
+  // still an error.
+  enum class Callers { kOne, kShared };
+  explicit ThreadPool(int n_threads, Callers callers = Callers::kOne);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -55,6 +61,9 @@ class ThreadPool {
   alignas(kLine) std::atomic<int> pending_{0};
   alignas(kLine) std::atomic<int> sleepers_{0};
   std::atomic<bool> in_run_{false};  // a region is running (run() is not reentrant)
+  const bool shared_ = false;
+  std::mutex turn_mu_;                      // kShared: held by the caller whose region runs
+  std::atomic<std::thread::id> turn_owner_{};
   std::mutex mu_;
   std::condition_variable cv_start_;
   // Barrier state: count of arrivals and a phase flip (sense-reversing barrier).

@@ -26,8 +26,10 @@ Expected<std::unique_ptr<Qwen3TtsCodec>> Qwen3TtsCodec::load(const std::string& 
                       .check(c->dir_->weights.tensors())
                       .with_context("Qwen3-TTS codec decoder in " + d));
   ASSIGN_OR_RETURN(c->w_, bind_qwen3_tts_codec_weights(c->hp_, c->dir_->weights.tensors()));
-  c->pool_ =
-      std::make_unique<ThreadPool>(o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads());
+  c->given_pool_ = o.pool;
+  if (!o.pool)
+    c->pool_ =
+        std::make_unique<ThreadPool>(o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads());
   return c;
 }
 

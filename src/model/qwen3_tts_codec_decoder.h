@@ -21,6 +21,7 @@ namespace edge {
 
 struct Qwen3TtsCodecOptions {
   int32_t n_threads = 0;  // matmul threads; 0: ThreadPool::default_threads()
+  ThreadPool* pool = nullptr;  // run on this pool instead (must outlive the codec)
 };
 
 // One decode at a time per codec (its pool runs one region at a time); streams of one codec
@@ -49,8 +50,11 @@ class Qwen3TtsCodec {
  private:
   friend class Qwen3TtsCodecStream;
   Qwen3TtsCodec() = default;
-  Qwen3TtsCodecExec exec() const { return {kernels_ ? *kernels_ : select_kernels(), *pool_}; }
+  Qwen3TtsCodecExec exec() const {
+    return {kernels_ ? *kernels_ : select_kernels(), given_pool_ ? *given_pool_ : *pool_};
+  }
   std::unique_ptr<ThreadPool> pool_;
+  ThreadPool* given_pool_ = nullptr;
   std::unique_ptr<HfModelDir> dir_;  // mapped: the weights' matrices point into it
   const KernelTable* kernels_ = nullptr;
   Qwen3TtsCodecHparams hp_;

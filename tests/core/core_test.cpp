@@ -80,6 +80,29 @@ TEST(ThreadPool, RunsEveryThreadAndBarrierOrdersPhases) {
   for (int v : stage) EXPECT_EQ(v, 400);
 }
 
+// A shared pool lets callers on several threads take turns: their regions never overlap
+// (at most one region's threads inside at once) and every region runs on every thread.
+TEST(ThreadPool, SharedCallersTakeTurnsRegionByRegion) {
+  ThreadPool pool(3, ThreadPool::Callers::kShared);
+  std::atomic<int> inside{0}, overlaps{0};
+  std::atomic<int64_t> calls{0};
+  auto caller = [&] {
+    for (int r = 0; r < 300; ++r)
+      pool.run([&](int, int nth) {
+        EXPECT_EQ(nth, 3);
+        if (inside.fetch_add(1) >= 3) overlaps.fetch_add(1);
+        calls.fetch_add(1);
+        pool.barrier();  // all three of this region are inside together
+        inside.fetch_sub(1);
+      });
+  };
+  std::thread a(caller), b(caller);
+  a.join();
+  b.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(calls.load(), 2 * 300 * 3);
+}
+
 TEST(ThreadPool, SplitCoversRangeExactlyOnce) {
   for (int n : {0, 1, 7, 100}) {
     int64_t covered = 0;

@@ -75,8 +75,16 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
   }
   const Artifact* model = model_artifact(s);
   if (!model) return Status::invalid_argument(fmt::format("stage '{}': no model artifact", s.name));
-  const StartStageFn start = s.placement == Placement::kWorker ? kind.start_in_worker : kind.start;
-  ASSIGN_OR_RETURN(started.runner, start(artifact_path(spec_, *model), s, o));
+  if (s.placement == Placement::kWorker) {
+    ASSIGN_OR_RETURN(started.runner, kind.start_in_worker(artifact_path(spec_, *model), s, o));
+    return check_rss(started);
+  }
+  if (!compute_pool_)
+    compute_pool_ = std::make_unique<ThreadPool>(
+        o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads(), ThreadPool::Callers::kShared);
+  PipelineRunOptions here = o;
+  here.compute_pool = compute_pool_.get();
+  ASSIGN_OR_RETURN(started.runner, kind.start(artifact_path(spec_, *model), s, here));
   return check_rss(started);
 }
 

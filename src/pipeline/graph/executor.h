@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/thread_pool.h"
 #include "edge/engine.h"
 #include "pipeline/graph/credits.h"
 #include "pipeline/graph/graph.h"
@@ -62,6 +63,11 @@ struct PipelineRunOptions {
   // Inputs to a worker of at least this many bytes (token ids) travel through shared memory
   // (memfd) instead of the control socket's JSON.
   uint64_t shm_min_bytes = 64 << 10;
+  // Set by the runtime for the stages it starts in this process: one pool of n_threads,
+  // shared (its callers take turns region by region), for the stage kinds that compute on a
+  // pool of their own (the speech stages): a talker and its decoder running side by side
+  // then share the cores instead of each spinning a pool over them. Null elsewhere.
+  ThreadPool* compute_pool = nullptr;
 };
 
 // One started stage: consumes its routed inputs, emits events on its outputs in order.
@@ -193,6 +199,7 @@ class PipelineRuntime {
   PipelineSpec spec_;
   RamLedger& ledger_;
   PipelineRunOptions options_;
+  std::unique_ptr<ThreadPool> compute_pool_;       // before stages_: outlives their runners
   std::vector<std::unique_ptr<Started>> stages_;  // topological order
   int32_t capacity_ = 1;
   EpochCounter epochs_;

@@ -70,6 +70,7 @@ Expected<PipelineSpec> qwen3_tts_pipeline(const SpeechGraphOptions& o) {
               Route{{"input", "language"}, {"talker", "language"}},
               Route{{"talker", "codes"}, {"vocoder", "codes"}},
               Route{{"vocoder", "pcm"}, {"output", "audio"}}};
+  if (o.codes_out) p.routes.push_back(Route{{"talker", "codes"}, {"output", "codes"}});
   return p;
 }
 
@@ -121,6 +122,7 @@ Expected<PipelineSpec> speech_pipeline(const SpeechGraphOptions& o) {
               Route{{"input", "voice"}, {"talker", "voice"}},
               Route{{"talker", "codes"}, {"vocoder", "codes"}},
               Route{{"vocoder", "pcm"}, {"output", "audio"}}};
+  if (o.codes_out) p.routes.push_back(Route{{"talker", "codes"}, {"output", "codes"}});
   return p;
 }
 
@@ -131,11 +133,19 @@ SpeechTimeline::SpeechTimeline(int32_t sample_rate) : rate_(sample_rate) {
 void SpeechTimeline::start() {
   t0_ = std::chrono::steady_clock::now();
   arrivals_.clear();
+  codes_ = 0;
+  last_code_s_ = 0;
 }
 
 void SpeechTimeline::chunk(int64_t n_samples) {
   chunk_at(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(),
            n_samples);
+}
+
+void SpeechTimeline::codes(int64_t n_codes) {
+  if (n_codes <= 0) return;
+  codes_ += n_codes;
+  last_code_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
 
 void SpeechTimeline::chunk_at(double at_seconds, int64_t n_samples) {
@@ -167,6 +177,9 @@ SpeechTimeline::Figures SpeechTimeline::figures() const {
   f.samples = before;
   f.audio_s = static_cast<double>(before) / rate;
   f.rtf = f.audio_s > 0 ? f.total_s / f.audio_s : 0;
+  f.codes = codes_;
+  f.codes_s = last_code_s_;
+  f.talker_rtf = f.audio_s > 0 ? f.codes_s / f.audio_s : 0;
   return f;
 }
 
@@ -179,7 +192,10 @@ nlohmann::json figures_json(const SpeechTimeline::Figures& f) {
           {"stall_s", f.stall_s},
           {"prebuffer_s", f.prebuffer_s},
           {"samples", f.samples},
-          {"chunks", f.chunks}};
+          {"chunks", f.chunks},
+          {"codes", f.codes},
+          {"codes_s", f.codes_s},
+          {"talker_rtf", f.talker_rtf}};
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -216,6 +232,7 @@ const std::pair<const char*, Field> kFields[] = {
     {"stall_s", [](const SpeechTimeline::Figures& f) { return f.stall_s; }},
     {"prebuffer_s", [](const SpeechTimeline::Figures& f) { return f.prebuffer_s; }},
     {"audio_s", [](const SpeechTimeline::Figures& f) { return f.audio_s; }},
+    {"talker_rtf", [](const SpeechTimeline::Figures& f) { return f.talker_rtf; }},
 };
 
 }  // namespace
@@ -280,6 +297,7 @@ Expected<SpeechTimeline::Figures> speak(
       if (!e->error.ok()) return e->error;
       return timeline.figures();
     }
+    if (!cancelled && e->port == "codes") timeline.codes(static_cast<int64_t>(e->value.tokens.size()));
     if (cancelled || e->port != "audio" || e->value.samples.empty()) continue;
     timeline.chunk(static_cast<int64_t>(e->value.samples.size()));
     if (!on_audio(e->value.samples)) cancelled = true, (void)rt.cancel(h);

@@ -50,6 +50,9 @@ struct SpeechGraphOptions {
   Placement vocoder_placement = Placement::kInProcess;
   VocoderSettings vocoder;  // window 0: exact (the utterance at its end)
   int64_t talker_ctx = 4096;
+  // Also route talker.codes -> output.codes, so that speak() can time the talker alone
+  // (bench-tts): the moment of its last code against the audio's duration.
+  bool codes_out = false;
 };
 
 // The graph in code (what `tts` and the server's speech endpoint run); the same graph can be
@@ -64,6 +67,9 @@ class SpeechTimeline {
   void chunk(int64_t n_samples);  // a chunk of audio arrived now
   // For tests and replays: a chunk that arrived `at` after start().
   void chunk_at(double at_seconds, int64_t n_samples);
+  // The talker's codes arrived now (a graph that routes them out): its pace, apart from
+  // the decoder's.
+  void codes(int64_t n_codes);
 
   struct Figures {
     double ttfa_s = 0;         // start -> first sample
@@ -74,6 +80,10 @@ class SpeechTimeline {
     double stall_s = 0;        // how long it stood still in all
     double prebuffer_s = 0;    // buffering before playback that avoids every underrun
     int64_t samples = 0, chunks = 0;
+    // When the talker's codes are routed out: how many, when the last came, and that over
+    // the audio's duration (the talker's own real-time factor; 0 when not routed).
+    int64_t codes = 0;
+    double codes_s = 0, talker_rtf = 0;
   };
   Figures figures() const;
 
@@ -81,6 +91,8 @@ class SpeechTimeline {
   int32_t rate_;
   std::chrono::steady_clock::time_point t0_;
   std::vector<std::pair<double, int64_t>> arrivals_;  // seconds after start, samples
+  int64_t codes_ = 0;
+  double last_code_s_ = 0;
 };
 
 nlohmann::json figures_json(const SpeechTimeline::Figures& f);

@@ -115,6 +115,7 @@ Expected<std::unique_ptr<StageRunner>> start_qwen3_tts_codec_stage(const std::st
   const std::string d = dir ? model_path : std::filesystem::path(model_path).parent_path().string();
   Qwen3TtsCodecOptions co;
   co.n_threads = o.n_threads;
+  co.pool = o.compute_pool;  // shared with the talker beside it, region by region
   ASSIGN_OR_RETURN(std::unique_ptr<Qwen3TtsCodec> c, Qwen3TtsCodec::load(d.empty() ? "." : d, co));
   const auto bytes = dir ? 0 : std::filesystem::file_size(model_path, ec);
   return std::unique_ptr<StageRunner>(
