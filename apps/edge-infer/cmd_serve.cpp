@@ -193,10 +193,7 @@ Status load_encoder_stages(const ServeArgs& a, Loaded& out) {
 Expected<server::SpeechVoices> speech_voices(const std::string& talker) {
   server::SpeechVoices v;
   if (pipeline::speech_family(talker) != pipeline::SpeechFamily::kQwen3Tts) return v;
-  const std::filesystem::path dir = std::filesystem::is_directory(talker)
-                                        ? std::filesystem::path(talker)
-                                        : std::filesystem::path(talker).parent_path();
-  ASSIGN_OR_RETURN(nlohmann::json j, read_json_file((dir / "config.json").string()));
+  ASSIGN_OR_RETURN(nlohmann::json j, read_json_file(hf_folder_of(talker) + "/config.json"));
   ASSIGN_OR_RETURN(Qwen3TtsConfig c, qwen3_tts_config_from_hf(j));
   for (const Qwen3TtsSpeaker& s : c.speakers) v.speakers.push_back(s.name);
   for (const Qwen3TtsLanguage& l : c.languages) v.languages.push_back(l.name);

@@ -18,6 +18,13 @@ std::string existing(const std::string& dir, const char* name) {
 
 }  // namespace
 
+std::string hf_folder_of(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return path;
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
 Expected<nlohmann::json> read_json_file(const std::string& path) {
   auto text = read_text_file(path);
   if (!text) return text.status();

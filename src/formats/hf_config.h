@@ -10,6 +10,10 @@
 
 namespace edge {
 
+// The Hugging Face folder a path names: the folder itself, or the folder of a file in it
+// (".": a bare file name).
+std::string hf_folder_of(const std::string& path);
+
 // Reads and parses a JSON file. A parse error names the file, line and column.
 Expected<nlohmann::json> read_json_file(const std::string& path);
 

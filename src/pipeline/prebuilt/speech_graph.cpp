@@ -18,12 +18,33 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The checkpoint folder of a Qwen3-TTS path (the folder, or the folder of its file).
-fs::path folder_of(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return fs::path(path);
-  const fs::path parent = fs::path(path).parent_path();
-  return parent.empty() ? fs::path(".") : parent;
+// A stage on our engine or decoders: its kind, contract and model file.
+StageSpec model_stage(const char* name, const StageKind& kind, ContractRef contract,
+                      const std::string& model, int32_t capacity) {
+  StageSpec s;
+  s.name = name;
+  s.kind = &kind;
+  s.contract = std::move(contract);
+  s.artifacts.push_back(Artifact{"model", model, ""});
+  s.capacity = capacity;
+  return s;
+}
+
+// Besides a decoder's weights: its buffers, and in a worker this binary's code and libraries.
+int64_t decoder_overhead(Placement p) {
+  return p == Placement::kWorker ? (256LL << 20) : (64LL << 20);
+}
+
+// text (and voice, and language where the talker takes one) -> talker -> decoder -> audio;
+// with `codes_out` the talker's codes are a graph output too.
+std::vector<Route> speech_routes(bool language, bool codes_out) {
+  std::vector<Route> r = {Route{{"input", "text"}, {"talker", "text"}},
+                          Route{{"input", "voice"}, {"talker", "voice"}}};
+  if (language) r.push_back(Route{{"input", "language"}, {"talker", "language"}});
+  r.push_back(Route{{"talker", "codes"}, {"vocoder", "codes"}});
+  r.push_back(Route{{"vocoder", "pcm"}, {"output", "audio"}});
+  if (codes_out) r.push_back(Route{{"talker", "codes"}, {"output", "codes"}});
+  return r;
 }
 
 // A stage's model artifact for a Hugging Face folder: its model.safetensors (a file, so
@@ -45,39 +66,25 @@ Expected<PipelineSpec> qwen3_tts_pipeline(const SpeechGraphOptions& o) {
   const auto codec_bytes = fs::file_size(codec_file, ec);
   PipelineSpec p;
   p.name = "speech";
-  StageSpec talker;
-  talker.name = "talker";
-  talker.kind = &kQwen3TtsTalkerKind;
-  talker.contract = ContractRef{"speech.codes", 3};
-  talker.artifacts.push_back(Artifact{"model", talker_file, ""});
-  talker.capacity = o.capacity;
+  StageSpec talker = model_stage("talker", kQwen3TtsTalkerKind, ContractRef{"speech.codes", 3},
+                                 talker_file, o.capacity);
   talker.engine.ctx = o.talker_ctx;
-  StageSpec codec;
-  codec.name = "vocoder";
-  codec.kind = &kQwen3TtsCodecKind;
-  codec.contract = ContractRef{"audio.pcm", 2};
+  StageSpec codec = model_stage("vocoder", kQwen3TtsCodecKind, ContractRef{"audio.pcm", 2},
+                                codec_file, o.capacity);
   codec.placement = o.vocoder_placement;
-  codec.artifacts.push_back(Artifact{"model", codec_file, ""});
-  codec.capacity = o.capacity;
   // The file (F32 at most) plus the F32 copies made at load (transposed-conv kernels and
-  // normalised codebooks, under half the file) and decode buffers; a worker also holds this
-  // binary's code and libraries.
-  const int64_t extra = o.vocoder_placement == Placement::kWorker ? (256LL << 20) : (64LL << 20);
-  codec.reservation_bytes = static_cast<int64_t>(codec_bytes) * 3 / 2 + extra;
+  // normalised codebooks, under half the file).
+  codec.reservation_bytes =
+      static_cast<int64_t>(codec_bytes) * 3 / 2 + decoder_overhead(o.vocoder_placement);
   p.stages = {std::move(talker), std::move(codec)};
-  p.routes = {Route{{"input", "text"}, {"talker", "text"}},
-              Route{{"input", "voice"}, {"talker", "voice"}},
-              Route{{"input", "language"}, {"talker", "language"}},
-              Route{{"talker", "codes"}, {"vocoder", "codes"}},
-              Route{{"vocoder", "pcm"}, {"output", "audio"}}};
-  if (o.codes_out) p.routes.push_back(Route{{"talker", "codes"}, {"output", "codes"}});
+  p.routes = speech_routes(/*language=*/true, o.codes_out);
   return p;
 }
 
 }  // namespace
 
 SpeechFamily speech_family(const std::string& talker_model) {
-  const fs::path config = folder_of(talker_model) / "config.json";
+  const fs::path config = fs::path(hf_folder_of(talker_model)) / "config.json";
   std::error_code ec;
   if (!fs::is_regular_file(config, ec)) return SpeechFamily::kOuteTts;
   if (!fs::is_directory(talker_model, ec) && fs::path(talker_model).extension() != ".safetensors")
@@ -88,7 +95,7 @@ SpeechFamily speech_family(const std::string& talker_model) {
 }
 
 std::string default_qwen3_tts_codec(const std::string& talker_model) {
-  return (folder_of(talker_model) / "speech_tokenizer").string();
+  return (fs::path(hf_folder_of(talker_model)) / "speech_tokenizer").string();
 }
 
 Expected<PipelineSpec> speech_pipeline(const SpeechGraphOptions& o) {
@@ -98,31 +105,17 @@ Expected<PipelineSpec> speech_pipeline(const SpeechGraphOptions& o) {
   if (ec) return Status::not_found(fmt::format("vocoder {}: {}", o.vocoder_model, ec.message()));
   PipelineSpec p;
   p.name = "speech";
-  StageSpec talker;
-  talker.name = "talker";
-  talker.kind = &kSpeechCodesKind;
-  talker.contract = ContractRef{"speech.codes", 2};
-  talker.artifacts.push_back(Artifact{"model", o.talker_model, ""});
-  talker.capacity = o.capacity;
+  StageSpec talker = model_stage("talker", kSpeechCodesKind, ContractRef{"speech.codes", 2},
+                                 o.talker_model, o.capacity);
   talker.engine.ctx = o.talker_ctx;
-  StageSpec voc;
-  voc.name = "vocoder";
-  voc.kind = &kVocoderKind;
-  voc.contract = ContractRef{"audio.pcm", 1};
+  StageSpec voc = model_stage("vocoder", kVocoderKind, ContractRef{"audio.pcm", 1},
+                              o.vocoder_model, o.capacity);
   voc.placement = o.vocoder_placement;
-  voc.artifacts.push_back(Artifact{"model", o.vocoder_model, ""});
-  voc.capacity = o.capacity;
   voc.vocoder = o.vocoder;
-  // Weights (F32 at most twice an F16 file) plus decode buffers; a worker also holds this
-  // binary's code and libraries.
-  const int64_t extra = o.vocoder_placement == Placement::kWorker ? (256LL << 20) : (64LL << 20);
-  voc.reservation_bytes = 2 * static_cast<int64_t>(voc_bytes) + extra;
+  // Weights (F32 at most twice an F16 file) plus decode buffers.
+  voc.reservation_bytes = 2 * static_cast<int64_t>(voc_bytes) + decoder_overhead(o.vocoder_placement);
   p.stages = {std::move(talker), std::move(voc)};
-  p.routes = {Route{{"input", "text"}, {"talker", "text"}},
-              Route{{"input", "voice"}, {"talker", "voice"}},
-              Route{{"talker", "codes"}, {"vocoder", "codes"}},
-              Route{{"vocoder", "pcm"}, {"output", "audio"}}};
-  if (o.codes_out) p.routes.push_back(Route{{"talker", "codes"}, {"output", "codes"}});
+  p.routes = speech_routes(/*language=*/false, o.codes_out);
   return p;
 }
 

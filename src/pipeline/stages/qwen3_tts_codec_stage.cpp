@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 
+#include "formats/hf_config.h"
 #include "model/qwen3_tts_codec_decoder.h"
 #include "pipeline/graph/executor.h"
 #include "pipeline/graph/stage_kind.h"
@@ -112,11 +113,10 @@ Expected<std::unique_ptr<StageRunner>> start_qwen3_tts_codec_stage(const std::st
                                                                    const PipelineRunOptions& o) {
   std::error_code ec;
   const bool dir = std::filesystem::is_directory(model_path, ec);
-  const std::string d = dir ? model_path : std::filesystem::path(model_path).parent_path().string();
   Qwen3TtsCodecOptions co;
   co.n_threads = o.n_threads;
   co.pool = o.compute_pool;  // shared with the talker beside it, region by region
-  ASSIGN_OR_RETURN(std::unique_ptr<Qwen3TtsCodec> c, Qwen3TtsCodec::load(d.empty() ? "." : d, co));
+  ASSIGN_OR_RETURN(std::unique_ptr<Qwen3TtsCodec> c, Qwen3TtsCodec::load(hf_folder_of(model_path), co));
   const auto bytes = dir ? 0 : std::filesystem::file_size(model_path, ec);
   return std::unique_ptr<StageRunner>(
       new Qwen3TtsCodecStageRunner(s.name, std::move(c), ec ? 0 : static_cast<int64_t>(bytes)));

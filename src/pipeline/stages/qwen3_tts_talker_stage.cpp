@@ -130,14 +130,6 @@ class Qwen3TtsTalkerStageRunner final : public StageRunner {
   CancelledEpochs cancelled_;
 };
 
-// The checkpoint folder of a model artifact (its model.safetensors, or the folder itself).
-std::string checkpoint_dir(const std::string& model_path) {
-  std::error_code ec;
-  if (fs::is_directory(model_path, ec)) return model_path;
-  const std::string d = fs::path(model_path).parent_path().string();
-  return d.empty() ? "." : d;
-}
-
 Expected<std::unique_ptr<StageRunner>> start_qwen3_tts_talker_stage(const std::string& model_path,
                                                                     const StageSpec& s,
                                                                     const PipelineRunOptions& o) {
@@ -149,7 +141,7 @@ Expected<std::unique_ptr<StageRunner>> start_qwen3_tts_talker_stage(const std::s
   lo.n_threads = o.n_threads;
   lo.pool = o.compute_pool;  // shared with the decoder beside it, region by region
   ASSIGN_OR_RETURN(std::unique_ptr<Qwen3TtsTalker> t,
-                   Qwen3TtsTalker::load(checkpoint_dir(model_path), lo));
+                   Qwen3TtsTalker::load(hf_folder_of(model_path), lo));
   if (!t->tokenizer())
     return Status::invalid_argument(fmt::format(
         "stage '{}': {} has no tokenizer (vocab.json + merges.txt)", s.name, model_path));
@@ -171,7 +163,7 @@ Expected<PlannedBytes> plan_qwen3_tts_talker(const StageSpec& s, const Artifact&
   if (!parse_kv_type(s.engine.kv_type, &kv_type))
     return Status::invalid_argument(
         fmt::format("stage '{}': kv_type '{}' is not a KV type", s.name, s.engine.kv_type));
-  const std::string dir = checkpoint_dir(model_path);
+  const std::string dir = hf_folder_of(model_path);
   ASSIGN_OR_RETURN(nlohmann::json j, read_json_file((fs::path(dir) / "config.json").string()));
   auto c = qwen3_tts_config_from_hf(j);
   if (!c) return c.status().with_context(fmt::format("stage '{}': {}", s.name, dir));
