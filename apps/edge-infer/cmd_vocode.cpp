@@ -5,6 +5,13 @@
 // --f32 also writes the float samples (little-endian float32) for numeric comparisons.
 // Prints the decode time (load excluded) and the real-time factor on stderr.
 //
+// edge-infer vocode --codec DIR (--codes 1,2,3 | --frames N) [--chunk C] [-r R] [-o out.wav]
+// The same through the Qwen3-TTS 12 Hz codec decoder (model/qwen3_tts_codec_decoder.h):
+// codes are whole frames of n_quantizers; --frames N decodes N frames of deterministic
+// pseudo-random codes (a timing run). Each of R runs decodes the utterance in chunks of C
+// frames; the decode seconds of every run, their median and the real-time factor
+// (decode seconds / audio seconds) are printed on stderr.
+//
 // Also `make-model --arch wavtokenizer-dec` (make_vocoder below): a random-weight vocoder.
 #include <algorithm>
 #include <chrono>
@@ -15,18 +22,88 @@
 #include "convert/random_model.h"
 #include "convert/random_vocoder.h"
 #include "formats/wav.h"
+#include "model/qwen3_tts_codec_decoder.h"
 #include "model/vocoder.h"
 
 namespace edge::cli {
 namespace {
 
+std::string fmt_seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", s);
+  return b;
+}
+
 struct VocodeArgs {
-  std::string vocoder, codes, out, f32, scale = "llama";
+  std::string vocoder, codec, codes, out, f32, scale = "llama";
   int32_t threads = 0;
+  int64_t frames = 0, chunk = 25;
+  int32_t repeats = 1;
   VocoderStreamOptions stream;
 };
 
+Status write_f32(const std::string& path, const std::vector<float>& pcm) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(pcm.data()),
+          static_cast<std::streamsize>(pcm.size() * sizeof(float)));
+  return f ? Status() : Status::io_error(path + ": write failed");
+}
+
+// --frames N: codes [N][n_q] from a fixed linear congruential sequence (the same every run).
+std::vector<int32_t> timing_codes(int64_t frames, int64_t n_q, int64_t codebook_size) {
+  std::vector<int32_t> codes(static_cast<size_t>(frames * n_q));
+  uint32_t x = 12345;
+  for (int32_t& c : codes) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(codebook_size));
+  }
+  return codes;
+}
+
+int run_vocode_codec(const VocodeArgs& a) {
+  Qwen3TtsCodecOptions o;
+  o.n_threads = a.threads;
+  auto c = Qwen3TtsCodec::load(a.codec, o);
+  if (!c) return report_error(c.status());
+  std::vector<int32_t> codes;
+  if (a.frames > 0) {
+    codes = timing_codes(a.frames, (*c)->n_quantizers(), (*c)->hparams().codebook_size);
+  } else {
+    auto ids = parse_id_list(a.codes);
+    if (!ids) return report_error(ids.status());
+    codes = std::move(*ids);
+  }
+  std::vector<double> secs;
+  std::vector<float> pcm;
+  for (int32_t r = 0; r < std::max(a.repeats, 1); ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = (*c)->decode(codes, a.chunk);
+    secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (!out) return report_error(out.status());
+    pcm = std::move(*out);
+  }
+  if (!a.out.empty()) RETURN_CODE_IF_ERROR(write_wav16(a.out, pcm, (*c)->sample_rate()));
+  if (!a.f32.empty()) RETURN_CODE_IF_ERROR(write_f32(a.f32, pcm));
+  const double audio_s = static_cast<double>(pcm.size()) / (*c)->sample_rate();
+  std::string runs;
+  for (double s : secs) runs += fmt_seconds(s) + " ";
+  std::sort(secs.begin(), secs.end());
+  const double med = secs[secs.size() / 2];
+  std::fprintf(stderr,
+               "edge-infer: %zu frames -> %.2f s of audio at %d Hz, chunks of %lld frames\n"
+               "edge-infer: decode s per run: %s\n"
+               "edge-infer: median decode %.3f s (real-time factor %.3f)\n",
+               codes.size() / static_cast<size_t>((*c)->n_quantizers()), audio_s,
+               (*c)->sample_rate(), static_cast<long long>(a.chunk), runs.c_str(), med,
+               audio_s > 0 ? med / audio_s : 0.0);
+  return 0;
+}
+
 int run_vocode(const VocodeArgs& a) {
+  if (!a.codec.empty()) return run_vocode_codec(a);
+  if (a.vocoder.empty() || a.codes.empty() || a.out.empty())
+    return report_error(
+        Status::invalid_argument("--vocoder, --codes and -o are required without --codec"));
   auto codes = parse_id_list(a.codes);
   if (!codes) return report_error(codes.status());
   VocoderOptions vo;
@@ -44,12 +121,7 @@ int run_vocode(const VocodeArgs& a) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!pcm) return report_error(pcm.status());
   RETURN_CODE_IF_ERROR(write_wav16(a.out, *pcm, (*v)->sample_rate()));
-  if (!a.f32.empty()) {
-    std::ofstream f(a.f32, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(pcm->data()),
-            static_cast<std::streamsize>(pcm->size() * sizeof(float)));
-    if (!f) return report_error(Status::io_error(a.f32 + ": write failed"));
-  }
+  if (!a.f32.empty()) RETURN_CODE_IF_ERROR(write_f32(a.f32, *pcm));
   const double audio_s = static_cast<double>(pcm->size()) / (*v)->sample_rate();
   std::fprintf(stderr,
                "edge-infer: %zu codes -> %zu samples at %d Hz -> %s\n"
@@ -85,9 +157,13 @@ int make_vocoder(const RandomModelOptions& m, const std::string& out) {
 void register_vocode(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<VocodeArgs>();
   CLI::App* sub = app.add_subcommand("vocode", "Decode audio codes to a WAV with a vocoder");
-  sub->add_option("--vocoder", a->vocoder, "wavtokenizer-dec GGUF")->required();
-  sub->add_option("--codes", a->codes, "comma-separated codes, e.g. 1,2,3")->required();
-  sub->add_option("-o,--output", a->out, "output WAV (16-bit mono)")->required();
+  sub->add_option("--vocoder", a->vocoder, "wavtokenizer-dec GGUF");
+  sub->add_option("--codec", a->codec, "Qwen3-TTS 12 Hz tokenizer directory (instead)");
+  sub->add_option("--codes", a->codes, "comma-separated codes, e.g. 1,2,3");
+  sub->add_option("--frames", a->frames, "--codec: decode N frames of pseudo-random codes");
+  sub->add_option("--chunk", a->chunk, "--codec: frames per forward chunk")->capture_default_str();
+  sub->add_option("-r,--repeats", a->repeats, "--codec: timed decodes")->capture_default_str();
+  sub->add_option("-o,--output", a->out, "output WAV (16-bit mono)");
   sub->add_option("--f32", a->f32, "also write the float samples here");
   sub->add_option("--scale", a->scale, "ISTFT scaling: llama (llama.cpp's tts) | torch")
       ->capture_default_str();

@@ -126,6 +126,11 @@ struct KernelTable {
   void (*gelu)(float* x, int64_t n) = nullptr;                 // tanh approximation, in place
   void (*mul)(float* a, const float* b, int64_t n) = nullptr;  // a *= b
   void (*add)(float* a, const float* b, int64_t n) = nullptr;  // a += b
+  // SnakeBeta over x [rows][c]: y = x + inv_beta[ch] * sin(alpha[ch] * x)^2 (alpha, inv_beta
+  // [c]: the activation's exp(alpha) and 1 / (exp(beta) + 1e-9)). y may alias x. The SIMD
+  // variants' sin is a polynomial (kernels/snake_blocking.h states its error).
+  void (*snake_beta)(const float* x, int64_t rows, int64_t c, const float* alpha,
+                     const float* inv_beta, float* y) = nullptr;
   AttentionTasksFn attention = nullptr;
   // kv_store_row() (above): one position's K or V row into the cache, as type t. The SIMD
   // variants convert F16 with F16C and BF16 with integer rounding: the same bits as the

@@ -24,6 +24,11 @@ void install_delta_net_avx2(KernelTable* t);
 void install_delta_net_avx512(KernelTable* t);
 void install_delta_net_neon(KernelTable* t);
 
+// SnakeBeta (kernels/snake_blocking.h) of each level; the dense installers call them.
+void install_snake_avx2(KernelTable* t);
+void install_snake_avx512(KernelTable* t);
+void install_snake_neon(KernelTable* t);
+
 // Every SIMD dense table this CPU runs (narrowest first; the reference not included):
 // what the tests compare against the reference.
 std::vector<KernelTable> simd_dense_kernels();

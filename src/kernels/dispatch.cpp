@@ -37,6 +37,7 @@ const KernelTable& reference_kernels() {
     t.gelu = ref::gelu;
     t.mul = ref::mul;
     t.add = ref::add;
+    t.snake_beta = ref::snake_beta;
     t.attention = ref::attention;
     t.kv_store_row = kv_store_row;
     t.delta_conv = ref::delta_conv;

@@ -144,6 +144,7 @@ void install_dense_neon(KernelTable* t) {
   t->add = add;
   t->rope = rope;
   install_delta_net_neon(t);
+  install_snake_neon(t);
 }
 
 }  // namespace edge

@@ -1,11 +1,13 @@
 // Small NEON helpers shared by the aarch64 kernel files (arm_neon/, arm_dotprod/): an
-// f32 exp good to ~2 ulp over the range the elementwise ops use, a packed panel's store. Header-only and inline,
-// included only by files compiled for an aarch64 level (Advanced SIMD is in every one).
+// f32 exp good to ~2 ulp over the range the elementwise ops use, a packed panel's store.
+// Header-only and inline, included only by files compiled for an aarch64 level (Advanced SIMD is in
+// every one).
 #pragma once
 
 #include <arm_neon.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "kernels/packed_api.h"
 
@@ -41,4 +43,35 @@ inline void store_panel(const PackedMatrixView& w, int64_t p, int64_t t, const f
   for (int64_t r = 0; r < rows; ++r) y[t * w.n + r0 + r] = out[r];
 }
 
+namespace {  // internal linkage: each file compiled for its own level keeps its own copy
+
+// The float-vector primitives the templates over one ISA's vectors share (kernels/
+// delta_net_blocking.h, snake_blocking.h): 4 lanes, tails through a zero-padded buffer.
+struct F32x4 {
+  using V = float32x4_t;
+  static constexpr int kW = 4;
+  static V zero() { return vdupq_n_f32(0.0f); }
+  static V set1(float x) { return vdupq_n_f32(x); }
+  static V load(const float* p) { return vld1q_f32(p); }
+  static void store(float* p, V v) { vst1q_f32(p, v); }
+  static V load_n(const float* p, int64_t rem) {
+    if (rem >= 4) return vld1q_f32(p);
+    float buf[4] = {0, 0, 0, 0};
+    for (int64_t i = 0; i < rem; ++i) buf[i] = p[i];
+    return vld1q_f32(buf);
+  }
+  static void store_n(float* p, int64_t rem, V v) {
+    if (rem >= 4) return vst1q_f32(p, v);
+    float buf[4];
+    vst1q_f32(buf, v);
+    for (int64_t i = 0; i < rem; ++i) p[i] = buf[i];
+  }
+  static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+  static V mul(V a, V b) { return vmulq_f32(a, b); }
+  static V sub(V a, V b) { return vsubq_f32(a, b); }
+  static V round(V x) { return vrndnq_f32(x); }
+  static float hsum(V v) { return vaddvq_f32(v); }
+};
+
+}  // namespace
 }  // namespace edge::neon

@@ -95,4 +95,13 @@ void add(float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) a[i] += b[i];
 }
 
+void snake_beta(const float* x, int64_t rows, int64_t c, const float* alpha, const float* inv_beta,
+                float* y) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float v = x[r * c + ch], s = std::sin(v * alpha[ch]);
+      y[r * c + ch] = v + inv_beta[ch] * (s * s);
+    }
+}
+
 }  // namespace edge::ref

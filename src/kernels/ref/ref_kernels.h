@@ -20,6 +20,8 @@ void silu(float* x, int64_t n);
 void gelu(float* x, int64_t n);
 void mul(float* a, const float* b, int64_t n);
 void add(float* a, const float* b, int64_t n);
+void snake_beta(const float* x, int64_t rows, int64_t c, const float* alpha, const float* inv_beta,
+                float* y);
 void attention(const AttentionArgs& a, int64_t t0, int64_t t1, float* scratch);
 void delta_conv(const DeltaConvArgs& a, int64_t c0, int64_t c1);
 // scratch: 2 * (d_k + d_v) floats.

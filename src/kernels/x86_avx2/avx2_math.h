@@ -1,4 +1,5 @@
-// Vector math shared by the AVX2 kernel files (dense_avx2.cpp, delta_net_avx2.cpp).
+// Vector math shared by the AVX2 kernel files (dense_avx2.cpp, delta_net_avx2.cpp,
+// snake_avx2.cpp).
 // Included only by files compiled for that level; the helpers sit in an anonymous
 // namespace, so each file keeps its own copy (kernels/isa.h: no code compiled with one
 // level's flags may be shared by name).
@@ -57,6 +58,24 @@ inline __m256 exp8(__m256 x) {
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
+
+// The float-vector primitives the templates over one ISA's vectors share (kernels/
+// delta_net_blocking.h, snake_blocking.h): 8 lanes, masked loads and stores for tails.
+struct F32x8 {
+  using V = __m256;
+  static constexpr int kW = 8;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V load_n(const float* p, int64_t rem) { return load8(p, rem); }
+  static void store_n(float* p, int64_t rem, V v) { store8(p, rem, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V round(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static float hsum(V v) { return hsum8(v); }
+};
 
 }  // namespace
 }  // namespace edge

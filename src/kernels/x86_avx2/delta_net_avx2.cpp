@@ -15,24 +15,12 @@
 namespace edge {
 namespace {
 
-struct DeltaPrims {
-  using V = __m256;
-  static constexpr int kW = 8;
+struct DeltaPrims : F32x8 {
   static constexpr int kDecodeVecs = 4;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V set1(float x) { return _mm256_set1_ps(x); }
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static V load_n(const float* p, int64_t rem) { return load8(p, rem); }
-  static void store_n(float* p, int64_t rem, V v) { store8(p, rem, v); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V silu(V x) {
     const V e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
     return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
   }
-  static float hsum(V v) { return hsum8(v); }
 };
 
 }  // namespace

@@ -270,6 +270,7 @@ void install_dense_avx2(KernelTable* t) {
   t->gelu = gelu;
   t->kv_store_row = store_kv_row;
   install_delta_net_avx2(t);
+  install_snake_avx2(t);
 }
 
 }  // namespace edge

@@ -1,5 +1,5 @@
 // Vector math shared by the AVX-512 kernel files (dense_avx512.cpp,
-// delta_net_avx512.cpp).
+// delta_net_avx512.cpp, snake_avx512.cpp).
 // Included only by files compiled for that level; the helpers sit in an anonymous
 // namespace, so each file keeps its own copy (kernels/isa.h: no code compiled with one
 // level's flags may be shared by name).
@@ -43,6 +43,33 @@ inline __m512 exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, n);
 }
+
+// The float-vector primitives the templates over one ISA's vectors share (kernels/
+// delta_net_blocking.h, snake_blocking.h): 16 lanes, masked loads and stores for tails.
+struct F32x16 {
+  using V = __m512;
+  static constexpr int kW = 16;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V load_n(const float* p, int64_t rem) {
+    return rem >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail_mask(rem), p);
+  }
+  static void store_n(float* p, int64_t rem, V v) {
+    if (rem >= 16)
+      _mm512_storeu_ps(p, v);
+    else
+      _mm512_mask_storeu_ps(p, tail_mask(rem), v);
+  }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V round(V x) {
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  static float hsum(V v) { return _mm512_reduce_add_ps(v); }
+};
 
 }  // namespace
 }  // namespace edge

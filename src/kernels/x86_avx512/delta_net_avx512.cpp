@@ -15,31 +15,12 @@
 namespace edge {
 namespace {
 
-struct DeltaPrims {
-  using V = __m512;
-  static constexpr int kW = 16;
+struct DeltaPrims : F32x16 {
   static constexpr int kDecodeVecs = 2;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V set1(float x) { return _mm512_set1_ps(x); }
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static V load_n(const float* p, int64_t rem) {
-    return rem >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail_mask(rem), p);
-  }
-  static void store_n(float* p, int64_t rem, V v) {
-    if (rem >= 16)
-      _mm512_storeu_ps(p, v);
-    else
-      _mm512_mask_storeu_ps(p, tail_mask(rem), v);
-  }
-  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V silu(V x) {
     const V e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
     return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
   }
-  static float hsum(V v) { return _mm512_reduce_add_ps(v); }
 };
 
 }  // namespace

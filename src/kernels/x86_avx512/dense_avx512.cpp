@@ -271,6 +271,7 @@ void install_dense_avx512(KernelTable* t) {
   t->gelu = gelu;
   t->kv_store_row = store_kv_row;
   install_delta_net_avx512(t);
+  install_snake_avx512(t);
 }
 
 }  // namespace edge

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/check.h"
 #include "kernels/api.h"
@@ -300,7 +301,21 @@ struct Binder {
     c.dilation = dilation;
     c.w = flat(p + "weight");
     c.bias = vec(p + "bias");
+    if (c.k > 1) c.taps_major = taps_major(w);
     return c;
+  }
+  // Conv kernel w [c_out, c_in, k] -> the same elements (the file's type) as [c_out][k][c_in]:
+  // an im2col row is then the k input rows it reads, each copied whole.
+  static std::vector<uint8_t> taps_major(const TensorView& w) {
+    const int64_t c_out = w.shape[0], c_in = w.shape[1], k = w.shape[2];
+    const size_t es = static_cast<size_t>(w.nbytes / static_cast<uint64_t>(w.numel()));
+    std::vector<uint8_t> out(static_cast<size_t>(w.nbytes));
+    for (int64_t co = 0; co < c_out; ++co)
+      for (int64_t ci = 0; ci < c_in; ++ci)
+        for (int64_t j = 0; j < k; ++j)
+          std::memcpy(out.data() + static_cast<size_t>((co * k + j) * c_in + ci) * es,
+                      w.data + static_cast<size_t>((co * c_in + ci) * k + j) * es, es);
+    return out;
   }
   Qwen3TtsCodecWeights::Snake snake(const std::string& p) const {
     Qwen3TtsCodecWeights::Snake s;

@@ -73,9 +73,10 @@ nlohmann::json qwen3_tts_codec_config(const Qwen3TtsCodecHparams& h);
 // quantizer input projections are optional: decoding never reads them).
 TensorSchema qwen3_tts_codec_schema(const Qwen3TtsCodecHparams& h);
 
-// Weights. Matrices and convolution kernels are views into the mapped file in its own type
-// (a conv kernel [c_out, c_in, k] viewed as [c_out, c_in * k], the im2col row order);
-// vectors, codebooks, depthwise kernels and the rearranged transposed-conv kernels are F32.
+// Weights. Matrices and k = 1 convolution kernels are views into the mapped file in its own
+// type; wider convolution kernels are copies in the file's type rearranged tap-major
+// ([c_out][k][c_in], the im2col row order); vectors, codebooks, depthwise kernels and the
+// rearranged transposed-conv kernels are F32.
 struct Qwen3TtsCodecWeights {
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;    // [hidden]
@@ -91,10 +92,19 @@ struct Qwen3TtsCodecWeights {
     std::vector<float> w;     // [stride * c_out, taps * c_in]
     std::vector<float> bias;  // [c_out]
   };
-  struct Conv {  // a causal conv: view [c_out, c_in * k] and bias
+  // A causal conv. k == 1: w is the file's [c_out, c_in] and the matrix itself. k > 1: w is
+  // the file's [c_out, c_in * k] (shape and type) and the matrix is taps_major, the same
+  // elements rearranged as [c_out][k][c_in] (matrix() gives the view).
+  struct Conv {
     TensorView w;
-    std::vector<float> bias;
+    std::vector<uint8_t> taps_major;  // [c_out, k * c_in] in w's type, k > 1 only
+    std::vector<float> bias;          // [c_out]
     int64_t c_in = 0, c_out = 0, k = 1, dilation = 1;
+    TensorView matrix() const {
+      TensorView v = w;
+      if (!taps_major.empty()) v.data = taps_major.data();
+      return v;
+    }
   };
   struct Snake {
     std::vector<float> alpha, inv_beta;  // exp(alpha), 1 / (exp(beta) + 1e-9)
@@ -143,6 +153,12 @@ struct Qwen3TtsCodecState {
   };
   std::vector<KvPages> kv;  // per layer
   static constexpr int64_t kPage = 32;
+  // Activation and im2col buffers reused from chunk to chunk (not stream state: whatever
+  // they hold is overwritten before it is read). They grow to the largest chunk's needs:
+  // 3 x 0.74 MB per frame of the chunk at the published sizes, plus the im2col tiles.
+  struct Scratch {
+    std::vector<float> x, y, z, cols;
+  } scratch;
 };
 
 struct Qwen3TtsCodecExec {

@@ -33,6 +33,58 @@ struct HistCursor {
   }
 };
 
+// v's data with room for n floats. Buffers only grow, so a stream's later chunks (and the
+// later operations of a chunk) reuse memory that is already mapped and never re-zero it.
+float* room(Vec& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+// Row q of [hist ; x], where hist holds h rows and both have c columns.
+const float* ext_row(const Vec& hist, int64_t h, const float* x, int64_t c, int64_t q) {
+  return q < h ? hist.data() + q * c : x + (q - h) * c;
+}
+
+// hist [h][c] <- the last h rows of [hist ; x], x holding t rows.
+void roll_hist(Vec& hist, int64_t h, const float* x, int64_t t, int64_t c) {
+  if (h == 0) return;
+  if (t >= h) {
+    std::copy_n(x + (t - h) * c, h * c, hist.data());
+    return;
+  }
+  std::copy(hist.begin() + t * c, hist.end(), hist.begin());
+  std::copy_n(x, t * c, hist.data() + (h - t) * c);
+}
+
+// fn(r0, r1) over rows [0, t) of `cols` floats each: split among the pool's threads when
+// the rows hold enough work to pay for a fork/join, else on the calling thread. Every row
+// is computed the same way whichever thread runs it.
+template <class F>
+void for_rows(const Qwen3TtsCodecExec& ex, int64_t t, int64_t cols, const F& fn) {
+  constexpr int64_t kMinParallelFloats = 1 << 14;
+  if (t * cols < kMinParallelFloats || ex.pool.size() == 1 || t < 2) {
+    fn(int64_t{0}, t);
+    return;
+  }
+  ex.pool.run([&](int tid, int nth) {
+    const auto [r0, r1] = ThreadPool::split(t, tid, nth);
+    if (r0 < r1) fn(r0, r1);
+  });
+}
+
+// y[i] += b for each of t rows of y [t][c].
+void add_rows(const Qwen3TtsCodecExec& ex, float* y, int64_t t, const float* b, int64_t c) {
+  for_rows(ex, t, c, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) ex.kernels.add(y + i * c, b, c);
+  });
+}
+
+// x [t][c] += y [t][c].
+void add_rows_of(const Qwen3TtsCodecExec& ex, float* x, const float* y, int64_t t, int64_t c) {
+  for_rows(ex, t, c,
+           [&](int64_t r0, int64_t r1) { ex.kernels.add(x + r0 * c, y + r0 * c, (r1 - r0) * c); });
+}
+
 TensorView f32_view(const Vec& w, int64_t rows, int64_t cols) {
   TensorView v;
   v.dtype = DType::F32;
@@ -46,70 +98,63 @@ TensorView f32_view(const Vec& w, int64_t rows, int64_t cols) {
 void linear(const Qwen3TtsCodecExec& ex, const float* x, int64_t t, const TensorView& w,
             const Vec* bias, float* y) {
   matmul(ex.kernels, x, t, w, y, ex.pool);
-  const int64_t out = w.shape[0];
-  if (bias)
-    for (int64_t i = 0; i < t; ++i) ex.kernels.add(y + i * out, bias->data(), out);
+  if (bias) add_rows(ex, y, t, bias->data(), w.shape[0]);
 }
 
-// Causal conv: x [t][c_in] after the (k-1)*dilation rows of hist -> y [t][c_out]. Output row i
-// reads rows i + j * dilation of [hist ; x], the im2col column ci * k + j.
-Vec causal_conv(const Qwen3TtsCodecExec& ex, const W::Conv& c, const Vec& x, int64_t t,
-                HistCursor& hc) {
+// Causal conv: x [t][c_in] after the (k-1)*dilation rows of hist -> y [t][c_out] (y must not
+// overlap x). Output row i reads rows i + j * dilation of [hist ; x], the im2col columns
+// [j * c_in, (j + 1) * c_in) (the kernel is tap-major); im2col tiles of kIm2colRows rows go
+// through `cols`.
+void causal_conv(const Qwen3TtsCodecExec& ex, const W::Conv& c, const float* x, int64_t t,
+                 HistCursor& hc, Vec& cols, float* y) {
   const int64_t h = (c.k - 1) * c.dilation, ck = c.c_in * c.k;
   Vec& hist = hc.take(h, c.c_in);
-  Vec ext(hist);
-  ext.insert(ext.end(), x.begin(), x.end());  // [h + t][c_in]
-  Vec y(static_cast<size_t>(t * c.c_out));
+  const TensorView w = c.matrix();
   if (c.k == 1) {
-    linear(ex, x.data(), t, c.w, &c.bias, y.data());
+    linear(ex, x, t, w, &c.bias, y);
   } else {
-    Vec cols(static_cast<size_t>(std::min(t, kIm2colRows) * ck));
+    float* cb = room(cols, std::min(t, kIm2colRows) * ck);
     for (int64_t i0 = 0; i0 < t; i0 += kIm2colRows) {
       const int64_t n = std::min(kIm2colRows, t - i0);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < c.k; ++j) {
-          const float* src = ext.data() + (i0 + i + j * c.dilation) * c.c_in;
-          float* dst = cols.data() + i * ck + j;
-          for (int64_t ci = 0; ci < c.c_in; ++ci) dst[ci * c.k] = src[ci];
-        }
-      linear(ex, cols.data(), n, c.w, &c.bias, y.data() + i0 * c.c_out);
+      for_rows(ex, n, ck, [&](int64_t r0, int64_t r1) {
+        for (int64_t i = r0; i < r1; ++i)
+          for (int64_t j = 0; j < c.k; ++j)
+            std::copy_n(ext_row(hist, h, x, c.c_in, i0 + i + j * c.dilation), c.c_in,
+                        cb + i * ck + j * c.c_in);
+      });
+      linear(ex, cb, n, w, &c.bias, y + i0 * c.c_out);
     }
   }
-  hist.assign(ext.end() - h * c.c_in, ext.end());
-  return y;
+  roll_hist(hist, h, x, t, c.c_in);
 }
 
 // Transposed conv (kernel taps * stride, trimmed to t * stride outputs): x [t][c_in] ->
-// [t * stride][c_out]; the state holds the taps - 1 previous input rows.
-Vec trans_conv(const Qwen3TtsCodecExec& ex, const W::TransConv& tc, const Vec& x, int64_t t,
-               HistCursor& hc) {
-  const int64_t h = tc.taps - 1, cols = tc.taps * tc.c_in;
+// y [t * stride][c_out] (y must not overlap x); the state holds the taps - 1 previous input
+// rows. Input rows [x[i], x[i-1], ..] go through `cols` in tiles of kIm2colRows.
+void trans_conv(const Qwen3TtsCodecExec& ex, const W::TransConv& tc, const float* x, int64_t t,
+                HistCursor& hc, Vec& cols, float* y) {
+  const int64_t h = tc.taps - 1, width = tc.taps * tc.c_in, out = tc.stride * tc.c_out;
   Vec& hist = hc.take(h, tc.c_in);
-  Vec ext(hist);
-  ext.insert(ext.end(), x.begin(), x.end());
-  Vec rows(static_cast<size_t>(t * cols));
-  for (int64_t i = 0; i < t; ++i)
-    for (int64_t tap = 0; tap < tc.taps; ++tap)  // input i - tap is ext row h + i - tap
-      std::copy_n(ext.data() + (h + i - tap) * tc.c_in, tc.c_in,
-                  rows.data() + i * cols + tap * tc.c_in);
-  Vec y(static_cast<size_t>(t * tc.stride * tc.c_out));  // [t][stride][c_out]
-  linear(ex, rows.data(), t, f32_view(tc.w, tc.stride * tc.c_out, cols), nullptr, y.data());
-  for (int64_t r = 0; r < t * tc.stride; ++r)
-    ex.kernels.add(y.data() + r * tc.c_out, tc.bias.data(), tc.c_out);
-  hist.assign(ext.end() - h * tc.c_in, ext.end());
-  return y;
+  const TensorView w = f32_view(tc.w, out, width);
+  float* cb = room(cols, std::min(t, kIm2colRows) * width);
+  for (int64_t i0 = 0; i0 < t; i0 += kIm2colRows) {
+    const int64_t n = std::min(kIm2colRows, t - i0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t tap = 0; tap < tc.taps; ++tap)  // input i - tap is row h + i - tap
+        std::copy_n(ext_row(hist, h, x, tc.c_in, h + i0 + i - tap), tc.c_in,
+                    cb + i * width + tap * tc.c_in);
+    linear(ex, cb, n, w, nullptr, y + i0 * out);  // [n][stride][c_out]
+  }
+  add_rows(ex, y, t * tc.stride, tc.bias.data(), tc.c_out);
+  roll_hist(hist, h, x, t, tc.c_in);
 }
 
-// SnakeBeta on x [t][C]: x + inv_beta * sin(alpha * x)^2.
-Vec snake(const W::Snake& s, const Vec& x) {
+// SnakeBeta on x [t][C] -> y (may be x): x + inv_beta * sin(alpha * x)^2.
+void snake(const Qwen3TtsCodecExec& ex, const W::Snake& s, const float* x, int64_t t, float* y) {
   const int64_t c = static_cast<int64_t>(s.alpha.size());
-  Vec y(x.size());
-  for (size_t r = 0; r < x.size(); r += static_cast<size_t>(c))
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const float v = x[r + ch], sn = std::sin(v * s.alpha[ch]);
-      y[r + ch] = v + s.inv_beta[ch] * (sn * sn);
-    }
-  return y;
+  for_rows(ex, t, c, [&](int64_t r0, int64_t r1) {
+    ex.kernels.snake_beta(x + r0 * c, r1 - r0, c, s.alpha.data(), s.inv_beta.data(), y + r0 * c);
+  });
 }
 
 // GELU, erf form (torch.nn.GELU()'s default; the kernel table's is the tanh form).
@@ -117,27 +162,34 @@ void gelu_erf(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * float(M_SQRT1_2)));
 }
 
-// Causal ConvNeXt block on x [t][C]: depthwise causal conv k7, layer norm (eps 1e-6),
-// pw1 (C -> 4C), GELU, pw2, gamma, residual.
-void convnext(const Qwen3TtsCodecExec& ex, const W::ConvNext& b, Vec& x, int64_t t,
-              HistCursor& hc) {
-  const int64_t c = static_cast<int64_t>(b.gamma.size()), k = 7;
-  Vec& hist = hc.take(k - 1, c);
-  Vec ext(hist);
-  ext.insert(ext.end(), x.begin(), x.end());
-  Vec a(x.size());
-  for (int64_t i = 0; i < t; ++i)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      float s = b.dw_b[ch];
-      for (int64_t j = 0; j < k; ++j) s += b.dw_w[ch * k + j] * ext[(i + j) * c + ch];
-      a[i * c + ch] = s;
+// Depthwise causal conv k7 (with bias) of x [t][c] after the 6 rows of hist -> y [t][c].
+void depthwise_causal(const W::ConvNext& b, const Vec& hist, const float* x, int64_t t, int64_t c,
+                      float* y) {
+  constexpr int64_t k = 7;
+  for (int64_t i = 0; i < t; ++i) {
+    float* yi = y + i * c;
+    std::copy_n(b.dw_b.data(), c, yi);
+    for (int64_t j = 0; j < k; ++j) {
+      const float* src = ext_row(hist, k - 1, x, c, i + j);
+      for (int64_t ch = 0; ch < c; ++ch) yi[ch] += b.dw_w[ch * k + j] * src[ch];
     }
-  hist.assign(ext.end() - (k - 1) * c, ext.end());
-  ref::layer_norm(a.data(), t, c, 1e-6f, b.norm_w.data(), b.norm_b.data(), a.data());
-  Vec mid(static_cast<size_t>(t * 4 * c));
-  linear(ex, a.data(), t, b.pw1, &b.pw1_b, mid.data());
-  gelu_erf(mid.data(), t * 4 * c);
-  linear(ex, mid.data(), t, b.pw2, &b.pw2_b, a.data());
+  }
+}
+
+// Causal ConvNeXt block on x [t][C], in place: depthwise causal conv k7, layer norm (eps
+// 1e-6), pw1 (C -> 4C), GELU, pw2, gamma, residual.
+void convnext(const Qwen3TtsCodecExec& ex, const W::ConvNext& b, float* x, int64_t t,
+              HistCursor& hc, Vec& tmp, Vec& mid_buf) {
+  const int64_t c = static_cast<int64_t>(b.gamma.size());
+  Vec& hist = hc.take(6, c);
+  float* a = room(tmp, t * c);
+  depthwise_causal(b, hist, x, t, c, a);
+  roll_hist(hist, 6, x, t, c);
+  ref::layer_norm(a, t, c, 1e-6f, b.norm_w.data(), b.norm_b.data(), a);
+  float* mid = room(mid_buf, t * 4 * c);
+  linear(ex, a, t, b.pw1, &b.pw1_b, mid);
+  gelu_erf(mid, t * 4 * c);
+  linear(ex, mid, t, b.pw2, &b.pw2_b, a);
   for (int64_t i = 0; i < t; ++i)
     for (int64_t ch = 0; ch < c; ++ch) x[i * c + ch] += b.gamma[ch] * a[i * c + ch];
 }
@@ -256,7 +308,9 @@ void transformer_layer(const Qwen3TtsCodecExec& ex, const Qwen3TtsCodecHparams& 
 // quantizer -> pre_conv -> transformer: [t][latent_dim] at the frame rate.
 Vec frames_to_latent(const Qwen3TtsCodecExec& ex, const Qwen3TtsCodecHparams& h, const W& w,
                      const int32_t* codes, int64_t t, Qwen3TtsCodecState& s, HistCursor& hc) {
-  Vec lat = causal_conv(ex, w.pre_conv, quantize(ex, h, w, codes, t), t, hc);
+  const Vec q = quantize(ex, h, w, codes, t);
+  Vec lat(static_cast<size_t>(t * h.latent_dim));
+  causal_conv(ex, w.pre_conv, q.data(), t, hc, s.scratch.cols, lat.data());
   Vec x(static_cast<size_t>(t * h.hidden));
   linear(ex, lat.data(), t, w.input_proj, &w.input_proj_b, x.data());
   if (s.kv.size() < w.layers.size()) s.kv.resize(w.layers.size());
@@ -267,6 +321,26 @@ Vec frames_to_latent(const Qwen3TtsCodecExec& ex, const Qwen3TtsCodecHparams& h,
   return lat;
 }
 
+// Decoder block b on x [n][c_in] (in sc.x): SnakeBeta, the transposed conv (the width halves,
+// the rows grow by the stride), three residual units; the result is back in sc.x.
+void decoder_block(const Qwen3TtsCodecExec& ex, const W::Block& b, int64_t& n, HistCursor& hc,
+                   Qwen3TtsCodecState::Scratch& sc) {
+  const int64_t c_in = b.up.c_in, c = b.up.c_out;
+  snake(ex, b.act, sc.x.data(), n, room(sc.y, n * c_in));
+  trans_conv(ex, b.up, sc.y.data(), n, hc, sc.cols, room(sc.x, n * b.up.stride * c));
+  n *= b.up.stride;
+  float* x = sc.x.data();
+  float* a = room(sc.y, n * c);
+  float* m = room(sc.z, n * c);
+  for (const W::ResUnit& r : b.res) {
+    snake(ex, r.act1, x, n, a);
+    causal_conv(ex, r.conv1, a, n, hc, sc.cols, m);
+    snake(ex, r.act2, m, n, m);
+    causal_conv(ex, r.conv2, m, n, hc, sc.cols, a);
+    add_rows_of(ex, x, a, n, c);
+  }
+}
+
 }  // namespace
 
 void qwen3_tts_codec_forward(const Qwen3TtsCodecExec& ex, const Qwen3TtsCodecHparams& h,
@@ -274,25 +348,28 @@ void qwen3_tts_codec_forward(const Qwen3TtsCodecExec& ex, const Qwen3TtsCodecHpa
                              Qwen3TtsCodecState& s, std::vector<float>& pcm) {
   if (t <= 0) return;
   HistCursor hc{s};
-  Vec x = frames_to_latent(ex, h, w, codes, t, s, hc);
-  int64_t n = t;  // rows of x
+  Qwen3TtsCodecState::Scratch& sc = s.scratch;
+  Vec lat = frames_to_latent(ex, h, w, codes, t, s, hc);
+  int64_t n = t;  // rows of the activation
+  const float* cur = lat.data();
   for (size_t i = 0; i < w.upsample.size(); ++i) {
-    x = trans_conv(ex, w.upsample[i], x, n, hc);
-    n *= w.upsample[i].stride;
-    convnext(ex, w.convnext[i], x, n, hc);
+    const W::TransConv& up = w.upsample[i];
+    Vec& dst = i % 2 ? sc.x : sc.y;  // never the buffer cur points into
+    trans_conv(ex, up, cur, n, hc, sc.cols, room(dst, n * up.stride * up.c_out));
+    n *= up.stride;
+    convnext(ex, w.convnext[i], dst.data(), n, hc, sc.z, sc.cols);
+    cur = dst.data();
   }
-  x = causal_conv(ex, w.dec_in, x, n, hc);
-  for (const W::Block& b : w.blocks) {
-    x = trans_conv(ex, b.up, snake(b.act, x), n, hc);
-    n *= b.up.stride;
-    for (const W::ResUnit& r : b.res) {
-      Vec y = causal_conv(ex, r.conv1, snake(r.act1, x), n, hc);
-      y = causal_conv(ex, r.conv2, snake(r.act2, y), n, hc);
-      for (size_t j = 0; j < x.size(); ++j) x[j] += y[j];
-    }
-  }
-  x = causal_conv(ex, w.conv_out, snake(w.act_out, x), n, hc);
-  for (float v : x) pcm.push_back(std::clamp(v, -1.0f, 1.0f));
+  Vec& in = w.upsample.size() % 2 ? sc.y : sc.x;  // the buffer cur is in
+  Vec& out = &in == &sc.x ? sc.y : sc.x;
+  causal_conv(ex, w.dec_in, cur, n, hc, sc.cols, room(out, n * w.dec_in.c_out));
+  if (&out != &sc.x) sc.x.swap(out);
+  for (const W::Block& b : w.blocks) decoder_block(ex, b, n, hc, sc);
+  const int64_t c = w.conv_out.c_in;
+  snake(ex, w.act_out, sc.x.data(), n, room(sc.y, n * c));
+  float* y = room(sc.z, n * w.conv_out.c_out);
+  causal_conv(ex, w.conv_out, sc.y.data(), n, hc, sc.cols, y);
+  for (int64_t i = 0; i < n * w.conv_out.c_out; ++i) pcm.push_back(std::clamp(y[i], -1.0f, 1.0f));
   s.pos += t;
 }
 
