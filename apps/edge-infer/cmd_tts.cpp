@@ -32,6 +32,7 @@ struct TtsArgs {
   std::string voice, language;
   std::string family = "qwen3-tts";  // the demo pair's family when no -m is given
   pipeline::SpeechGraphOptions graph;
+  std::string stage_pools = "split";  // split | shared (PipelineRunOptions::stage_pools)
   bool vocoder_worker = false, json = false;
   int threads = 0;
   int runs = 5;
@@ -72,6 +73,8 @@ Status resolve_models(TtsArgs& a) {
 
 Expected<Speech> start_speech(TtsArgs& a) {
   RETURN_IF_ERROR(resolve_models(a));
+  if (a.stage_pools != "split" && a.stage_pools != "shared")
+    return Status::invalid_argument("--stage-pools must be split or shared (got " + a.stage_pools + ")");
   a.graph.talker_model = a.lm;
   a.graph.vocoder_model = a.vocoder;
   a.graph.capacity = 1;
@@ -83,6 +86,7 @@ Expected<Speech> start_speech(TtsArgs& a) {
                                                    limit.source.empty() ? "no limit" : limit.source);
   pipeline::PipelineRunOptions o;
   o.n_threads = a.threads;
+  o.stage_pools = a.stage_pools == "shared" ? pipeline::StagePools::kShared : pipeline::StagePools::kSplit;
   o.ctx = a.graph.talker_ctx;
   ASSIGN_OR_RETURN(s.rt, pipeline::PipelineRuntime::start(spec, *s.ledger, o));
   return s;
@@ -163,6 +167,10 @@ void add_common(CLI::App* sub, TtsArgs& a) {
   sub->add_option("--ctx", a.graph.talker_ctx, "the speech LM's context")->capture_default_str();
   sub->add_flag("--vocoder-worker", a.vocoder_worker, "run the vocoder in an edge-infer worker process");
   sub->add_option("-t,--threads", a.threads, "threads (0: all the process may use)");
+  sub->add_option("--stage-pools", a.stage_pools,
+                  "split: each in-process stage its share of the threads (a pipeline); shared: "
+                  "one pool the stages take turns on")
+      ->capture_default_str();
 }
 
 }  // namespace

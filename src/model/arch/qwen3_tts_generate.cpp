@@ -27,10 +27,14 @@ int32_t pick(float* logits, int32_t n, const Qwen3TtsSampling& s, std::mt19937_6
     return static_cast<int32_t>(std::max_element(logits, logits + n) - logits);  // first maximum
   std::vector<int32_t> idx(static_cast<size_t>(n));
   std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(),
-                   [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  // Descending logits, ties by index (a stable sort's order); with top-k only the first k
+  // are ordered: 16 picks a frame over 2048-3072 ids made a whole sort measurable.
+  const auto before = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
   size_t keep = idx.size();
   if (s.top_k > 0) keep = std::min(keep, static_cast<size_t>(s.top_k));
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(keep), idx.end(), before);
   while (keep > 1 && std::isinf(logits[idx[keep - 1]])) --keep;
   std::vector<double> p(keep);
   const double top = logits[idx[0]] / s.temperature;

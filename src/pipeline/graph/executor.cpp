@@ -79,13 +79,31 @@ Status PipelineRuntime::start_stage(const StageSpec& s) {
     ASSIGN_OR_RETURN(started.runner, kind.start_in_worker(artifact_path(spec_, *model), s, o));
     return check_rss(started);
   }
-  if (!compute_pool_)
-    compute_pool_ = std::make_unique<ThreadPool>(
-        o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads(), ThreadPool::Callers::kShared);
   PipelineRunOptions here = o;
-  here.compute_pool = compute_pool_.get();
+  here.compute_pool = compute_pool_for();
   ASSIGN_OR_RETURN(started.runner, kind.start(artifact_path(spec_, *model), s, here));
   return check_rss(started);
+}
+
+// The shared policy: one pool of n_threads for every in-process stage, callers taking turns.
+// The split policy: each in-process model stage its own pool of n_threads / stages (at least
+// one), so a talker and its decoder run as a two-stage pipeline on separate cores instead of
+// alternating region by region over both (the turn-taking and the spinning between regions
+// cost more than the per-stage parallelism gains on a 2-core box: docs/pipelines.md).
+ThreadPool* PipelineRuntime::compute_pool_for() {
+  const PipelineRunOptions& o = options_;
+  const int n = o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads();
+  int stages = 0;
+  for (const StageSpec& t : spec_.stages)
+    if (t.placement == Placement::kInProcess && model_artifact(t)) ++stages;
+  if (o.stage_pools == StagePools::kSplit && stages > 1) {
+    const int each = std::max(1, n / stages);
+    compute_pools_.push_back(std::make_unique<ThreadPool>(each, ThreadPool::Callers::kShared));
+    return compute_pools_.back().get();
+  }
+  if (compute_pools_.empty())
+    compute_pools_.push_back(std::make_unique<ThreadPool>(n, ThreadPool::Callers::kShared));
+  return compute_pools_.front().get();
 }
 
 uint64_t PipelineRuntime::reservation_of(Started& st) {
