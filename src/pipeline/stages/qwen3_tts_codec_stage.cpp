@@ -117,6 +117,11 @@ Expected<std::unique_ptr<StageRunner>> start_qwen3_tts_codec_stage(const std::st
   co.n_threads = o.n_threads;
   co.pool = o.compute_pool;  // shared with the talker beside it, region by region
   ASSIGN_OR_RETURN(std::unique_ptr<Qwen3TtsCodec> c, Qwen3TtsCodec::load(hf_folder_of(model_path), co));
+  // One frame decoded at start so that the first request's first audio does not pay for the
+  // weights' first touch (the mapped file's pages, the kernels' first use).
+  RETURN_IF_ERROR(c->decode(std::vector<int32_t>(static_cast<size_t>(c->n_quantizers()), 0))
+                      .status()
+                      .with_context("qwen3_tts_codec: warm-up frame"));
   const auto bytes = dir ? 0 : std::filesystem::file_size(model_path, ec);
   return std::unique_ptr<StageRunner>(
       new Qwen3TtsCodecStageRunner(s.name, std::move(c), ec ? 0 : static_cast<int64_t>(bytes)));

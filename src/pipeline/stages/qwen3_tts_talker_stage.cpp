@@ -145,6 +145,13 @@ Expected<std::unique_ptr<StageRunner>> start_qwen3_tts_talker_stage(const std::s
   if (!t->tokenizer())
     return Status::invalid_argument(fmt::format(
         "stage '{}': {} has no tokenizer (vocab.json + merges.txt)", s.name, model_path));
+  // Two frames spoken at start, so that the first request's first audio does not pay for
+  // the first use of the kernels, scratch buffers and pool threads.
+  Qwen3TtsGenerateOptions warm;
+  warm.max_frames = 2;
+  warm.kv_type = kv;
+  RETURN_IF_ERROR(t->generate("a", "", "", warm).status().with_context(
+      fmt::format("stage '{}': warm-up", s.name)));
   const int64_t ctx = s.engine.ctx > 0 ? s.engine.ctx : o.ctx;
   return std::unique_ptr<StageRunner>(
       new Qwen3TtsTalkerStageRunner(s.name, std::move(t), s.engine, ctx, kv));
