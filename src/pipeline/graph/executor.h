@@ -69,8 +69,8 @@ struct PipelineRunOptions {
   // Set by the runtime for the stages it starts in this process, for the stage kinds that
   // compute on a pool of their own (the speech stages), as stage_pools says: kSplit, each
   // model stage a pool of n_threads / stages (a talker and its decoder then run as a
-  // pipeline on separate cores: RTF 0.82-0.88 against 1.02-1.08 shared, 0.6B shape, 2
-  // cores); kShared, one pool of n_threads whose callers take turns region by region.
+  // pipeline on separate cores: RTF 0.81 against 0.98 shared, 0.6B shape, 2 cores,
+  // bench/results/2026-12-05-qwen3-tts-0.6b-stage-pools); kShared, one pool of n_threads whose callers take turns region by region.
   // Null elsewhere.
   ThreadPool* compute_pool = nullptr;
   StagePools stage_pools = StagePools::kSplit;

@@ -115,7 +115,7 @@ Expected<std::unique_ptr<StageRunner>> start_qwen3_tts_codec_stage(const std::st
   const bool dir = std::filesystem::is_directory(model_path, ec);
   Qwen3TtsCodecOptions co;
   co.n_threads = o.n_threads;
-  co.pool = o.compute_pool;  // shared with the talker beside it, region by region
+  co.pool = o.compute_pool;  // the runtime's pool for this stage (PipelineRunOptions::stage_pools)
   ASSIGN_OR_RETURN(std::unique_ptr<Qwen3TtsCodec> c, Qwen3TtsCodec::load(hf_folder_of(model_path), co));
   // One frame decoded at start so that the first request's first audio does not pay for the
   // weights' first touch (the mapped file's pages, the kernels' first use).

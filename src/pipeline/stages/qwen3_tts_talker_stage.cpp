@@ -139,7 +139,7 @@ Expected<std::unique_ptr<StageRunner>> start_qwen3_tts_talker_stage(const std::s
         fmt::format("stage '{}': kv_type '{}' is not a KV type", s.name, s.engine.kv_type));
   Qwen3TtsLoadOptions lo;
   lo.n_threads = o.n_threads;
-  lo.pool = o.compute_pool;  // shared with the decoder beside it, region by region
+  lo.pool = o.compute_pool;  // the runtime's pool for this stage (PipelineRunOptions::stage_pools)
   ASSIGN_OR_RETURN(std::unique_ptr<Qwen3TtsTalker> t,
                    Qwen3TtsTalker::load(hf_folder_of(model_path), lo));
   if (!t->tokenizer())
