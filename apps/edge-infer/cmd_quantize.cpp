@@ -19,7 +19,7 @@ namespace edge::cli {
 namespace {
 
 struct QuantizeArgs {
-  std::string in, out, type = "w4a16";
+  std::string in, out, type = "w4a16", head = "same";
   QuantizeOptions o;
 };
 
@@ -58,6 +58,9 @@ int run_quantize(QuantizeArgs& a) {
   auto t = quant_type_from_name(a.type);
   if (!t) return report_error(t.status());
   a.o.type = *t;
+  auto head = head_quant_from_name(a.head);
+  if (!head) return report_error(head.status());
+  a.o.head = *head;
   const auto t0 = std::chrono::steady_clock::now();
   QuantizeProgress progress;
   if (isatty(STDERR_FILENO)) progress = ProgressBar();
@@ -83,6 +86,9 @@ void register_quantize(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   sub->add_option("--group", a->o.group, "group size along the input dimension: 32, 64 or 128 (0: default)");
   sub->add_flag("--asym", a->o.asym, "asymmetric 4-bit (scale and min per group)");
+  sub->add_option("--output-type", a->head,
+                  "output head (output.weight): same (as --type) | w6 | w8 (groups of 32)")
+      ->capture_default_str();
   sub->add_option("-t,--threads", a->o.threads, "threads (default: all allowed cores)");
   sub->callback([a, &ctx] { ctx.exit_code = run_quantize(*a); });
 }

@@ -42,6 +42,12 @@ Expected<MappedFile> MappedFile::open(const std::string& path) {
       return Status::io_error(path + ": mmap: " + std::strerror(e));
     }
     f.data_ = static_cast<const uint8_t*>(p);
+    // Weights are read straight from the mapping (pre-packed files, mmap'd experts). With
+    // 4 KiB pages a decode step's stream of ~1 GB walks the TLB every 4 KiB; asking for huge
+    // pages makes a cold read fill the page cache with 2 MiB folios that map as one PMD
+    // each. Measured on a 5.5 GB W4A8 MoE file, read cold: decode 23.5 -> 36.7 tokens/s.
+    // Advice only: a kernel or file system without large folios ignores it.
+    if (f.size_ >= (size_t{2} << 20)) madvise(p, f.size_, MADV_HUGEPAGE);
   }
   ::close(fd);
   return f;

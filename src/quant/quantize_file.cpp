@@ -207,6 +207,22 @@ Expected<QuantType> quant_type_from_name(std::string_view name) {
                                   "' (want w4a16, w4a8, w8, f16 or mxfp4)");
 }
 
+const char* head_quant_name(HeadQuant h) {
+  switch (h) {
+    case HeadQuant::kSame: return "same";
+    case HeadQuant::kW6: return "w6";
+    case HeadQuant::kW8: return "w8";
+  }
+  return "?";
+}
+
+Expected<HeadQuant> head_quant_from_name(std::string_view name) {
+  for (HeadQuant h : {HeadQuant::kSame, HeadQuant::kW6, HeadQuant::kW8})
+    if (name == head_quant_name(h)) return h;
+  return Status::invalid_argument("unknown output-head type '" + std::string(name) +
+                                  "' (want same, w6 or w8)");
+}
+
 Expected<PackedFormat> requested_format(const QuantizeOptions& o) {
   PackedFormat f;
   if (o.type == QuantType::kMxfp4) {
@@ -224,6 +240,8 @@ Expected<PackedFormat> requested_format(const QuantizeOptions& o) {
   if (w8 && o.asym) return Status::invalid_argument("w8 has no asymmetric variant");
   if (o.type == QuantType::kF16 && (o.asym || o.group != 0))
     return Status::invalid_argument("f16 takes no --group or --asym");
+  if (o.type == QuantType::kF16 && o.head != HeadQuant::kSame)
+    return Status::invalid_argument("f16 converts only: no --output-type");
   return f;
 }
 
@@ -262,6 +280,8 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
     }
     return p;
   }
+  if (o.head != HeadQuant::kSame && t.name == "output.weight")
+    want = PackedFormat{o.head == HeadQuant::kW6 ? PackedKind::kW6 : PackedKind::kW8, 32};
   if (is_float_type(t.dtype)) {
     if (k % want.group == 0) {
       p.format = want;
@@ -320,6 +340,7 @@ Status add_quantized_tensors(GgufWriter& w, std::vector<QuantizeInput> inputs,
     w.set_u32("edge.quant.group", static_cast<uint32_t>(want.group));
     w.set_bool("edge.quant.asym", want.kind == PackedKind::kW4Asym);
     w.set_string("edge.quant.activations", o.type == QuantType::kW4A16 ? "f32" : "int8");
+    w.set_string("edge.quant.output", head_quant_name(o.head));
   }
   for (size_t i = 0; i < job->inputs.size(); ++i) {
     const QuantizeInput& in = job->inputs[i];

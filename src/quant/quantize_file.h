@@ -46,11 +46,20 @@ enum class QuantType { kW4A16, kW4A8, kW8, kF16, kMxfp4 };
 const char* quant_type_name(QuantType t);  // "w4a16", "w4a8", "w8", "f16", "mxfp4"
 Expected<QuantType> quant_type_from_name(std::string_view name);
 
+// The output head's format (output.weight, [n_vocab, n_embd]). Its logits pick every token,
+// and at a large vocabulary it is a large share of the bytes a token reads: llama.cpp's Q4
+// mixes keep it at 6 bits (Q6_K). kSame: as the rest (--type); kW6 / kW8: 6- or 8-bit
+// symmetric groups of 32. A head tied to the token embedding keeps the embedding's format.
+enum class HeadQuant { kSame, kW6, kW8 };
+const char* head_quant_name(HeadQuant h);  // "same", "w6", "w8"
+Expected<HeadQuant> head_quant_from_name(std::string_view name);
+
 struct QuantizeOptions {
   QuantType type = QuantType::kW4A16;
   int group = 0;      // 0: the default (128 for w4, 32 for w8); else 32, 64 or 128
   bool asym = false;  // w4 only: w = q s + min instead of (q - 8) s
   int threads = 0;    // 0: ThreadPool::default_threads()
+  HeadQuant head = HeadQuant::kSame;  // float inputs only: a GGUF block type is repacked as is
   // GGUF Q4_K / Q5_K / Q6_K tensors: w4a_g32 / w6_g32 (portable: every kernel variant runs
   // them) or q4k_g256 / q5k_g256 / q6k_g256.
   KQuantCells kcells;

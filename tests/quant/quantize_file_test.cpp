@@ -72,7 +72,10 @@ void expect_packed_close(const GgufFile& f, const std::string& name, const std::
     for (int64_t g = 0; g < k; g += fmt->group) {
       float amax = 0;
       for (int64_t i = g; i < g + fmt->group; ++i) amax = std::max(amax, std::fabs(src[r * k + i]));
-      const float bound = fmt->is_w4() ? 0.25f * amax : amax / 254.0f * 1.002f;
+      // Half a step at most, loosely: 4-bit, 6-bit (codes -32..31), 8-bit.
+      const float bound = fmt->is_w4()                  ? 0.25f * amax
+                          : fmt->kind == PackedKind::kW6 ? amax / 30.0f
+                                                         : amax / 254.0f * 1.002f;
       for (int64_t i = g; i < g + fmt->group; ++i)
         ASSERT_LE(std::fabs(row[i] - src[r * k + i]), bound) << name << " row " << r << " col " << i;
     }
@@ -191,6 +194,37 @@ TEST(QuantizeGguf, W4A8AsymGroup64) {
   Status again = quantize_gguf(dir.file("out.gguf"), dir.file("again.gguf"), o);
   EXPECT_EQ(again.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(again.message().find("already packed"), std::string::npos) << again.message();
+}
+
+// --output-type: the head (output.weight) alone takes 6- or 8-bit groups of 32, the other
+// weights keep --type; the choice is recorded, and f16 (conversion only) refuses it.
+TEST(QuantizeGguf, OutputHeadTypeOverridesTheHeadOnly) {
+  TempDir dir;
+  Source s;
+  ASSERT_TRUE(s.write(dir.file("in.gguf")).ok());
+  std::vector<float> out_f;
+  for (uint16_t h : s.out_bf16) out_f.push_back(bf16_to_f32(h));
+  for (auto [head, format] : {std::pair{HeadQuant::kW6, "w6_g32"}, std::pair{HeadQuant::kW8, "w8_g32"},
+                              std::pair{HeadQuant::kSame, "w4s_g128"}}) {
+    QuantizeOptions o;
+    o.type = QuantType::kW4A8;
+    o.head = head;
+    const std::string out = dir.file(std::string("out-") + head_quant_name(head) + ".gguf");
+    ASSERT_TRUE(quantize_gguf(dir.file("in.gguf"), out, o).ok());
+    auto f = GgufFile::open(out, packed_gguf_types());
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    EXPECT_EQ(f->get_string_or("edge.quant.output", ""), head_quant_name(head));
+    expect_packed_close(*f, "output.weight", out_f, format);
+    expect_packed_close(*f, "token_embd.weight", s.embd, "w4s_g128");
+  }
+  QuantizeOptions f16;
+  f16.type = QuantType::kF16;
+  f16.head = HeadQuant::kW6;
+  Status st = quantize_gguf(dir.file("in.gguf"), dir.file("f16.gguf"), f16);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("--output-type"), std::string::npos) << st.message();
+  EXPECT_EQ(head_quant_from_name("w5").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(*head_quant_from_name("w6"), HeadQuant::kW6);
 }
 
 // A real trained model (stories260K: dim 64, hidden 172) through GGUF and quantize_gguf:
