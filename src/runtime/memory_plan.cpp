@@ -42,38 +42,68 @@ int64_t read_cgroup_value(const std::string& path) {
   }
 }
 
-// cgroup v1 (memory controller mounted at /sys/fs/cgroup/memory, as seen from inside a
-// container): limit_in_bytes - usage_in_bytes; "unlimited" is a huge page-rounded number.
-int64_t read_cgroup_v1_room() {
-  const int64_t limit = read_cgroup_value("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-  const int64_t usage = read_cgroup_value("/sys/fs/cgroup/memory/memory.usage_in_bytes");
-  if (limit < 0 || usage < 0 || limit >= (int64_t{1} << 60)) return -1;
-  return std::max<int64_t>(0, limit - usage);
-}
-
-// cgroup v2: the smallest memory.max - memory.current over this process's cgroup and its
-// ancestors (a parent's limit binds its children too). -1 when no limit is set.
-int64_t read_cgroup_room() {
-  std::ifstream f("/proc/self/cgroup");
-  std::string line, rel;
-  while (std::getline(f, line)) {
-    if (line.rfind("0::", 0) == 0) rel = line.substr(3);
-  }
-  if (rel.empty()) return read_cgroup_v1_room();
+// The smallest limit - usage over `dir` and its ancestors down to `top` (a parent's limit
+// binds its children too); -1 when none of them sets one. v1 writes "no limit" as a huge
+// page-rounded number, v2 as "max".
+int64_t smallest_room(std::string dir, const std::string& top, const char* limit_file,
+                      const char* usage_file) {
   int64_t room = -1;
-  std::string dir = "/sys/fs/cgroup" + (rel == "/" ? std::string() : rel);
-  while (dir.size() >= std::string("/sys/fs/cgroup").size()) {
-    const int64_t max = read_cgroup_value(dir + "/memory.max");
-    const int64_t cur = read_cgroup_value(dir + "/memory.current");
-    if (max >= 0 && cur >= 0) {
-      const int64_t r = std::max<int64_t>(0, max - cur);
+  while (dir.size() >= top.size()) {
+    const int64_t limit = read_cgroup_value(dir + "/" + limit_file);
+    const int64_t usage = read_cgroup_value(dir + "/" + usage_file);
+    if (limit >= 0 && usage >= 0 && limit < (int64_t{1} << 60)) {
+      const int64_t r = std::max<int64_t>(0, limit - usage);
       room = room < 0 ? r : std::min(room, r);
     }
     const size_t slash = dir.rfind('/');
-    if (slash == std::string::npos || dir == "/sys/fs/cgroup") break;
+    if (slash == std::string::npos || dir == top) break;
     dir = dir.substr(0, slash);
   }
-  return room >= 0 ? room : read_cgroup_v1_room();
+  return room;
+}
+
+}  // namespace
+
+// v2 ("0::/path"): memory.max - memory.current under ROOT/path. v1 ("N:memory:/path" or
+// "N:...,memory,...:/path"): limit_in_bytes - usage_in_bytes under ROOT/memory/path; a
+// container that mounts its own cgroup at ROOT/memory has no such path, so the walk ends
+// at the mount's own files.
+int64_t cgroup_room_under(const std::string& root, const std::string& proc_self_cgroup) {
+  std::istringstream in(proc_self_cgroup);
+  std::string line, v2, v1;
+  bool has_v1 = false;
+  while (std::getline(in, line)) {
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (line.compare(0, a, "0") == 0 && controllers.empty()) v2 = path;
+    if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      v1 = path;
+      has_v1 = true;
+    }
+  }
+  const auto under = [](const std::string& top, const std::string& rel) {
+    return top + (rel == "/" || rel.empty() ? std::string() : rel);
+  };
+  int64_t room = -1;
+  if (!v2.empty()) room = smallest_room(under(root, v2), root, "memory.max", "memory.current");
+  if (room < 0 && has_v1) {
+    const std::string top = root + "/memory";
+    room = smallest_room(under(top, v1), top, "memory.limit_in_bytes", "memory.usage_in_bytes");
+  }
+  if (room < 0)  // v1 seen from inside a container: its own cgroup is the mount's root
+    room = smallest_room(root + "/memory", root + "/memory", "memory.limit_in_bytes",
+                         "memory.usage_in_bytes");
+  return room;
+}
+
+namespace {
+
+int64_t read_cgroup_room() {
+  std::ifstream f("/proc/self/cgroup");
+  std::stringstream text;
+  text << f.rdbuf();
+  return cgroup_room_under("/sys/fs/cgroup", text.str());
 }
 
 std::string fmt_pct(int64_t part, int64_t whole) {
@@ -133,7 +163,7 @@ MemoryLimit read_memory_limit(int64_t flag_limit) {
     }
   };
   consider(l.mem_available, "MemAvailable");
-  consider(l.cgroup_room, "cgroup memory.max - memory.current");
+  consider(l.cgroup_room, "cgroup limit - usage");
   consider(l.flag, "--memory-limit");
   if (l.bytes < 0) {
     l.bytes = INT64_MAX;

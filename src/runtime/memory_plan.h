@@ -1,6 +1,6 @@
 // The memory plan: what a model served with a given configuration will hold, per ledger
 // category, computed from the file's metadata before any weight is read, and whether it
-// fits the memory this process may use (MemAvailable, the cgroup v2 limit, a
+// fits the memory this process may use (MemAvailable, the cgroup limit (v2 or v1), a
 // --memory-limit). A plan that does not fit is refused with the numbers, naming the
 // largest category; `--ctx auto` searches the largest context that fits.
 #pragma once
@@ -34,8 +34,8 @@ struct PlanOptions {
   int64_t encoder_weights_mapped = 0, encoder_weights_anon = 0, encoder_scratch = 0;
 };
 
-// The memory this process may use: the smallest of MemAvailable, the cgroup v2 room
-// (memory.max - memory.current) and the --memory-limit flag. -1 = not known / no limit.
+// The memory this process may use: the smallest of MemAvailable, the cgroup room (limit -
+// usage, v2 or v1: cgroup_room_under) and the --memory-limit flag. -1 = not known / no limit.
 struct MemoryLimit {
   int64_t bytes = 0;
   std::string source;               // "MemAvailable", "cgroup", "--memory-limit"
@@ -44,6 +44,11 @@ struct MemoryLimit {
   int64_t flag = -1;
 };
 MemoryLimit read_memory_limit(int64_t flag_limit);
+// The cgroup room of the process whose /proc/self/cgroup is `proc_self_cgroup`, with the
+// cgroup file systems under `root` (/sys/fs/cgroup): the smallest limit - usage over its
+// cgroup and their ancestors, v2 first, else v1's memory controller (nested, or mounted at
+// the container's own cgroup). -1 when no limit is set.
+int64_t cgroup_room_under(const std::string& root, const std::string& proc_self_cgroup);
 
 // KV bytes for the plan: paged in blocks of 16 tokens; per block per layer 2 (K, V) *
 // 16 * row_bytes; global layers need ceil(ctx / 16) blocks per sequence, sliding layers

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "convert/random_model.h"
 #include "model/model.h"
@@ -209,6 +210,69 @@ TEST(MemoryPlan, MemoryLimitTakesTheSmallest) {
   const MemoryLimit flag = read_memory_limit(12345);
   EXPECT_EQ(flag.bytes, 12345);
   EXPECT_EQ(flag.source, "--memory-limit");
+}
+
+// A fake cgroup tree: each cgroup's limit and usage files, as the kernel writes them.
+class CgroupTree {
+ public:
+  CgroupTree() : root_(testing::TempDir() + "/edge_cgroup_" + std::to_string(getpid())) {
+    std::filesystem::remove_all(root_);
+  }
+  ~CgroupTree() { std::filesystem::remove_all(root_); }
+  void set(const std::string& dir, const std::string& file, const std::string& value) {
+    std::filesystem::create_directories(root_ + dir);
+    std::ofstream(root_ + dir + "/" + file) << value << "\n";
+  }
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string root_;
+};
+
+constexpr const char* kV1NoLimit = "9223372036854771712";  // v1's "unlimited"
+
+// cgroup v1 with nested groups (a benchmark's cap under the session's cgroup): the tightest
+// ancestor wins, and the root's huge "no limit" value is ignored.
+TEST(MemoryLimit, CgroupV1NestedTakesTheTightestAncestor) {
+  CgroupTree t;
+  t.set("/memory", "memory.limit_in_bytes", kV1NoLimit);
+  t.set("/memory", "memory.usage_in_bytes", "9000000000");
+  t.set("/memory/session", "memory.limit_in_bytes", "3221225472");  // 3 GiB
+  t.set("/memory/session", "memory.usage_in_bytes", "1073741824");  // 1 GiB
+  t.set("/memory/session/cap", "memory.limit_in_bytes", kV1NoLimit);
+  t.set("/memory/session/cap", "memory.usage_in_bytes", "536870912");
+  const std::string self = "9:name=systemd:/\n4:memory:/session/cap\n0::/\n";
+  EXPECT_EQ(cgroup_room_under(t.root(), self), int64_t{2} << 30);
+  t.set("/memory/session/cap", "memory.limit_in_bytes", "1073741824");  // tighter: 1 GiB
+  EXPECT_EQ(cgroup_room_under(t.root(), self), int64_t{512} << 20);
+  // A limit below the usage leaves no room, not a negative one.
+  t.set("/memory/session/cap", "memory.usage_in_bytes", "2147483648");
+  EXPECT_EQ(cgroup_room_under(t.root(), self), 0);
+}
+
+// A container that mounts its own v1 cgroup at /sys/fs/cgroup/memory: the path in
+// /proc/self/cgroup does not exist under the mount, whose own files are the limit.
+TEST(MemoryLimit, CgroupV1ContainerViewReadsTheMountsOwnFiles) {
+  CgroupTree t;
+  t.set("/memory", "memory.limit_in_bytes", "1073741824");
+  t.set("/memory", "memory.usage_in_bytes", "268435456");
+  EXPECT_EQ(cgroup_room_under(t.root(), "4:memory:/docker/abc\n"), int64_t{768} << 20);
+  EXPECT_EQ(cgroup_room_under(t.root(), "4:cpu,memory:/docker/abc\n"), int64_t{768} << 20);
+  t.set("/memory", "memory.limit_in_bytes", kV1NoLimit);
+  EXPECT_EQ(cgroup_room_under(t.root(), "4:memory:/docker/abc\n"), -1);
+}
+
+// cgroup v2: "max" is no limit; a parent's memory.max binds the child.
+TEST(MemoryLimit, CgroupV2ParentLimitBindsTheChild) {
+  CgroupTree t;
+  t.set("/user/job", "memory.max", "max");
+  t.set("/user/job", "memory.current", "100");
+  t.set("/user", "memory.max", "1100");
+  t.set("/user", "memory.current", "600");
+  EXPECT_EQ(cgroup_room_under(t.root(), "0::/user/job\n"), 500);
+  t.set("/user", "memory.max", "max");
+  EXPECT_EQ(cgroup_room_under(t.root(), "0::/user/job\n"), -1);
+  EXPECT_EQ(cgroup_room_under(t.root(), ""), -1);
 }
 
 }  // namespace
