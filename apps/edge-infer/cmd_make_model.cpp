@@ -18,6 +18,7 @@ namespace {
 struct MakeModelArgs {
   RandomModelOptions o;
   std::string type = "f32";
+  std::string experts_type;  // empty: as --type
   std::string out;
   bool tied = false, untied = false;
   int proj_dim = 0;  // projectors: the LM's embedding width (0: --dim)
@@ -70,6 +71,11 @@ int run_make_model(MakeModelArgs& a) {
   if (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16 && !(audio && *dt == DType::Q8_0))
     return report_error(Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
   a.o.dtype = *dt;
+  if (!a.experts_type.empty()) {
+    auto et = dtype_from_name(a.experts_type);
+    if (!et) return report_error(et.status());
+    a.o.experts_dtype = *et;
+  }
   if (a.o.arch == "wavtokenizer-dec") return make_vocoder(a.o, a.out);
   if (a.o.arch == "qwen3-tts") return make_qwen3_tts(a);
   if (a.o.arch == "qwen3-tts-tokenizer")
@@ -126,6 +132,8 @@ void register_make_model(CLI::App& app, Context& ctx) {
   sub->add_flag("--tied", a->tied, "output head shares the embedding");
   sub->add_flag("--untied", a->untied, "separate output head");
   sub->add_option("--type", a->type, "f32 | f16 | bf16")->capture_default_str();
+  sub->add_option("--experts-type", a->experts_type,
+                  "MoE families: the stacked experts' type, f32 | f16 | bf16 | mxfp4 (default: --type)");
   sub->add_option("--seed", a->o.seed)->capture_default_str();
   sub->add_option("--outetts-version", a->o.outetts,
                   "0.2 | 0.3: an OuteTTS speech-code LM (qwen2 with the OuteTTS tokens; --arch outetts "

@@ -10,11 +10,13 @@
 
 #include "convert/random_model_internal.h"
 #include "convert/synthetic_vocab.h"
+#include "core/check.h"
 #include "core/half.h"
 #include "formats/gguf.h"
 #include "model/arch/common.h"
 #include "model/gguf_hparams.h"
 #include "model/registry.h"
+#include "quant/mxfp4.h"
 #include "tokenizer/outetts_tokens.h"
 #include "tokenizer/vocab_io.h"
 
@@ -133,6 +135,11 @@ std::vector<uint8_t> encode_q8_0(const std::vector<float>& v) {
 
 std::vector<uint8_t> encode(const std::vector<float>& v, DType t) {
   if (t == DType::Q8_0) return encode_q8_0(v);  // v.size() a multiple of 32
+  if (t == DType::MXFP4) {  // v.size() a multiple of 32; random weights are finite
+    std::vector<uint8_t> b(v.size() / kMxfp4Block * kMxfp4BlockBytes);
+    CHECK(quantize_mxfp4_row(v.data(), static_cast<int64_t>(v.size()), b.data()).ok());
+    return b;
+  }
   std::vector<uint8_t> b(v.size() * (t == DType::F32 ? 4 : 2));
   for (size_t i = 0; i < v.size(); ++i) {
     if (t == DType::F32) {
@@ -183,6 +190,10 @@ Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
     return Status::invalid_argument(std::string("make-model: weight type ") + dtype_name(o.dtype) +
                                     " (f32, f16 or bf16)");
   if (o.n_head <= 0) return Status::invalid_argument("make-model: heads must be positive");
+  if (o.experts_dtype && *o.experts_dtype != DType::MXFP4 && *o.experts_dtype != DType::F32 &&
+      *o.experts_dtype != DType::F16 && *o.experts_dtype != DType::BF16)
+    return Status::invalid_argument(std::string("make-model: experts type ") +
+                                    dtype_name(*o.experts_dtype) + " (f32, f16, bf16 or mxfp4)");
   if (!o.outetts.empty() && o.outetts != "0.2" && o.outetts != "0.3")
     return Status::invalid_argument("make-model: OuteTTS version '" + o.outetts + "' (0.2 or 0.3)");
   ModelConfig c;
@@ -239,7 +250,10 @@ void write_gguf_hparams(const RandomModelOptions& o, const ModelConfig& c, GgufW
   const LayerConfig* local = nullptr;
   for (const LayerConfig& l : c.layers) (l.sliding ? local : global) = &l;
   write_common_gguf_hparams(c, *global, "edge-random-" + a, w);
-  w.set_u32("general.file_type", random_model::gguf_file_type(o.dtype));
+  // llama.cpp's MOSTLY_MXFP4_MOE (38) when the experts are MXFP4.
+  w.set_u32("general.file_type", o.experts_dtype == DType::MXFP4
+                                     ? 38u
+                                     : random_model::gguf_file_type(o.dtype));
   const ArchFamily* fam = find_family_gguf(a);
   if (fam->gguf_extras) fam->gguf_extras(c, &w);
   if (local && fam->gguf_sliding_pattern) {
@@ -261,7 +275,12 @@ Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab
   for (const random_model::Tensor& t : random_model::make_tensors(o, c)) {
     // llama.cpp convention: 1-D tensors (norms, biases) and the DeltaNet conv F32,
     // matrices in the chosen type.
-    const DType dt = t.shape.size() == 1 || random_model::ends_with(t.name, "ssm_conv1d.weight") ? DType::F32 : o.dtype;
+    DType dt = t.shape.size() == 1 || random_model::ends_with(t.name, "ssm_conv1d.weight") ? DType::F32 : o.dtype;
+    if (o.experts_dtype && random_model::ends_with(t.name, "_exps.weight")) dt = *o.experts_dtype;
+    if (dt == DType::MXFP4 && t.shape.back() % kMxfp4Block != 0)
+      return Status::invalid_argument("make-model: " + t.name + " has rows of " +
+                                      std::to_string(t.shape.back()) +
+                                      " weights; MXFP4 needs a multiple of 32");
     RETURN_IF_ERROR(random_model::add_generated_tensor(w, t, dt, "random model"));
   }
   if (!c.rope_freq_factors.empty() && c.yarn.factor <= 1.0f) {  // llama.cpp's Llama-3.1 form
@@ -282,6 +301,8 @@ Status write_random_model(const RandomModelOptions& o, const std::string& out) {
     return Status::internal(fmt::format("synthetic vocabulary has {} tokens, wanted {}",
                                         vocab.n_tokens(), c.n_vocab));
   const bool gguf = out.size() > 5 && out.compare(out.size() - 5, 5, ".gguf") == 0;
+  if (!gguf && o.experts_dtype == DType::MXFP4)
+    return Status::invalid_argument("make-model: MXFP4 experts are written as GGUF (-o FILE.gguf)");
   if (!gguf && !o.outetts.empty())
     return Status::invalid_argument("make-model: an OuteTTS model is written as GGUF (-o FILE.gguf)");
   Status st = gguf ? write_gguf(o, c, vocab, out) : random_model::write_hf_dir(o, c, vocab, out);

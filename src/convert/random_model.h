@@ -43,6 +43,9 @@ struct RandomModelOptions {
   int32_t n_expert_used = 0;
   int32_t n_ff_expert = 0;
   DType dtype = DType::F32;    // 2-D weights: F32 | F16 | BF16 (GGUF norms stay F32)
+  // Stacked expert tensors (*_exps.weight): unset = as dtype, or MXFP4 (GGUF only: GGML's
+  // blocks of 32, as GPT-OSS ships its experts), so a large MoE needs no F16 file first.
+  std::optional<DType> experts_dtype;
   // "0.2" | "0.3": an OuteTTS speech-code LM (arch qwen2): the OuteTTS tokens
   // (tokenizer/outetts_tokens.h) follow the n_vocab synthetic ones; 0.3 is marked by the
   // chat template "outetts-0.3" as llama.cpp does. GGUF only.

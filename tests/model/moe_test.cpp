@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
@@ -11,6 +12,7 @@
 #include "model/moe_ffn.h"
 #include "model/moe_routing.h"
 #include "model_test_util.h"
+#include "quant/mxfp4.h"
 #include "quant/quantize_file.h"
 
 namespace edge {
@@ -216,6 +218,55 @@ TEST(MoeModel, QuantisedExpertsStayCloseAndLoadByMmap) {
   auto w8a8 = load_or_die(dir + "/w8.gguf");
   ASSERT_TRUE(w8a8);
   check_against_definition(*w8a8, 3e-2);
+}
+
+// make-model --experts-type mxfp4: the stacked experts are GGML's MXFP4 blocks of exactly
+// the weights the F32 file of the same seed holds (the bytes GGML's rule gives them), the
+// rest is unchanged, and the model loads and decodes near the F32 one.
+TEST(MoeModel, MakeModelWritesMxfp4ExpertsOfTheSameWeights) {
+  const std::string dir = temp_dir("moe_mxfp4_experts");
+  RandomModelOptions o = small_moe(4, 2);
+  ASSERT_TRUE(write_random_model(o, dir + "/f32.gguf").ok());
+  o.experts_dtype = DType::MXFP4;
+  ASSERT_TRUE(write_random_model(o, dir + "/mx.gguf").ok());
+  auto f32 = GgufFile::open(dir + "/f32.gguf");
+  auto mx = GgufFile::open(dir + "/mx.gguf");
+  ASSERT_TRUE(f32.ok() && mx.ok());
+  EXPECT_EQ(mx->get_int_or("general.file_type", 0), 38);
+  int experts = 0;
+  for (const TensorView& t : f32->tensors().all()) {
+    const TensorView* m = mx->tensors().find(t.name);
+    ASSERT_NE(m, nullptr) << t.name;
+    if (t.name.find("_exps.weight") == std::string::npos) {
+      EXPECT_EQ(m->dtype, t.dtype) << t.name;
+      continue;
+    }
+    ++experts;
+    ASSERT_EQ(m->dtype, DType::MXFP4) << t.name;
+    std::vector<uint8_t> want(static_cast<size_t>(t.numel() / 32 * 17));
+    ASSERT_TRUE(
+        quantize_mxfp4_row(reinterpret_cast<const float*>(t.data), t.numel(), want.data()).ok());
+    ASSERT_EQ(m->nbytes, want.size()) << t.name;
+    EXPECT_EQ(std::memcmp(m->data, want.data(), want.size()), 0) << t.name;
+  }
+  EXPECT_EQ(experts, 3 * o.n_layer);
+  const auto tokens = test_tokens(8, o.n_vocab);
+  auto a = load_or_die(dir + "/f32.gguf");
+  auto b = load_or_die(dir + "/mx.gguf");
+  const std::vector<float> la = prefill_logits(*a, tokens), lb = prefill_logits(*b, tokens);
+  for (float v : lb) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_LT(rel_diff(la, lb), 0.5) << "MXFP4 experts moved the logits too far";
+  // Bad requests name what is wrong.
+  o.n_ff_expert = 40;  // rows of 40: not whole blocks
+  Status st = write_random_model(o, dir + "/bad.gguf");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("multiple of 32"), std::string::npos) << st.message();
+  o.n_ff_expert = 32;
+  st = write_random_model(o, dir + "/hf_dir");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("GGUF"), std::string::npos) << st.message();
+  o.experts_dtype = DType::Q4_0;
+  EXPECT_EQ(write_random_model(o, dir + "/q4.gguf").code(), StatusCode::kInvalidArgument);
 }
 
 TEST(MoeModel, MalformedExpertsAreRefusedByName) {
