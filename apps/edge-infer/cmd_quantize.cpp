@@ -86,6 +86,9 @@ void register_quantize(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   sub->add_option("--group", a->o.group, "group size along the input dimension: 32, 64 or 128 (0: default)");
   sub->add_flag("--asym", a->o.asym, "asymmetric 4-bit (scale and min per group)");
+  sub->add_flag("--repack", a->o.repack_blocks,
+                "with --type f16: repack GGUF block types (Q4_0, Q4_K, MXFP4, ...) into packed "
+                "cells instead of copying them; float weights stay as they are");
   sub->add_option("--output-type", a->head,
                   "output head (output.weight): same (as --type) | w6 | w8 (groups of 32)")
       ->capture_default_str();

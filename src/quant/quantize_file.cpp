@@ -225,6 +225,9 @@ Expected<HeadQuant> head_quant_from_name(std::string_view name) {
 
 Expected<PackedFormat> requested_format(const QuantizeOptions& o) {
   PackedFormat f;
+  if (o.type != QuantType::kF16 && o.repack_blocks)
+    return Status::invalid_argument("--repack goes with --type f16 (the other types repack GGUF "
+                                    "block types anyway)");
   if (o.type == QuantType::kMxfp4) {
     if (o.asym || (o.group != 0 && o.group != 32))
       return Status::invalid_argument(
@@ -242,6 +245,7 @@ Expected<PackedFormat> requested_format(const QuantizeOptions& o) {
     return Status::invalid_argument("f16 takes no --group or --asym");
   if (o.type == QuantType::kF16 && o.head != HeadQuant::kSame)
     return Status::invalid_argument("f16 converts only: no --output-type");
+
   return f;
 }
 
@@ -272,7 +276,8 @@ Expected<TensorPlan> plan_tensor(const TensorView& t, const QuantizeOptions& o) 
                       t.numel() > 0 && !router;
   if (!weight) return p;  // F32 norms, biases, other tensors: copied
   const int64_t k = t.cols();
-  if (o.type == QuantType::kF16) {  // conversion only: F32 -> F16, the rest as is
+  if (o.type == QuantType::kF16 && !(o.repack_blocks && is_repackable(t.dtype))) {
+    // conversion only: F32 -> F16, the rest as is
     if (t.dtype == DType::F32) {
       p.action = TensorPlan::Action::kToF16;
       p.out_dtype = DType::F16;
@@ -341,6 +346,10 @@ Status add_quantized_tensors(GgufWriter& w, std::vector<QuantizeInput> inputs,
     w.set_bool("edge.quant.asym", want.kind == PackedKind::kW4Asym);
     w.set_string("edge.quant.activations", o.type == QuantType::kW4A16 ? "f32" : "int8");
     w.set_string("edge.quant.output", head_quant_name(o.head));
+  } else if (o.repack_blocks) {
+    // Block types repacked here run as the engine runs them when it repacks at load (int8
+    // activations), so this file computes what the source file computes.
+    w.set_string("edge.quant.activations", "int8");
   }
   for (size_t i = 0; i < job->inputs.size(); ++i) {
     const QuantizeInput& in = job->inputs[i];

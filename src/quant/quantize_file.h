@@ -60,6 +60,10 @@ struct QuantizeOptions {
   bool asym = false;  // w4 only: w = q s + min instead of (q - 8) s
   int threads = 0;    // 0: ThreadPool::default_threads()
   HeadQuant head = HeadQuant::kSame;  // float inputs only: a GGUF block type is repacked as is
+  // kF16 only: GGUF block types (Q4_0, Q4_K, MXFP4, ...) are repacked into packed cells
+  // (lossless, loaded by mmap) instead of copied; float weights stay as they are. For a file
+  // whose experts are MXFP4 beside F16/BF16 attention (GPT-OSS): the same weights, mappable.
+  bool repack_blocks = false;
   // GGUF Q4_K / Q5_K / Q6_K tensors: w4a_g32 / w6_g32 (portable: every kernel variant runs
   // them) or q4k_g256 / q5k_g256 / q6k_g256.
   KQuantCells kcells;

@@ -269,6 +269,35 @@ TEST(MoeModel, MakeModelWritesMxfp4ExpertsOfTheSameWeights) {
   EXPECT_EQ(write_random_model(o, dir + "/q4.gguf").code(), StatusCode::kInvalidArgument);
 }
 
+// quantize --type f16 --repack: MXFP4 experts become packed cells (mapped, no copy at load),
+// F16 attention stays F16: the same model as the GGUF file, logit for logit.
+TEST(MoeModel, RepackOnlyKeepsFloatsAndMapsTheExperts) {
+  const std::string dir = temp_dir("moe_repack_only");
+  RandomModelOptions o = small_moe(4, 2);
+  o.dtype = DType::F16;
+  o.experts_dtype = DType::MXFP4;
+  ASSERT_TRUE(write_random_model(o, dir + "/mx.gguf").ok());
+  QuantizeOptions q;
+  q.type = QuantType::kF16;
+  q.repack_blocks = true;
+  ASSERT_TRUE(quantize_gguf(dir + "/mx.gguf", dir + "/packed.gguf", q).ok());
+  auto f = GgufFile::open(dir + "/packed.gguf", packed_gguf_types());
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const TensorView* up = f->tensors().find("blk.0.ffn_up_exps.weight");
+  const TensorView* wq = f->tensors().find("blk.0.attn_q.weight");
+  ASSERT_TRUE(up != nullptr && wq != nullptr);
+  EXPECT_TRUE(is_packed_dtype(up->dtype));
+  EXPECT_EQ(wq->dtype, DType::F16);
+  const auto tokens = test_tokens(8, o.n_vocab);
+  auto a = load_or_die(dir + "/mx.gguf");
+  auto b = load_or_die(dir + "/packed.gguf");
+  EXPECT_EQ(prefill_logits(*a, tokens), prefill_logits(*b, tokens));
+  // --repack belongs to f16 (the other types repack block types anyway).
+  q.type = QuantType::kW4A8;
+  EXPECT_EQ(quantize_gguf(dir + "/mx.gguf", dir + "/bad.gguf", q).code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST(MoeModel, MalformedExpertsAreRefusedByName) {
   const std::string dir = temp_dir("moe_bad");
   ASSERT_TRUE(write_random_model(small_moe(), dir + "/m.gguf").ok());
