@@ -273,9 +273,12 @@ Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab
   RETURN_IF_ERROR(write_vocab_gguf(vocab, w));
   if (o.outetts == "0.3") w.set_string("tokenizer.chat_template", "outetts-0.3");
   for (const random_model::Tensor& t : random_model::make_tensors(o, c)) {
-    // llama.cpp convention: 1-D tensors (norms, biases) and the DeltaNet conv F32,
-    // matrices in the chosen type.
-    DType dt = t.shape.size() == 1 || random_model::ends_with(t.name, "ssm_conv1d.weight") ? DType::F32 : o.dtype;
+    // llama.cpp convention: 1-D tensors (norms, biases), every bias (GPT-OSS's expert
+    // biases are [n_expert, n_ff]: GGML's add_id takes them only as F32) and the DeltaNet
+    // conv F32, matrices in the chosen type.
+    const bool f32 = t.shape.size() == 1 || random_model::ends_with(t.name, ".bias") ||
+                     random_model::ends_with(t.name, "ssm_conv1d.weight");
+    DType dt = f32 ? DType::F32 : o.dtype;
     if (o.experts_dtype && random_model::ends_with(t.name, "_exps.weight")) dt = *o.experts_dtype;
     if (dt == DType::MXFP4 && t.shape.back() % kMxfp4Block != 0)
       return Status::invalid_argument("make-model: " + t.name + " has rows of " +
