@@ -18,6 +18,7 @@
 #include "model/registry.h"
 #include "quant/mxfp4.h"
 #include "tokenizer/outetts_tokens.h"
+#include "tokenizer/harmony.h"
 #include "tokenizer/vocab_io.h"
 
 namespace edge {
@@ -272,6 +273,7 @@ Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab
   write_gguf_hparams(o, c, w);
   RETURN_IF_ERROR(write_vocab_gguf(vocab, w));
   if (o.outetts == "0.3") w.set_string("tokenizer.chat_template", "outetts-0.3");
+  if (c.arch == "gpt-oss") w.set_string("tokenizer.chat_template", harmony_chat_template());
   for (const random_model::Tensor& t : random_model::make_tensors(o, c)) {
     // llama.cpp convention: 1-D tensors (norms, biases), every bias (GPT-OSS's expert
     // biases are [n_expert, n_ff]: GGML's add_id takes them only as F32) and the DeltaNet
@@ -298,14 +300,19 @@ Status write_gguf(const RandomModelOptions& o, const ModelConfig& c, const Vocab
 
 Status write_random_model(const RandomModelOptions& o, const std::string& out) {
   ASSIGN_OR_RETURN(ModelConfig c, random_model_config(o));
-  ASSIGN_OR_RETURN(Vocab vocab, make_synthetic_vocab(o.n_vocab, o.seed));
+  // GPT-OSS speaks harmony: its o200k-style byte-level vocabulary with the harmony tokens,
+  // and the harmony chat template.
+  ASSIGN_OR_RETURN(Vocab vocab, c.arch == "gpt-oss" ? make_synthetic_harmony_vocab(o.n_vocab, o.seed)
+                                                    : make_synthetic_vocab(o.n_vocab, o.seed));
   if (!o.outetts.empty()) append_outetts_tokens(vocab);
   if (vocab.n_tokens() != c.n_vocab)
     return Status::internal(fmt::format("synthetic vocabulary has {} tokens, wanted {}",
                                         vocab.n_tokens(), c.n_vocab));
   const bool gguf = out.size() > 5 && out.compare(out.size() - 5, 5, ".gguf") == 0;
-  if (!gguf && o.experts_dtype == DType::MXFP4)
-    return Status::invalid_argument("make-model: MXFP4 experts are written as GGUF (-o FILE.gguf)");
+  const ArchFamily* fam = find_family_gguf(c.arch);
+  if (!gguf && o.experts_dtype == DType::MXFP4 && !(fam && fam->hf_fused_experts))
+    return Status::invalid_argument("make-model: MXFP4 experts of " + c.arch +
+                                    " are written as GGUF (-o FILE.gguf); only gpt-oss's HF form has them");
   if (!gguf && !o.outetts.empty())
     return Status::invalid_argument("make-model: an OuteTTS model is written as GGUF (-o FILE.gguf)");
   Status st = gguf ? write_gguf(o, c, vocab, out) : random_model::write_hf_dir(o, c, vocab, out);

@@ -4,9 +4,12 @@
 #include <filesystem>
 
 #include "convert/random_model_internal.h"
+#include "core/check.h"
 #include "core/mapped_file.h"
 #include "formats/safetensors.h"
 #include "model/registry.h"
+#include "quant/mxfp4.h"
+#include "tokenizer/harmony.h"
 #include "tokenizer/vocab_io.h"
 
 namespace edge::random_model {
@@ -23,6 +26,128 @@ std::vector<float> to_rotate_half(const std::vector<float>& v, int64_t rows, int
     std::copy(v.begin() + src * cols, v.begin() + (src + 1) * cols, out.begin() + r * cols);
   }
   return out;
+}
+
+// GPT-OSS's fused HF experts (ArchFamily::hf_fused_experts, model/arch/gpt_oss_hf.h) from the
+// canonical stacks of one layer, as HF tensors in `views` (bytes kept in `buffers`).
+class FusedExperts {
+ public:
+  FusedExperts(const RandomModelOptions& o, std::vector<std::vector<uint8_t>>* buffers,
+               std::vector<TensorView>* views)
+      : o_(o), buffers_(buffers), views_(views) {}
+
+  // gate, up [E, F, D] -> gate_up_proj [E, D, 2F] (columns interleaved) or, MXFP4, the
+  // blocks and scales of the [E, 2F, D] rows interleaved.
+  void gate_up(const std::string& prefix, const std::vector<float>& gate,
+               const std::vector<float>& up, const std::vector<int64_t>& shape) {
+    const int64_t E = shape[0], F = shape[1], D = shape[2];
+    if (mxfp4()) {
+      std::vector<const float*> rows;
+      for (int64_t e = 0; e < E; ++e)
+        for (int64_t f = 0; f < F; ++f) {
+          rows.push_back(gate.data() + (e * F + f) * D);
+          rows.push_back(up.data() + (e * F + f) * D);
+        }
+      return blocks(prefix + "gate_up_proj", rows, E, 2 * F, D);
+    }
+    std::vector<float> v(static_cast<size_t>(E * D * 2 * F));
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t f = 0; f < F; ++f)
+        for (int64_t d = 0; d < D; ++d) {
+          v[static_cast<size_t>((e * D + d) * 2 * F + 2 * f)] = gate[static_cast<size_t>((e * F + f) * D + d)];
+          v[static_cast<size_t>((e * D + d) * 2 * F + 2 * f + 1)] = up[static_cast<size_t>((e * F + f) * D + d)];
+        }
+    add(prefix + "gate_up_proj", o_.dtype, {E, D, 2 * F}, encode(v, o_.dtype));
+  }
+
+  // down [E, D, F] -> down_proj [E, F, D], or MXFP4 blocks and scales of its rows.
+  void down(const std::string& prefix, const std::vector<float>& w, const std::vector<int64_t>& shape) {
+    const int64_t E = shape[0], D = shape[1], F = shape[2];
+    if (mxfp4()) {
+      std::vector<const float*> rows;
+      for (int64_t r = 0; r < E * D; ++r) rows.push_back(w.data() + r * F);
+      return blocks(prefix + "down_proj", rows, E, D, F);
+    }
+    std::vector<float> v(w.size());
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t f = 0; f < F; ++f)
+          v[static_cast<size_t>((e * F + f) * D + d)] = w[static_cast<size_t>((e * D + d) * F + f)];
+    add(prefix + "down_proj", o_.dtype, {E, F, D}, encode(v, o_.dtype));
+  }
+
+  // gate and up biases [E, F] -> gate_up_proj_bias [E, 2F] interleaved.
+  void gate_up_bias(const std::string& prefix, const std::vector<float>& gate,
+                    const std::vector<float>& up, const std::vector<int64_t>& shape) {
+    std::vector<float> v(2 * gate.size());
+    for (size_t i = 0; i < gate.size(); ++i) v[2 * i] = gate[i], v[2 * i + 1] = up[i];
+    add(prefix + "gate_up_proj_bias", o_.dtype, {shape[0], 2 * shape[1]}, encode(v, o_.dtype));
+  }
+
+  void down_bias(const std::string& prefix, const std::vector<float>& b, const std::vector<int64_t>& shape) {
+    add(prefix + "down_proj_bias", o_.dtype, shape, encode(b, o_.dtype));
+  }
+
+ private:
+  bool mxfp4() const { return o_.experts_dtype == DType::MXFP4; }
+
+  // Rows of K floats (E * R of them, expert-major) as HF's MXFP4: GGML's quantiser per block
+  // (the bytes a GGUF file of the same weights holds), its codes moved from GGUF's order
+  // (element j low, j + 16 high in byte j) to HF's (elements 2i, 2i + 1 in byte i).
+  void blocks(const std::string& name, const std::vector<const float*>& rows, int64_t E, int64_t R,
+              int64_t K) {
+    const int64_t G = K / kMxfp4Block;
+    std::vector<uint8_t> bl(static_cast<size_t>(E * R * G * 16)), sc(static_cast<size_t>(E * R * G));
+    std::vector<uint8_t> gguf(static_cast<size_t>(G * kMxfp4BlockBytes));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      CHECK(quantize_mxfp4_row(rows[r], K, gguf.data()).ok());  // K % 32 checked by the caller
+      for (int64_t g = 0; g < G; ++g) {
+        const uint8_t* b = gguf.data() + g * kMxfp4BlockBytes;
+        auto code = [&](int j) { return j < 16 ? b[1 + j] & 15 : b[1 + j - 16] >> 4; };
+        sc[r * G + g] = b[0];
+        for (int i = 0; i < 16; ++i)
+          bl[(r * G + g) * 16 + i] = static_cast<uint8_t>(code(2 * i) | code(2 * i + 1) << 4);
+      }
+    }
+    add(name + "_blocks", DType::U8, {E, R, G, 16}, std::move(bl));
+    add(name + "_scales", DType::U8, {E, R, G}, std::move(sc));
+  }
+
+  void add(const std::string& name, DType t, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+    buffers_->push_back(std::move(bytes));
+    TensorView v;
+    v.name = name;
+    v.dtype = t;
+    v.shape = std::move(shape);
+    v.data = buffers_->back().data();
+    v.nbytes = buffers_->back().size();
+    views_->push_back(std::move(v));
+  }
+
+  const RandomModelOptions& o_;
+  std::vector<std::vector<uint8_t>>* buffers_;
+  std::vector<TensorView>* views_;
+};
+
+// Writes the fused form of a stacked expert tensor `t` (ffn_{gate,up,down}_exps.{weight,bias})
+// of a hf_fused_experts family: gate with its layer's up (found in `all`), up skipped.
+void write_fused(FusedExperts& fused, const Tensor& t, const std::vector<Tensor>& all) {
+  const size_t dot = t.name.find('.', 4);
+  const std::string blk = t.name.substr(0, dot + 1), what = t.name.substr(dot + 1);
+  const std::string prefix = "model.layers." + t.name.substr(4, dot - 4) + ".mlp.experts.";
+  auto values_of = [&](const std::string& name) {
+    for (const Tensor& u : all)
+      if (u.name == name) return u.generate();
+    return std::vector<float>();
+  };
+  if (what == "ffn_gate_exps.weight")
+    fused.gate_up(prefix, t.generate(), values_of(blk + "ffn_up_exps.weight"), t.shape);
+  else if (what == "ffn_gate_exps.bias")
+    fused.gate_up_bias(prefix, t.generate(), values_of(blk + "ffn_up_exps.bias"), t.shape);
+  else if (what == "ffn_down_exps.weight")
+    fused.down(prefix, t.generate(), t.shape);
+  else if (what == "ffn_down_exps.bias")
+    fused.down_bias(prefix, t.generate(), t.shape);
 }
 
 const char* torch_dtype(DType t) {
@@ -80,7 +205,12 @@ Status write_hf_dir(const RandomModelOptions& o, const ModelConfig& c, const Voc
   const std::vector<Tensor> tensors = make_tensors(o, c);
   const TensorSchema schema = fam.schema(c);
   buffers.reserve(tensors.size() * static_cast<size_t>(std::max(c.moe.n_expert, 1)));
+  FusedExperts fused(o, &buffers, &views);
   for (const Tensor& t : tensors) {
+    if (fam.hf_fused_experts && t.name.find("_exps.") != std::string::npos) {
+      write_fused(fused, t, tensors);
+      continue;
+    }
     std::vector<float> v = t.generate();
     // The config is in GGUF conventions: interleaved q/k rows become HF's rotate-half ones.
     if (c.rope_style == RopeStyle::kInterleaved &&
@@ -119,6 +249,7 @@ Status write_hf_dir(const RandomModelOptions& o, const ModelConfig& c, const Voc
   if (vocab.bos_id >= 0) tc["bos_token"] = vocab.tokens[vocab.bos_id];
   if (vocab.eos_id >= 0) tc["eos_token"] = vocab.tokens[vocab.eos_id];
   tc["model_max_length"] = c.max_ctx;
+  if (c.arch == "gpt-oss") tc["chat_template"] = harmony_chat_template();
   return write_json(base + "tokenizer_config.json", tc);
 }
 

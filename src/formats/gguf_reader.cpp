@@ -340,7 +340,9 @@ Status GgufReader::size_tensor(TensorInfo* t, const std::vector<uint64_t>& ne) {
   if (zero) numel = 0;
   t->shape.assign(ne.rbegin(), ne.rend());
   int64_t be = 0, bb = 0;
-  bool known = dtype_block_info(static_cast<DType>(t->type), &be, &bb);
+  // U8 is safetensors' alone: a GGUF file naming its id is as unknown as any other.
+  bool known = static_cast<DType>(t->type) != DType::U8 &&
+               dtype_block_info(static_cast<DType>(t->type), &be, &bb);
   if (!known && extra_ && *extra_) known = (*extra_)(t->type, &be, &bb) && be > 0 && bb > 0;
   if (!known)
     return Status::unsupported(c_.path() + ": " + what + " has unknown type id " +

@@ -28,6 +28,7 @@ struct StDType {
 constexpr StDType kStDTypes[] = {
     {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16}, {"F64", DType::F64},
     {"I8", DType::I8},   {"I16", DType::I16}, {"I32", DType::I32},   {"I64", DType::I64},
+    {"U8", DType::U8},
 };
 
 bool is_nonneg_int(const json& j) {

@@ -29,6 +29,7 @@ constexpr DTypeInfo kInfos[] = {
     {DType::I32, "i32", 1, 4},       {DType::I64, "i64", 1, 8},
     {DType::F64, "f64", 1, 8},       {DType::BF16, "bf16", 1, 2},
     {DType::MXFP4, "mxfp4", 32, 17},  // e8m0 exponent + 16 bytes of E2M1 nibbles
+    {DType::U8, "u8", 1, 1},
 };
 
 const DTypeInfo* find_info(DType t) {

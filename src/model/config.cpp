@@ -25,8 +25,9 @@ std::vector<float> yarn_rope(const YarnParams& y, int32_t rotary_dim, float thet
     return rotary_dim * std::log(y.original_ctx / (rotations * 2.0f * static_cast<float>(M_PI))) /
            (2.0f * std::log(theta));
   };
-  const float lo = std::max(0.0f, std::floor(corr_dim(y.beta_fast)));
-  const float hi = std::min(static_cast<float>(rotary_dim - 1), std::ceil(corr_dim(y.beta_slow)));
+  const float fast = corr_dim(y.beta_fast), slow = corr_dim(y.beta_slow);
+  const float lo = std::max(0.0f, y.truncate ? std::floor(fast) : fast);
+  const float hi = std::min(static_cast<float>(rotary_dim - 1), y.truncate ? std::ceil(slow) : slow);
   const float freq_scale = 1.0f / y.factor;
   std::vector<float> divisors(static_cast<size_t>(rotary_dim / 2));
   for (int32_t i = 0; i < rotary_dim / 2; ++i) {

@@ -72,6 +72,9 @@ struct YarnParams {
   float original_ctx = 4096.0f;
   float beta_fast = 32.0f, beta_slow = 1.0f;
   float attn_factor = 1.0f;
+  // The correction range's ends rounded out to whole pairs (floor / ceil), as llama.cpp does
+  // and HF unless the config says "truncate": false (GPT-OSS's does).
+  bool truncate = true;
 };
 
 struct ModelConfig {

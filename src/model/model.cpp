@@ -247,7 +247,20 @@ Status Model::load_hf(const LoadOptions& o) {
     v.name = name;
     RETURN_IF_ERROR(source_->canonical.add(std::move(v)));
   }
+  if (fam->hf_derive) {
+    const int threads = o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads();
+    RETURN_IF_ERROR(fam->hf_derive(config_, h.weights.tensors(), threads, &source_->prepared));
+    for (const TensorView& t : source_->prepared.tensors.all())
+      RETURN_IF_ERROR(source_->canonical.add(t));
+  }
   ASSIGN_OR_RETURN(weights_, check_and_bind(*fam, config_, source_->canonical, fam->hf_norms_plus_one));
+  // Packed cells built from a checkpoint's quantised blocks (GPT-OSS's MXFP4 experts) take
+  // int8 activations, as GGUF's repacked blocks do.
+  std::string act = o.activations;
+  if (act == "auto") act = source_->prepared.repacked > 0 ? "int8" : "f32";
+  if (act != "f32" && act != "int8")
+    return Status::invalid_argument("activations must be auto, f32 or int8 (got " + act + ")");
+  int8_activations_ = act == "int8";
   if (o.load_tokenizer && !h.tokenizer_json_path.empty()) {
     HeapDelta tokenizer_heap;
     ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_tokenizer_json(h.tokenizer_json_path,

@@ -126,6 +126,17 @@ Status read_hf(const std::string& path, ModelFootprint& m) {
     if (!fam) return Status::unsupported("unsupported architecture '" + type + "'");
     ASSIGN_OR_RETURN(m.config, fam->from_hf(cfg));
     for (const TensorView& t : h.weights.tensors().all()) {
+      if (fam->hf_derives && fam->hf_derives(t.name)) {
+        // Rebuilt at load into anonymous memory (gpt_oss_hf.h): MXFP4 blocks and scales as
+        // cells of the same bytes, float experts in their own type, biases as F32.
+        TensorFootprint f = footprint_of(t, false);
+        f.expert = true;
+        f.mapped_bytes = 0;
+        f.anon_bytes = t.shape.size() <= 2 ? static_cast<uint64_t>(t.numel()) * sizeof(float) : t.nbytes;
+        add_tensor(m, std::move(f));
+        m.file_bytes += t.nbytes;
+        continue;
+      }
       if (fam->hf_tensor_name(t.name).empty()) continue;  // not used by the forward pass
       add_tensor(m, footprint_of(t, false));
       m.file_bytes += t.nbytes;

@@ -49,16 +49,26 @@ KQuantCells engine_kquant_cells() {
   return cells;
 }
 
-namespace {
-
-// Tells the kernel this process no longer needs the file pages of [data, data + n): they
-// leave our RssFile (the page cache may keep them for other readers).
 void drop_source_pages(const uint8_t* data, uint64_t n) {
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   uint64_t begin = (reinterpret_cast<uint64_t>(data) + page - 1) / page * page;
   uint64_t end = (reinterpret_cast<uint64_t>(data) + n) / page * page;
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
+
+Status add_owned_tensor(PreparedTensors* out, std::unique_ptr<AnonymousBuffer> buf, TensorView v,
+                        bool repacked) {
+  v.data = buf->data();
+  v.nbytes = buf->size();
+  if (repacked) {
+    out->repacked++;
+    out->repacked_bytes += buf->size();
+  }
+  out->owned.push_back(std::move(buf));
+  return out->tensors.add(std::move(v));
+}
+
+namespace {
 
 // [N, K], or experts [E, N, K] as E packed matrices back to back (quant/packed.h).
 Status repack_one(const TensorView& t, int threads, PreparedTensors& out) {
@@ -75,12 +85,7 @@ Status repack_one(const TensorView& t, int threads, PreparedTensors& out) {
   drop_source_pages(t.data, t.nbytes);
   TensorView v = t;
   v.dtype = packed_dtype(f);
-  v.data = buf->data();
-  v.nbytes = bytes;
-  out.repacked++;
-  out.repacked_bytes += bytes;
-  out.owned.push_back(std::move(buf));
-  return out.tensors.add(std::move(v));
+  return add_owned_tensor(&out, std::move(buf), std::move(v), true);
 }
 
 }  // namespace

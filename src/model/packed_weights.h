@@ -40,6 +40,16 @@ struct PreparedTensors {
 
 Expected<PreparedTensors> prepare_gguf_tensors(const GgufFile& g, int threads);
 
+// Adds `v` to out->tensors with its bytes in `buf` (v.data, v.nbytes are set to the buffer's),
+// which out then owns. `repacked` counts it among the repacked tensors (packed cells built
+// from a file's quantised blocks, as opposed to float tensors rearranged).
+Status add_owned_tensor(PreparedTensors* out, std::unique_ptr<AnonymousBuffer> buf, TensorView v,
+                        bool repacked);
+
+// Tells the kernel this process no longer needs the file pages of [data, data + n) (a
+// source tensor copied elsewhere): they leave our RssFile; the page cache may keep them.
+void drop_source_pages(const uint8_t* data, uint64_t n);
+
 // Where this engine repacks GGUF Q4_K, Q5_K and Q6_K: q4k_g256 / q5k_g256 / q6k_g256 when
 // the chosen kernels run those cells (packed_kernels_run_q4k() / _q5k() / _q6k()), else
 // w4a_g32 / w6_g32. EDGE_Q4K_CELLS=0 / EDGE_Q5K_CELLS=0 / EDGE_Q6K_CELLS=0 force the portable

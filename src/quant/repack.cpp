@@ -11,6 +11,7 @@
 #include "core/parallel_ranges.h"
 #include "quant/cell.h"
 #include "quant/gguf_blocks.h"
+#include "quant/mxfp4.h"
 #include "quant/quantize.h"
 
 namespace edge {
@@ -294,6 +295,73 @@ Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, in
   };
   return parallel_ranges(threads, tensor_panels(src), repack_range)
       .with_context("tensor '" + src.name + "'");
+}
+
+namespace {
+
+// The shape checks of repack_hf_mxfp4: blocks [E, R, G, 16] and scales [E, R, G], both U8
+// (or I8: safetensors writers differ), R a multiple of step, row0 < step.
+Status check_hf_mxfp4(const TensorView& blocks, const TensorView& scales, int64_t row0,
+                      int64_t step) {
+  auto bytes = [](const TensorView& t) { return t.dtype == DType::U8 || t.dtype == DType::I8; };
+  if (blocks.shape.size() != 4 || blocks.shape[3] != 16 || !bytes(blocks))
+    return Status::invalid_format("MXFP4 blocks '" + blocks.name + "' " + blocks.shape_string() +
+                                  " " + dtype_name(blocks.dtype) +
+                                  ": expected u8 [experts, rows, K / 32, 16]");
+  if (scales.shape.size() != 3 || !bytes(scales) ||
+      !std::equal(scales.shape.begin(), scales.shape.end(), blocks.shape.begin()))
+    return Status::invalid_format("MXFP4 scales '" + scales.name + "' " + scales.shape_string() +
+                                  " do not match blocks '" + blocks.name + "' " +
+                                  blocks.shape_string());
+  for (int64_t d : blocks.shape)
+    if (d <= 0) return Status::invalid_format("MXFP4 blocks '" + blocks.name + "' are empty");
+  if (step <= 0 || row0 < 0 || row0 >= step || blocks.shape[1] % step != 0)
+    return Status::invalid_argument("MXFP4 blocks '" + blocks.name + "': " +
+                                    std::to_string(blocks.shape[1]) + " rows cannot be taken every " +
+                                    std::to_string(step) + " from " + std::to_string(row0));
+  RETURN_IF_ERROR(check_tensor_bytes(blocks));
+  return check_tensor_bytes(scales);
+}
+
+}  // namespace
+
+Status repack_hf_mxfp4(const TensorView& blocks, const TensorView& scales, int64_t row0,
+                       int64_t step, uint8_t* dst, uint64_t dst_bytes, int threads) {
+  RETURN_IF_ERROR(check_hf_mxfp4(blocks, scales, row0, step));
+  const int64_t experts = blocks.shape[0], rows = blocks.shape[1], groups = blocks.shape[2];
+  const int64_t n = rows / step, k = groups * 32;
+  const PackedFormat f{PackedKind::kMxfp4, 32};
+  const int64_t want = packed_tensor_bytes(f, {experts, n, k});
+  if (dst_bytes != static_cast<uint64_t>(want))
+    return Status::invalid_argument("MXFP4 blocks '" + blocks.name + "' as " + f.name() +
+                                    " need " + std::to_string(want) + " bytes, given " +
+                                    std::to_string(dst_bytes));
+  const int64_t cb = f.group_bytes(), panel_bytes = groups * cb, panels = PackedFormat::panels(n);
+  auto repack_range = [&](int64_t p0, int64_t p1, int) -> Status {
+    for (int64_t i = p0; i < p1; ++i) {
+      const int64_t e = i / panels, p = i % panels;
+      uint8_t* cells = dst + i * panel_bytes;
+      const int64_t valid = std::min(kPanelRows, n - p * kPanelRows);
+      if (valid < kPanelRows) std::memset(cells, 0, static_cast<size_t>(panel_bytes));
+      for (int64_t r = 0; r < valid; ++r) {
+        const int64_t src_row = e * rows + row0 + step * (p * kPanelRows + r);
+        const uint8_t* hb = blocks.data + src_row * groups * 16;
+        const uint8_t* hs = scales.data + src_row * groups;
+        for (int64_t g = 0; g < groups; ++g) {
+          // HF's element i sits in byte i / 2, nibble i % 2; GGUF's block wants element j
+          // low and j + 16 high in byte j.
+          auto code = [&](int i) { return (hb[g * 16 + i / 2] >> (4 * (i % 2))) & 15; };
+          uint8_t block[kMxfp4BlockBytes];
+          block[0] = hs[g];
+          for (int j = 0; j < 16; ++j) block[1 + j] = static_cast<uint8_t>(code(j) | code(j + 16) << 4);
+          put_mxfp4(block, cells + g * cb, static_cast<int>(r));
+        }
+      }
+    }
+    return Status();
+  };
+  return parallel_ranges(threads, experts * panels, repack_range)
+      .with_context("MXFP4 blocks '" + blocks.name + "'");
 }
 
 }  // namespace edge

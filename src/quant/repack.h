@@ -82,4 +82,15 @@ Status check_repackable_tensor(const TensorView& src, const PackedFormat& f);
 Status repack_matrix(const TensorView& src, uint8_t* dst, uint64_t dst_bytes, int threads = 1,
                      KQuantCells cells = {});
 
+// Hugging Face's MXFP4 expert tensors (GPT-OSS's release) into mxfp4_g32 cells, lossless:
+//   blocks  [E, R, K / 32, 16] u8: block g of row r holds k = 32 g .. 32 g + 31, element 2j in
+//           the low nibble of byte j and element 2j + 1 in its high nibble (GGUF's block
+//           instead keeps element j low and j + 16 high);
+//   scales  [E, R, K / 32] u8: the E8M0 byte of each block, 2^(s - 127), as GGUF's e.
+// Rows row0, row0 + step, row0 + 2 step, ... of each expert become rows 0, 1, 2, ... of the
+// packed [E, R / step, K] (step 2 takes the gate (row0 0) or up (row0 1) half of a
+// gate_up_proj whose rows interleave). dst: packed_tensor_bytes(mxfp4_g32, {E, R / step, K}).
+Status repack_hf_mxfp4(const TensorView& blocks, const TensorView& scales, int64_t row0,
+                       int64_t step, uint8_t* dst, uint64_t dst_bytes, int threads = 1);
+
 }  // namespace edge

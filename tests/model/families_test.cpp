@@ -88,12 +88,17 @@ TEST_P(FamilyTest, GgufAndHfDirectoryGiveTheSameLogits) {
     EXPECT_EQ(hc.rope_style, RopeStyle::kNeox);
     hc.rope_style = gc.rope_style;
   }
+  // GPT-OSS: every layer is MoE and config.json's intermediate_size is the experts' width;
+  // its HF YaRN does not round the correction range ("truncate": false), llama.cpp's GGUF
+  // path does, so the logits differ a little (gpt_oss_hf_test.cpp: equal once it agrees).
+  const bool fused = find_family_gguf(GetParam())->hf_fused_experts;
+  if (fused) hc.n_ff = gc.n_ff;
   EXPECT_EQ(describe_config(gc), describe_config(hc));
   ASSERT_NE(g->tokenizer(), nullptr);
   ASSERT_NE(h->tokenizer(), nullptr);
   EXPECT_EQ(g->tokenizer()->n_vocab(), h->tokenizer()->n_vocab());
   const std::vector<int32_t> toks = test_tokens(11, o.n_vocab, 3);
-  EXPECT_LT(rel_diff(prefill_logits(*g, toks), prefill_logits(*h, toks)), 1e-4);
+  EXPECT_LT(rel_diff(prefill_logits(*g, toks), prefill_logits(*h, toks)), fused ? 2e-2 : 1e-4);
 }
 
 TEST_P(FamilyTest, HalfPrecisionWeightsStayCloseToF32) {
@@ -203,7 +208,7 @@ TEST(Registry, VariantsAreReadBackByTheirFamily) {
     EXPECT_EQ(f->variants[0].arch, f->name);
     for (const ArchVariant& v : f->variants) {
       EXPECT_EQ(find_family_gguf(v.arch), f) << v.arch;
-      if (f->hf_model_types.empty()) continue;  // GGUF only (gpt-oss)
+      if (f->hf_model_types.empty()) continue;  // GGUF only
       EXPECT_EQ(find_family_hf(v.hf_model_type), f) << v.hf_model_type;
       EXPECT_EQ(f->variant(v.arch), &v);
       auto c = random_model_config(small(v.arch));
@@ -212,6 +217,8 @@ TEST(Registry, VariantsAreReadBackByTheirFamily) {
       const TensorSchema schema = f->schema(*c);  // outlives the loop over its specs
       for (const TensorSpec& s : schema.specs()) {
         if (!s.required) continue;
+        // GPT-OSS fuses its experts (gpt_oss_hf_test.cpp checks that form).
+        if (s.experts > 0 && f->hf_fused_experts) continue;
         // Stacked experts are one tensor per expert in an HF checkpoint.
         const std::string name = s.experts > 0 ? expert_tensor_name(s.name, s.experts - 1) : s.name;
         const std::string hf = f->hf_name_of(name);

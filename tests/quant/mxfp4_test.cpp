@@ -150,6 +150,56 @@ TEST(Mxfp4, RepackIsLossless) {
       ASSERT_EQ(packed[static_cast<size_t>(last + g * f.group_bytes() + 256 + row)], 0) << row;
 }
 
+// Hugging Face's MXFP4 experts (GPT-OSS: blocks [E, R, K/32, 16] with elements 2i, 2i+1 in
+// byte i, scales [E, R, K/32]) repack to the same cells as GGUF blocks of the same values,
+// rows taken every `step` from row0 (the gate and up halves of gate_up_proj).
+TEST(Mxfp4, HuggingFaceBlocksRepackAsTheGgufBlocks) {
+  const int64_t E = 3, R = 38, k = 64, G = k / 32;  // 19 rows per half: a short last panel
+  test::Built src = test::build_blocks(DType::MXFP4, static_cast<int>(E * R * G), 11);
+  std::vector<uint8_t> blocks(static_cast<size_t>(E * R * G * 16)), scales(static_cast<size_t>(E * R * G));
+  for (int64_t b = 0; b < E * R * G; ++b) {
+    const uint8_t* gg = &src.bytes[static_cast<size_t>(b * 17)];
+    auto code = [&](int j) { return j < 16 ? gg[1 + j] & 15 : gg[1 + j - 16] >> 4; };
+    scales[static_cast<size_t>(b)] = gg[0];
+    for (int i = 0; i < 16; ++i)
+      blocks[static_cast<size_t>(b * 16 + i)] = static_cast<uint8_t>(code(2 * i) | code(2 * i + 1) << 4);
+  }
+  TensorView hb{"experts.gate_up_proj_blocks", DType::U8, {E, R, G, 16}, blocks.data(), blocks.size()};
+  TensorView hs{"experts.gate_up_proj_scales", DType::U8, {E, R, G}, scales.data(), scales.size()};
+  const PackedFormat f{PackedKind::kMxfp4, 32};
+  for (int64_t row0 : {0, 1}) {
+    // The GGUF stack of the same half: rows row0, row0 + 2, ... of every expert.
+    std::vector<uint8_t> half;
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t r = row0; r < R; r += 2) {
+        const auto at = src.bytes.begin() + (e * R + r) * G * 17;
+        half.insert(half.end(), at, at + G * 17);
+      }
+    TensorView gv{"blk.0.ffn_gate_exps.weight", DType::MXFP4, {E, R / 2, k}, half.data(), half.size()};
+    const int64_t bytes = packed_tensor_bytes(f, gv.shape);
+    std::vector<uint8_t> want(static_cast<size_t>(bytes)), got(static_cast<size_t>(bytes), 0xCD);
+    ASSERT_TRUE(repack_matrix(gv, want.data(), want.size(), 1).ok());
+    ASSERT_TRUE(repack_hf_mxfp4(hb, hs, row0, 2, got.data(), got.size(), 2).ok());
+    EXPECT_EQ(got, want) << "row0 " << row0;
+  }
+  // Every row (step 1), and the refusals: odd rows for a pair split, scales of another shape,
+  // the wrong byte count.
+  std::vector<uint8_t> all(static_cast<size_t>(packed_tensor_bytes(f, {E, R, k})));
+  EXPECT_TRUE(repack_hf_mxfp4(hb, hs, 0, 1, all.data(), all.size()).ok());
+  TensorView odd = hb;
+  odd.shape = {E * R, 1, G, 16};
+  TensorView odd_s = hs;
+  odd_s.shape = {E * R, 1, G};
+  EXPECT_EQ(repack_hf_mxfp4(odd, odd_s, 0, 2, all.data(), all.size()).code(), StatusCode::kInvalidArgument);
+  TensorView bad_s = hs;
+  bad_s.shape = {E, R, G + 1};
+  Status st = repack_hf_mxfp4(hb, bad_s, 0, 1, all.data(), all.size());
+  EXPECT_EQ(st.code(), StatusCode::kInvalidFormat);
+  EXPECT_NE(st.message().find("gate_up_proj_scales"), std::string::npos) << st.message();
+  EXPECT_EQ(repack_hf_mxfp4(hb, hs, 0, 1, all.data(), all.size() - 1).code(),
+            StatusCode::kInvalidArgument);
+}
+
 // The packed quantiser writes the codes and exponents the GGUF quantiser writes (then
 // repacked): one rule, whichever way a file is made.
 TEST(Mxfp4, PackedQuantiserEqualsGgufQuantiserRepacked) {

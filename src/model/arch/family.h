@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "formats/gguf.h"
 #include "model/config.h"
+#include "model/packed_weights.h"
 #include "model/tensor_schema.h"
 
 namespace edge {
@@ -51,6 +52,19 @@ struct ArchFamily {
   TensorSchema (*schema)(const ModelConfig& c) = nullptr;
   // HF tensor name -> canonical name; "" for tensors the forward does not use.
   std::string (*hf_tensor_name)(const std::string& hf_name) = nullptr;
+  // Canonical tensors an HF checkpoint holds in another form than one tensor each (GPT-OSS's
+  // experts: gate and up rows interleaved in one tensor, MXFP4 blocks and scales apart, float
+  // experts stored [in, out]): built into `out` (owned buffers) from the checkpoint's tensors
+  // `hf`, which hf_tensor_name maps to "". May be null.
+  Status (*hf_derive)(const ModelConfig& c, const TensorSet& hf, int threads,
+                      PreparedTensors* out) = nullptr;
+  // Whether hf_derive consumes the checkpoint tensor `hf` (the memory plan counts it).
+  bool (*hf_derives)(const std::string& hf) = nullptr;
+  // Its HF experts are GPT-OSS's fused form (writers): mlp.experts.gate_up_proj [E, n_embd,
+  // 2 n_ff] with gate and up columns interleaved, down_proj [E, n_ff, n_embd], their biases
+  // gate_up_proj_bias [E, 2 n_ff] and down_proj_bias [E, n_embd]; MXFP4 experts as
+  // *_blocks / *_scales stored [E, rows, ...] (gate_up rows interleaved).
+  bool hf_fused_experts = false;
   // HF checkpoints store RMSNorm weights as w and compute x*(1+w) (Gemma); GGUF stores
   // w+1. The loader adds 1 to every norm weight of an HF checkpoint when set.
   bool hf_norms_plus_one = false;
