@@ -1,5 +1,5 @@
 // edge-infer plan -m MODEL --ctx N|auto [--kv-budget B] [--kv-type f16] [--max-seqs S]
-//                 [--memory-limit M] [--json]
+//                 [--memory-limit M] [--state-checkpoints N] [--json]
 // Bytes per memory category from the model's metadata (no weight is read) and whether the
 // configuration fits the memory this process may use. Exit 3 when refused.
 #include <cstdio>
@@ -14,6 +14,7 @@ struct PlanCmdArgs {
   std::string model;
   PlanArgs plan;
   int threads = 0;
+  int64_t state_checkpoints = 4;  // as serve keeps by default
   bool json = false;
 };
 
@@ -21,6 +22,8 @@ int run_plan(const PlanCmdArgs& a) {
   if (a.model.empty()) return report_error(Status::invalid_argument("plan needs -m MODEL"));
   auto o = plan_options_from(a.plan, 4096, a.threads);
   if (!o) return report_error(o.status());
+  if (a.state_checkpoints < 0) return report_error(Status::invalid_argument("--state-checkpoints must be 0 or more"));
+  o->state_checkpoints = a.state_checkpoints;
   auto plan = plan_for_model(a.model, *o);
   if (!plan) return report_error(plan.status());
   if (a.json) {
@@ -40,6 +43,9 @@ void register_plan(CLI::App& app, Context& ctx) {
   sub->add_option("-m,--model", a->model, "GGUF file, Hugging Face directory or llama2.c .bin")->required();
   add_plan_options(sub, a->plan);
   sub->add_option("-t,--threads", a->threads, "threads (runtime estimate; default: all allowed cores)");
+  sub->add_option("--state-checkpoints", a->state_checkpoints,
+                  "hybrid models: recurrent-state copies the prefix cache keeps (serve's default)")
+      ->capture_default_str();
   sub->add_flag("--json", a->json, "print the plan as JSON");
   sub->callback([a, &ctx] { ctx.exit_code = run_plan(*a); });
 }

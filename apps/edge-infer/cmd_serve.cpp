@@ -58,6 +58,7 @@ struct ServeArgs {
   int64_t max_batched_tokens = 512;
   double itl_target_ms = 0;
   bool no_prefix_cache = false;
+  int32_t state_checkpoints = 4;
   double drain_timeout_s = 10;
   // /v1/audio/speech: this pair (the demo's when serving the demo model), vocoder where.
   std::string speech_model, vocoder;
@@ -144,6 +145,7 @@ Expected<pipeline::PipelineSpec> served_graph(const ServeArgs& a, const std::str
   e.kv_type = a.kv_type;
   e.itl_target_ms = a.itl_target_ms;
   e.prefix_cache = !a.no_prefix_cache;
+  e.state_checkpoints = a.state_checkpoints;
   if (!a.kv_budget.empty()) {
     ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_byte_size(a.kv_budget));
   }
@@ -406,6 +408,11 @@ void register_serve(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   sub->add_flag("--no-prefix-cache", a->no_prefix_cache,
                 "recompute every prompt: no KV blocks kept for reuse (to measure without the cache)");
+  sub->add_option("--state-checkpoints", a->state_checkpoints,
+                  "hybrid models (Qwen3.5): recurrent-state copies kept for the prefix cache, each one "
+                  "sequence's state bytes (0: recompute repeated prompts)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
   sub->add_option("--memory-limit", a->memory_limit,
                   "memory this process may use (e.g. 2GiB; default: MemAvailable and the cgroup limit)");
   sub->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template overriding the model's");

@@ -39,6 +39,9 @@ struct EngineOptions {
   uint64_t kv_budget_bytes = 0;     // 0: enough for max_seqs full contexts
   std::string kv_type = "f16";      // f32 | f16 | bf16 | q8
   bool prefix_cache = true;
+  // Models with recurrent layers (Qwen3.5): state checkpoints kept for the prefix cache, each
+  // one sequence's state bytes (runtime/kv_cache.h); 0 turns their prefix cache off.
+  int32_t state_checkpoints = 4;
   int32_t stream_queue_limit = 64;  // chunks buffered per request before it is paused
   // Inter-token latency the running streams should keep while new prompts are computed:
   // a step that carries prompt tokens next to decoding sequences is capped at what the
@@ -123,6 +126,10 @@ struct EngineStats {
   // pool holds max_seqs rings: more sequences keep more windows cached).
   uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0, prefix_cache_hit_tokens = 0;
   uint64_t prefix_cache_window_miss_tokens = 0;
+  // Models with recurrent layers: state checkpoints saved at block boundaries, restored into
+  // a new sequence's slot (each restore is a prefix-cache hit), and kept now.
+  uint64_t state_checkpoint_saves = 0, state_checkpoint_restores = 0;
+  int64_t state_checkpoints_kept = 0;
   uint64_t prompt_tokens = 0, generated_tokens = 0;
   uint64_t requests_finished = 0, requests_cancelled = 0, preemptions = 0;
   int32_t stream_high_water = 0;  // most chunks ever queued on one stream

@@ -37,6 +37,7 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
   ko.max_step = o.max_batched_tokens;
   ko.max_seqs = o.max_seqs;
   ko.prefix_cache = o.prefix_cache;
+  ko.state_checkpoints = o.state_checkpoints;
   if (o.max_model_len > (int64_t{1} << 26))
     return Status::invalid_argument(
         fmt::format("max_model_len {} exceeds {}", o.max_model_len, int64_t{1} << 26));
@@ -69,6 +70,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   po.kv_budget_bytes = static_cast<int64_t>(o.kv_budget_bytes);
   po.kv_type = type;
   po.max_seqs = o.max_seqs;
+  po.state_checkpoints = o.prefix_cache ? o.state_checkpoints : 0;
   po.max_batched_tokens = o.max_batched_tokens;
   po.memory_limit = static_cast<int64_t>(o.memory_limit_bytes);
   po.n_threads = o.n_threads;
@@ -248,6 +250,9 @@ EngineStats EngineImpl::stats_locked() const {
   s.paused = 0;
   for (const auto& [id, r] : requests_) s.paused += r->seq.paused ? 1 : 0;
   s.preemptions = scheduler_.preemptions();
+  s.state_checkpoint_saves = kv_.state_checkpoint_saves();
+  s.state_checkpoint_restores = kv_.state_checkpoint_restores();
+  s.state_checkpoints_kept = kv_.state_checkpoints().n_saved();
   return s;
 }
 

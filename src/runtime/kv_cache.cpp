@@ -51,11 +51,12 @@ Expected<uint64_t> parse_kv_budget(const std::string& s, bool* is_tokens) {
   return static_cast<uint64_t>(n);
 }
 
-KvCache::KvCache(KvCacheOptions o, KvStorage storage, bool prefix)
+KvCache::KvCache(KvCacheOptions o, KvStorage storage, bool prefix, StateCheckpoints checkpoints)
     : options_(std::move(o)),
       storage_(std::move(storage)),
       pools_{BlockPool(static_cast<int32_t>(storage_.n_blocks(0))), BlockPool(static_cast<int32_t>(storage_.n_blocks(1)))},
-      prefix_(prefix) {
+      prefix_(prefix),
+      checkpoints_(std::move(checkpoints)) {
   for (int64_t i = storage_.n_state_slots() - 1; i >= 0; --i) free_slots_.push_back(static_cast<int32_t>(i));
 }
 
@@ -67,7 +68,30 @@ Expected<KvCache> KvCache::create(const ModelConfig& config, const KvCacheOption
   if (n_blocks[0] > INT32_MAX || n_blocks[1] > INT32_MAX)
     return Status::invalid_argument("KV cache: too many blocks");
   ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create(layout, n_blocks, o.max_seqs));
-  return KvCache(o, std::move(storage), o.prefix_cache && !layout.has_state());
+  if (o.state_checkpoints < 0)
+    return Status::invalid_argument("KV cache: state checkpoints must not be negative");
+  // A model with recurrent layers caches prefixes only through state checkpoints.
+  const bool prefix = o.prefix_cache && (!layout.has_state() || o.state_checkpoints > 0);
+  StateCheckpoints checkpoints;
+  if (prefix && layout.has_state()) {
+    ASSIGN_OR_RETURN(checkpoints, StateCheckpoints::create(o.state_checkpoints, layout.state_bytes_per_seq()));
+  }
+  return KvCache(o, std::move(storage), prefix, std::move(checkpoints));
+}
+
+uint8_t* KvCache::slot_state(int32_t slot) {
+  // The slot's bytes start with its first recurrent layer's state (kv_layout.h).
+  for (size_t l = 0; l < layout().layer_group.size(); ++l)
+    if (layout().layer_group[l] < 0 && layout().layer_slot[l] == 0)
+      return reinterpret_cast<uint8_t*>(storage_.state(static_cast<int>(l), slot));
+  CHECK(false && "a state slot without recurrent layers");
+  return nullptr;
+}
+
+int64_t KvCache::clip_to_checkpoint(int64_t n_computed, int64_t n, int64_t n_prompt) const {
+  if (checkpoints_.capacity() == 0 || n_prompt <= 0) return n;
+  const int64_t bt = layout().settings.block_tokens, boundary = (n_prompt - 1) / bt * bt;
+  return n_computed < boundary && n_computed + n > boundary ? boundary - n_computed : n;
 }
 
 std::array<int64_t, 2> KvCache::blocks_per_full_seq() const {
@@ -98,6 +122,13 @@ KvCache::CachedRun KvCache::find_cached(std::span<const int32_t> prompt, int64_t
   return run;
 }
 
+bool KvCache::window_cached(const std::vector<int32_t>& found, int64_t n) const {
+  if (!layout().has_group(kKvSliding)) return true;
+  for (int64_t b = first_window_block(n * layout().settings.block_tokens); b < n; ++b)
+    if (found[static_cast<size_t>(b)] < 0) return false;
+  return true;
+}
+
 int64_t KvCache::longest_window_hit(const std::vector<int32_t>& found) const {
   const int64_t bt = layout().settings.block_tokens;
   // cached_run[i]: how many blocks up to and including i are cached without a gap.
@@ -119,6 +150,15 @@ int64_t KvCache::attach_prefix(SeqKv& s, std::span<const int32_t> prompt) {
     n = longest_window_hit(run.found[kKvSliding]);
     // Without a global group nothing says how far the prompt was cached: no miss to report.
     if (layout().has_group(kKvGlobal)) s.window_miss = (found - n) * bt;
+  }
+  if (layout().has_state()) {
+    // The recurrent layers resume only from a checkpoint: the longest such boundary.
+    int32_t ck = -1;
+    for (; n > 0; --n)
+      if (window_cached(run.found[kKvSliding], n) &&
+          (ck = checkpoints_.find(run.hash[static_cast<size_t>(n - 1)], n * bt)) >= 0)
+        break;
+    s.restore_checkpoint = n > 0 ? ck : -1;
   }
   const int64_t first = first_window_block(n * bt);
   for (int g = 0; g < 2; ++g) {
@@ -152,6 +192,11 @@ bool KvCache::reserve(SeqKv& s, int64_t n_pos) {
     if (free_slots_.empty()) return false;
     s.state_slot = free_slots_.back();
     free_slots_.pop_back();
+    if (s.restore_checkpoint >= 0) {  // the attached prefix's state (attach_prefix)
+      checkpoints_.restore(s.restore_checkpoint, slot_state(s.state_slot));
+      s.restore_checkpoint = -1;
+      ++checkpoint_restores_;
+    }
   }
   for (int g = 0; g < 2; ++g)
     for (int64_t i = 0; i < need[g]; ++i) {
@@ -163,7 +208,7 @@ bool KvCache::reserve(SeqKv& s, int64_t n_pos) {
   return true;
 }
 
-void KvCache::commit(SeqKv& s, std::span<const int32_t> tokens, int64_t n_computed) {
+void KvCache::commit(SeqKv& s, std::span<const int32_t> tokens, int64_t n_computed, int64_t n_prompt) {
   const int64_t bt = layout().settings.block_tokens;
   if (prefix_) {
     const int64_t full = std::min<int64_t>(n_computed, static_cast<int64_t>(tokens.size())) / bt;
@@ -177,6 +222,16 @@ void KvCache::commit(SeqKv& s, std::span<const int32_t> tokens, int64_t n_comput
           pools_[g].set_prefix(s.blocks[g][static_cast<size_t>(b)], h, s.last_hash, toks);
       s.last_hash = h;
       s.n_hashed = b + 1;
+    }
+    // The slot holds the state after exactly n_computed positions: on a block boundary
+    // that is a checkpoint (the prompt's last boundary shared, any other the rolling one).
+    if (checkpoints_.capacity() > 0 && s.state_slot >= 0 && n_computed > 0 &&
+        n_computed % bt == 0 && s.n_hashed * bt == n_computed) {
+      const bool prompt_boundary = n_prompt > 0 && n_computed == (n_prompt - 1) / bt * bt;
+      if (!prompt_boundary && s.checkpoint_owner == 0) s.checkpoint_owner = next_owner_++;
+      checkpoints_.save(s.last_hash, n_computed, slot_state(s.state_slot),
+                        prompt_boundary ? 0 : s.checkpoint_owner);
+      ++checkpoint_saves_;
     }
   }
   if (layout().has_group(kKvSliding)) {

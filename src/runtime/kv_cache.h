@@ -15,9 +15,16 @@
 //
 // Recurrent (linear attention) layers keep no blocks: each running sequence holds one state
 // slot of KvLayout::state_bytes_per_seq() bytes (ledger category "state"), max_seqs slots
-// beside the budget, taken by reserve() and returned by release(). Their state at a block
-// boundary is not kept, so a model with such layers runs without prefix caching: a
-// repeated prompt is recomputed (prefix_cache_enabled() says false).
+// beside the budget, taken by reserve() and returned by release(). The prefix cache covers
+// them through state checkpoints (runtime/state_checkpoints.h): copies of a slot taken when a
+// step ends on a block boundary. A hit on such a model is the longest cached prefix whose
+// boundary has a checkpoint; reserve() copies it into the new slot. Which boundaries are
+// kept: the prompt's last whole block (the scheduler ends a prefill step there:
+// clip_to_checkpoint), shared by every prompt that repeats it; and for each sequence one
+// rolling checkpoint, moved to each later boundary a step ends on (decode passes one every
+// block_tokens positions), so the next turn of a conversation resumes near where the last
+// one stopped. `state_checkpoints` entries, least recently used first, each
+// state_bytes_per_seq() bytes (ledger "state"); 0 turns prefix caching off for such models.
 //
 // Budget split: sliding layers get enough blocks for max_seqs windows (bounded and small);
 // every remaining byte goes to global-layer blocks. A budget that cannot hold one sequence
@@ -33,6 +40,7 @@
 #include "core/status.h"
 #include "model/kv_layout.h"
 #include "runtime/block_pool.h"
+#include "runtime/state_checkpoints.h"
 
 namespace edge {
 
@@ -43,6 +51,7 @@ struct KvCacheOptions {
   int64_t max_step = 512;      // tokens a sequence may add in one step
   int32_t max_seqs = 8;
   bool prefix_cache = true;    // both groups (see above)
+  int32_t state_checkpoints = 4;  // models with recurrent layers (see above)
 };
 
 // A sequence's view of the cache.
@@ -55,6 +64,8 @@ struct SeqKv {
   // recomputed because the sliding window before them had been reused.
   int64_t window_miss = 0;
   int32_t state_slot = -1;    // recurrent state slot (models with recurrent layers), else -1
+  int32_t restore_checkpoint = -1;  // set by attach_prefix: copied into the slot by reserve()
+  uint64_t checkpoint_owner = 0;    // names its rolling state checkpoint (0: none yet)
 };
 
 class KvCache {
@@ -80,9 +91,13 @@ class KvCache {
   // Blocks reserve() would take now.
   std::array<int64_t, 2> blocks_needed(const SeqKv& s, int64_t n_pos) const;
   // After a step computed positions [0, n_computed): registers newly full blocks of
-  // `tokens` (both groups) in the prefix cache and returns sliding blocks no future query
-  // can see.
-  void commit(SeqKv& s, std::span<const int32_t> tokens, int64_t n_computed);
+  // `tokens` (both groups) in the prefix cache, returns sliding blocks no future query can
+  // see, and on a block boundary checkpoints the recurrent state (the first n_prompt tokens
+  // are the prompt: see above).
+  void commit(SeqKv& s, std::span<const int32_t> tokens, int64_t n_computed, int64_t n_prompt = 0);
+  // n prompt tokens from n_computed, cut to end on the prompt's last whole block when state
+  // checkpoints are kept (so its state can be saved there), else n.
+  int64_t clip_to_checkpoint(int64_t n_computed, int64_t n, int64_t n_prompt) const;
   // Returns every block (in logical order, so a sequence's last blocks are the last to be
   // reused: a later turn of the conversation finds them and their window).
   void release(SeqKv& s);
@@ -91,6 +106,9 @@ class KvCache {
 
   int64_t n_free(int g) const { return pools_[g].n_free(); }
   int64_t n_free_state_slots() const { return static_cast<int64_t>(free_slots_.size()); }
+  const StateCheckpoints& state_checkpoints() const { return checkpoints_; }
+  uint64_t state_checkpoint_saves() const { return checkpoint_saves_; }
+  uint64_t state_checkpoint_restores() const { return checkpoint_restores_; }
   int64_t n_blocks(int g) const { return pools_[g].n_blocks(); }
   int64_t blocks_used() const { return pools_[0].n_used() + pools_[1].n_used(); }
   int64_t blocks_total() const { return pools_[0].n_blocks() + pools_[1].n_blocks(); }
@@ -99,7 +117,12 @@ class KvCache {
   std::array<int64_t, 2> blocks_per_full_seq() const;
 
  private:
-  KvCache(KvCacheOptions o, KvStorage storage, bool prefix);
+  KvCache(KvCacheOptions o, KvStorage storage, bool prefix, StateCheckpoints checkpoints);
+  // The bytes of state slot `slot` (every recurrent layer's, contiguous).
+  uint8_t* slot_state(int32_t slot);
+  // Whether a prefix of n blocks has the sliding window before it cached (true without a
+  // sliding group); found: the sliding group's blocks of the cached run.
+  bool window_cached(const std::vector<int32_t>& found, int64_t n) const;
   // Chain hashes of the prompt's leading whole blocks (at most max_blocks) as long as the
   // global group holds them, and the block each group holds for each (-1: none).
   struct CachedRun {
@@ -115,6 +138,9 @@ class KvCache {
   std::array<BlockPool, 2> pools_;
   bool prefix_ = false;
   std::vector<int32_t> free_slots_;  // state slots no sequence holds (a stack)
+  StateCheckpoints checkpoints_;     // empty without recurrent layers or prefix caching
+  uint64_t next_owner_ = 1;
+  uint64_t checkpoint_saves_ = 0, checkpoint_restores_ = 0;
 };
 
 // Parses "192MiB", "2GiB", "1.5GB", "65536" (bytes) or "4096tok" (tokens: converted by the

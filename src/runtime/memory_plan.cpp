@@ -248,8 +248,10 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   } else {
     set(MemCategory::kKv, plan_kv_bytes(c, o.kv_type, o.ctx, o.max_seqs, p.max_batched_tokens));
   }
-  // Recurrent layers: one fixed-size state slot per sequence, whatever the context.
-  set(MemCategory::kState, o.max_seqs * KvLayout::make(c, KvSettings{o.kv_type, 16}).state_bytes_per_seq());
+  // Recurrent layers: one fixed-size state slot per sequence, whatever the context, and
+  // the prefix cache's state checkpoints of the same size.
+  set(MemCategory::kState, (o.max_seqs + o.state_checkpoints) *
+                               KvLayout::make(c, KvSettings{o.kv_type, 16}).state_bytes_per_seq());
   set(MemCategory::kScratch, plan_scratch_bytes(c, p.max_batched_tokens, o.max_seqs) + o.encoder_scratch);
   // The per-step cos/sin tables of the forward pass (model/forward.h).
   set(MemCategory::kRope, ForwardPass::rope_table_bytes(c, p.max_batched_tokens));

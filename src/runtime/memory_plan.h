@@ -26,6 +26,7 @@ struct PlanOptions {
   int64_t kv_budget_tokens = 0;     // budget as tokens per sequence (alternative to bytes)
   KvType kv_type = KvType::kF16;
   int64_t max_seqs = 1;
+  int64_t state_checkpoints = 0;    // recurrent state copies beside the slots (kv_cache.h)
   int64_t max_batched_tokens = 512; // activations are sized to this many tokens per step
   int64_t memory_limit = 0;         // --memory-limit bytes; 0 = none
   int n_threads = 0;                // 0: all allowed cores (runtime estimate)

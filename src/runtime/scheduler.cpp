@@ -56,6 +56,7 @@ void Scheduler::plan_running(bool prefill, int64_t& budget, int64_t& prefill_bud
     if (s->state != SchedSeq::State::kRunning || s->paused || s->pending() <= 0) continue;
     if ((s->pending() > 1) != prefill) continue;
     int64_t n = std::min({s->pending(), budget, prefill ? prefill_budget : int64_t{1}});
+    if (prefill) n = kv_->clip_to_checkpoint(s->n_computed, n, s->n_prompt);
     // A bidirectional span goes in one step (it may take more than the prompt cap).
     n = splice_chunk_tokens(s->splices, s->n_computed, n);
     if (n > budget || n <= 0) continue;
@@ -86,6 +87,7 @@ StepPlan Scheduler::schedule() {
       if (!s->admitted_once) s->cached_prompt = s->n_computed, s->window_miss = s->kv.window_miss;
     }
     int64_t n = std::min({s->pending(), budget, prefill_budget});
+    if (n > 1) n = kv_->clip_to_checkpoint(s->n_computed, n, s->n_prompt);
     if (n > 0) n = splice_chunk_tokens(s->splices, s->n_computed, n);
     if (n <= 0 || n > budget || !kv_->reserve(s->kv, s->n_computed + n)) {
       // FIFO: nobody jumps the queue. A waiting sequence holds no blocks: what it attached
@@ -113,7 +115,7 @@ void Scheduler::complete(const StepPlan& plan) {
     if (s->state != SchedSeq::State::kRunning) continue;
     CHECK(s->n_computed == p.pos0);
     s->n_computed += p.n_tokens;
-    kv_->commit(s->kv, s->tokens, s->n_computed);
+    kv_->commit(s->kv, s->tokens, s->n_computed, s->n_prompt);
   }
 }
 

@@ -119,6 +119,12 @@ std::string ServerMetrics::render(const EngineStats& e) const {
           "Prompt tokens whose global-layer KV was cached but that were recomputed: the sliding-window "
           "layers' blocks before them had been reused.",
           static_cast<double>(e.prefix_cache_window_miss_tokens));
+  counter(out, "edge_state_checkpoint_restores_total",
+          "Recurrent-state checkpoints restored for a cached prefix (hybrid models).",
+          static_cast<double>(e.state_checkpoint_restores));
+  counter(out, "edge_state_checkpoint_saves_total",
+          "Recurrent-state checkpoints saved at block boundaries (hybrid models).",
+          static_cast<double>(e.state_checkpoint_saves));
   counter(out, "edge_engine_preemptions_total", "Requests preempted for KV space.", static_cast<double>(e.preemptions));
   counter(out, "edge_engine_requests_cancelled_total", "Engine requests cancelled (client gone, drain deadline).",
           static_cast<double>(e.requests_cancelled));

@@ -1,8 +1,8 @@
 // The engine on a hybrid model (Qwen3.5: Gated DeltaNet layers with a state slot per
 // sequence beside gated attention): concurrent greedy requests, prompts chunked beside
 // decodes, equal each request run alone through the single-sequence forward pass; more
-// requests than slots reuse them (a reused slot starts from zeros); a repeated prompt is
-// recomputed, since no state is kept at block boundaries (prefix caching is off).
+// requests than slots reuse them (a reused slot starts from zeros); a repeated prompt, or the
+// next turn of a conversation, resumes from a state checkpoint.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -149,7 +149,9 @@ TEST(HybridEngine, MoreRequestsThanSlotsReuseThemFromZeros) {
     EXPECT_EQ(got[i].tokens, alone(*m, reqs[i].prompt, 8)) << "request " << i;
 }
 
-TEST(HybridEngine, RepeatedPromptIsRecomputedWithoutPrefixCache) {
+// The prefix cache through state checkpoints (runtime/kv_cache.h): a repeated prompt resumes
+// from the state saved at its last whole block, and gives the tokens it gave computed whole.
+TEST(HybridEngine, RepeatedPromptResumesFromItsStateCheckpoint) {
   auto m = load_model();
   ASSERT_TRUE(m);
   EngineOptions o;
@@ -158,9 +160,70 @@ TEST(HybridEngine, RepeatedPromptIsRecomputedWithoutPrefixCache) {
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   const GenerateRequest r = request(prompt_of(80, 3), 6);
   const Result first = run_together(**e, {r})[0];
+  EXPECT_EQ(first.cached, 0);
+  EXPECT_EQ(first.tokens, alone(*m, r.prompt, 6));
   const Result second = run_together(**e, {r})[0];
-  EXPECT_EQ(second.cached, 0);
+  EXPECT_EQ(second.cached, 64);  // (80 - 1) / 16 whole blocks
   EXPECT_EQ(second.tokens, first.tokens);
+  const EngineStats st = (*e)->stats();
+  EXPECT_EQ(st.state_checkpoint_restores, 1u);
+  EXPECT_GE(st.state_checkpoint_saves, 2u);  // the prompt's boundary, then 80 (rolling)
+  EXPECT_GE(st.state_checkpoints_kept, 2);
+  EXPECT_EQ(st.prefix_cache_hits, 1u);
+}
+
+// The next turn of a conversation (the last prompt, its answer, a new message) resumes from
+// the sequence's rolling checkpoint, the last boundary its decode passed.
+TEST(HybridEngine, NextTurnResumesFromTheRollingCheckpoint) {
+  auto m = load_model();
+  ASSERT_TRUE(m);
+  EngineOptions o;
+  o.max_model_len = 256;
+  auto e = Engine::create(*m, o);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  const GenerateRequest turn1 = request(prompt_of(50, 4), 30);
+  const Result a = run_together(**e, {turn1})[0];
+  ASSERT_EQ(a.tokens.size(), 30u);  // positions 0..78 computed: boundaries 48 (prompt), 64
+  std::vector<int32_t> next = turn1.prompt;
+  next.insert(next.end(), a.tokens.begin(), a.tokens.end());
+  for (int32_t t : prompt_of(10, 5)) next.push_back(t);
+  const GenerateRequest turn2 = request(next, 8);
+  const Result b = run_together(**e, {turn2})[0];
+  EXPECT_EQ(b.cached, 64);
+  EXPECT_EQ(b.tokens, alone(*m, turn2.prompt, 8));
+}
+
+// Fewer checkpoints than prompts: the least recently used is replaced, and a prompt whose
+// checkpoint is gone is recomputed (same tokens); none at all turns the cache off.
+TEST(HybridEngine, EvictedOrDisabledCheckpointsMeanRecompute) {
+  auto m = load_model();
+  ASSERT_TRUE(m);
+  EngineOptions o;
+  o.max_model_len = 256;
+  o.state_checkpoints = 1;
+  auto e = Engine::create(*m, o);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  // 70-token prompts and 3 tokens: the prompt's boundary (64) is the only one a step ends on.
+  const GenerateRequest ra = request(prompt_of(70, 6), 3), rb = request(prompt_of(70, 7), 3);
+  const Result a1 = run_together(**e, {ra})[0];
+  const Result b1 = run_together(**e, {rb})[0];  // takes the one entry
+  const Result a2 = run_together(**e, {ra})[0];
+  EXPECT_EQ(a2.cached, 0);
+  EXPECT_EQ(a2.tokens, a1.tokens);
+  const Result a3 = run_together(**e, {ra})[0];  // a2 saved it again
+  EXPECT_EQ(a3.cached, 64);
+  EXPECT_EQ(a3.tokens, a1.tokens);
+  EXPECT_EQ((*e)->stats().state_checkpoints_kept, 1);
+  EXPECT_EQ(b1.tokens, alone(*m, rb.prompt, 3));
+
+  o.state_checkpoints = 0;
+  auto off = Engine::create(*m, o);
+  ASSERT_TRUE(off.ok());
+  run_together(**off, {ra});
+  const Result again = run_together(**off, {ra})[0];
+  EXPECT_EQ(again.cached, 0);
+  EXPECT_EQ(again.tokens, a1.tokens);
+  EXPECT_EQ((*off)->stats().state_checkpoint_saves, 0u);
 }
 
 // Only the attention layers take KV blocks; each sequence's state is a fixed slot: conv
@@ -182,7 +245,9 @@ TEST(HybridEngine, StateSlotsAreFixedAndApartFromTheBlocks) {
   o.max_seqs = 3;
   auto e = Engine::create(*m, o);
   ASSERT_TRUE(e.ok());
-  EXPECT_GE(ledger_current(MemCategory::kState), 3 * l.state_bytes_per_seq());
+  // Three slots and the default four state checkpoints, each one slot's bytes.
+  EXPECT_GE(ledger_current(MemCategory::kState), (3 + 4) * l.state_bytes_per_seq());
+  EXPECT_EQ((*e)->stats().state_checkpoints_kept, 0);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ ROUNDS=${ROUNDS:-3}
 for r in $(seq "$ROUNDS"); do
   for n in "$S" "$L"; do
     run edge-mxfp4-prepacked $n "$EDGE" bench -m "$MODELS/gptoss20b-mxfp4-packed.gguf" -p 0 -n $n -r 1 -t 2 --roofline-bytes 0
-    run ik-mxfp4-mmap $n "$IK_BENCH" -m "$MODELS/gptoss20b-mxfp4.gguf" -p 0 -n $n -r 1 -t 2 -fmoe 1
+    run ik-mxfp4-mmap $n "$IK_BENCH" -m "$MODELS/gptoss20b-mxfp4-f32bias.gguf" -p 0 -n $n -r 1 -t 2 -fmoe 1
   done
 done
 echo "cgroup max_usage $(cat "$CG/memory.max_usage_in_bytes") failcnt $(cat "$CG/memory.failcnt")"

@@ -102,6 +102,15 @@ Status parse_engine_settings(const YAML::Node& n, EngineSettings& e, VocoderSett
   if (prefix != "true" && prefix != "false")
     return Status::invalid_argument(fmt::format("prefix_cache '{}' must be true or false", prefix));
   e.prefix_cache = prefix == "true";
+  const std::string checkpoints = scalar(n, "state_checkpoints");
+  if (!checkpoints.empty()) {
+    char* end = nullptr;
+    const long v = std::strtol(checkpoints.c_str(), &end, 10);
+    if (*end != '\0' || v < 0 || v > 4096)
+      return Status::invalid_argument(
+          fmt::format("state_checkpoints '{}' must be a count from 0 to 4096", checkpoints));
+    e.state_checkpoints = static_cast<int32_t>(v);
+  }
   const std::string budget = scalar(n, "kv_budget");
   if (!budget.empty()) {
     auto bytes = parse_byte_size(budget);

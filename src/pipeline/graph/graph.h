@@ -51,6 +51,7 @@ struct EngineSettings {
   int64_t kv_budget_bytes = 0;  // 0: capacity full contexts
   double itl_target_ms = 0;     // EngineOptions::itl_target_ms (file key itl_target_ms)
   bool prefix_cache = true;     // EngineOptions::prefix_cache (file key prefix_cache: true|false)
+  int32_t state_checkpoints = 4;  // EngineOptions::state_checkpoints (file key state_checkpoints)
 };
 
 // A vocoder stage's streaming (model/vocoder.h VocoderStreamOptions), in codes. File keys

@@ -40,6 +40,7 @@ Status EngineStage::load(const std::string& model_path, const StageSpec& s,
   eo.kv_budget_bytes = static_cast<uint64_t>(s.engine.kv_budget_bytes);
   eo.itl_target_ms = s.engine.itl_target_ms;
   eo.prefix_cache = s.engine.prefix_cache;
+  eo.state_checkpoints = s.engine.state_checkpoints;
   ASSIGN_OR_RETURN(engine_, Engine::create(*model_, eo));
   return Status();
 }

@@ -332,6 +332,7 @@ class WorkerStageRunner final : public StageRunner {
                                   {"kv_budget_bytes", spec_.engine.kv_budget_bytes},
                                   {"itl_target_ms", spec_.engine.itl_target_ms},
                                   {"prefix_cache", spec_.engine.prefix_cache},
+                                  {"state_checkpoints", spec_.engine.state_checkpoints},
                                   {"max_tokens", o_.run.max_tokens},
                                   {"threads", o_.run.n_threads},
                                   {"vocoder_window", spec_.vocoder.window},
