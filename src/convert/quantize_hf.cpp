@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
+#include "model/arch/common.h"
 #include "model/gguf_hparams.h"
 #include "model/registry.h"
 #include "tokenizer/tokenizer.h"
@@ -130,7 +131,7 @@ Expected<std::vector<QuantizeInput>> hf_inputs(const HfModelDir& h, const ArchFa
       in.row_order = interleave_rows(t.shape[0], c.head_dim);
     if (reorder && (ends_with(name, ".attn_q.bias") || ends_with(name, ".attn_k.bias")))
       return Status::unsupported("GGUF llama: q/k biases (" + t.name + ")");
-    if (fam.hf_norms_plus_one && ends_with(name, "norm.weight")) in.offset = 1.0f;
+    if (fam.hf_norms_plus_one && hf_norm_takes_one(name)) in.offset = 1.0f;
     inputs.push_back(std::move(in));
   }
   RETURN_IF_ERROR(fam.schema(c).check(canonical));
@@ -146,6 +147,12 @@ Status quantize_hf_dir(const std::string& dir, const std::string& out, const Qua
   const ArchFamily* fam = nullptr;
   ModelConfig c;
   RETURN_IF_ERROR(read_config(h, &fam, &c).with_context(dir));
+  // Tensors rebuilt at load (GPT-OSS's fused experts, Qwen3.5's A_log and grouped value
+  // heads) have no GGUF form written from here yet.
+  if (fam->hf_derive)
+    return Status::unsupported(dir + ": quantizing a " + c.arch +
+                               " Hugging Face checkpoint is not supported; load the directory "
+                               "directly, or quantize its GGUF conversion");
   GgufWriter w;
   RETURN_IF_ERROR(write_hparams(*fam, c, "edge-quantize", w).with_context(dir));
   w.set_u32("general.alignment", static_cast<uint32_t>(kPackedFileAlignment));

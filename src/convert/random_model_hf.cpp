@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/mapped_file.h"
 #include "formats/safetensors.h"
+#include "model/arch/common.h"
 #include "model/registry.h"
 #include "quant/mxfp4.h"
 #include "tokenizer/harmony.h"
@@ -206,18 +207,38 @@ Status write_hf_dir(const RandomModelOptions& o, const ModelConfig& c, const Voc
   const TensorSchema schema = fam.schema(c);
   buffers.reserve(tensors.size() * static_cast<size_t>(std::max(c.moe.n_expert, 1)));
   FusedExperts fused(o, &buffers, &views);
+  const HfValuesOf values_of = [&](const std::string& name) {
+    for (const Tensor& u : tensors)
+      if (u.name == name) return u.generate();
+    return std::vector<float>();
+  };
+  auto add_view = [&](std::string name, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+    buffers.push_back(std::move(bytes));
+    TensorView view;
+    view.name = std::move(name);
+    view.dtype = o.dtype;
+    view.shape = std::move(shape);
+    view.data = buffers.back().data();
+    view.nbytes = buffers.back().size();
+    views.push_back(std::move(view));
+  };
   for (const Tensor& t : tensors) {
     if (fam.hf_fused_experts && t.name.find("_exps.") != std::string::npos) {
       write_fused(fused, t, tensors);
       continue;
     }
     std::vector<float> v = t.generate();
+    std::vector<HfTensor> own;  // a family's own HF form of this tensor (Qwen3.5)
+    if (fam.hf_write_tensor && fam.hf_write_tensor(c, t.name, t.shape, v, values_of, &own)) {
+      for (HfTensor& h : own) add_view(std::move(h.name), std::move(h.shape), encode(h.values, o.dtype));
+      continue;
+    }
     // The config is in GGUF conventions: interleaved q/k rows become HF's rotate-half ones.
     if (c.rope_style == RopeStyle::kInterleaved &&
         (t.name.find(".attn_q.weight") != std::string::npos ||
          t.name.find(".attn_k.weight") != std::string::npos))
       v = to_rotate_half(v, t.shape[0], t.shape[1], c.head_dim);
-    if (fam.hf_norms_plus_one && t.name.find("norm.weight") != std::string::npos)
+    if (fam.hf_norms_plus_one && hf_norm_takes_one(t.name))
       for (float& x : v) x -= 1.0f;  // HF Gemma stores w; the model computes x * (1 + w)
     // Stacked experts (GGUF's form) are one tensor per expert in an HF checkpoint.
     const TensorSpec* spec = schema.find(t.name);
@@ -226,17 +247,12 @@ Status write_hf_dir(const RandomModelOptions& o, const ModelConfig& c, const Voc
     for (int64_t e = 0; e < parts; ++e) {
       const std::vector<float> part(v.begin() + static_cast<int64_t>(per) * e,
                                     v.begin() + static_cast<int64_t>(per) * (e + 1));
-      buffers.push_back(encode(part, o.dtype));
       const std::string canonical =
           parts > 1 ? expert_tensor_name(t.name, static_cast<int32_t>(e)) : t.name;
-      TensorView view;
-      view.name = fam.hf_name_of(canonical);
-      if (view.name.empty()) return Status::internal("random model: no HF name for " + canonical);
-      view.dtype = o.dtype;
-      view.shape = parts > 1 ? std::vector<int64_t>(t.shape.begin() + 1, t.shape.end()) : t.shape;
-      view.data = buffers.back().data();
-      view.nbytes = buffers.back().size();
-      views.push_back(std::move(view));
+      std::string name = fam.hf_name_of(canonical);
+      if (name.empty()) return Status::internal("random model: no HF name for " + canonical);
+      add_view(std::move(name), parts > 1 ? std::vector<int64_t>(t.shape.begin() + 1, t.shape.end()) : t.shape,
+               encode(part, o.dtype));
     }
   }
   const std::string base = (std::filesystem::path(dir) / "").string();

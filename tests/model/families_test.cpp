@@ -223,6 +223,8 @@ TEST(Registry, VariantsAreReadBackByTheirFamily) {
         const std::string name = s.experts > 0 ? expert_tensor_name(s.name, s.experts - 1) : s.name;
         const std::string hf = f->hf_name_of(name);
         EXPECT_FALSE(hf.empty()) << name;
+        // A tensor the family rebuilds at load (Qwen3.5's A_log) maps to no name of its own.
+        if (f->hf_derives && f->hf_derives(hf)) continue;
         EXPECT_EQ(f->hf_tensor_name(hf), name) << hf;
       }
     }

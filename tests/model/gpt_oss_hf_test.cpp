@@ -18,6 +18,8 @@ namespace edge {
 namespace {
 
 using testing::load_or_die;
+using testing::read_json;
+using testing::write_json;
 using testing::prefill_logits;
 using testing::rel_diff;
 using testing::temp_dir;
@@ -41,12 +43,6 @@ RandomModelOptions small_gpt_oss() {
   return o;
 }
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  return nlohmann::json::parse(f);
-}
-
-void write_json(const std::string& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(2); }
 
 // The HF directory with config.json's rope_scaling.truncate set to `truncate`.
 void set_truncate(const std::string& dir, bool truncate) {

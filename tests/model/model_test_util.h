@@ -2,10 +2,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <span>
 #include <string>
@@ -16,6 +18,14 @@
 #include "model/model.h"
 
 namespace edge::testing {
+
+// A JSON file (config.json of a written checkpoint) read or rewritten whole.
+inline nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  return nlohmann::json::parse(f);
+}
+
+inline void write_json(const std::string& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(2); }
 
 inline std::string temp_dir(const std::string& name) {
   auto p = std::filesystem::temp_directory_path() /

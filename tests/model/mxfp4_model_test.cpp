@@ -113,10 +113,12 @@ TEST(Mxfp4Model, ComputesItsWeightsFromGgufBlocksAndPrepackedCells) {
   auto fg = read_model_footprint(dir + "/gguf_mx.gguf");
   auto fp = read_model_footprint(dir + "/packed_mx.gguf");
   ASSERT_TRUE(fg.ok() && fp.ok());
-  for (const TensorFootprint& t : fg->tensors)
+  for (const TensorFootprint& t : fg->tensors) {
     if (t.name == "token_embd.weight") EXPECT_EQ(t.anon_bytes, static_cast<uint64_t>(embd_bytes));
-  for (const TensorFootprint& t : fp->tensors)
+  }
+  for (const TensorFootprint& t : fp->tensors) {
     if (t.name == "token_embd.weight") EXPECT_EQ(t.mapped_bytes, static_cast<uint64_t>(embd_bytes));
+  }
 
   const std::vector<int32_t> toks = test_tokens(12, gm->config().n_vocab);
   const std::vector<float> lf = prefill_logits(*dq, toks);

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <regex>
+
+#include "core/half.h"
 
 namespace edge {
 
@@ -285,6 +288,30 @@ std::string hf_moe_name_of(const std::string& canonical) {
     return "model.layers." + std::string(m[1]) + ".mlp.experts." + std::string(m[3]) + "." +
            std::string(m[2]) + "_proj.weight";
   return "";
+}
+
+bool hf_norm_takes_one(const std::string& name) {
+  auto ends = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends("norm.weight") && !ends("ssm_norm.weight");
+}
+
+float float_element(const TensorView& t, int64_t i) {
+  uint16_t h;
+  switch (t.dtype) {
+    case DType::F32: {
+      float f;
+      std::memcpy(&f, t.data + 4 * i, 4);
+      return f;
+    }
+    case DType::F16:
+      std::memcpy(&h, t.data + 2 * i, 2);
+      return f16_to_f32(h);
+    default:  // BF16
+      std::memcpy(&h, t.data + 2 * i, 2);
+      return bf16_to_f32(h);
+  }
 }
 
 std::vector<float> llama3_rope_freq_factors(int32_t rotary_dim, float theta, float factor,

@@ -52,6 +52,14 @@ void hf_moe_config(const ModelConfig& c, nlohmann::json* j);
 std::string hf_moe_tensor_name(const std::string& hf);
 std::string hf_moe_name_of(const std::string& canonical);
 
+// Whether canonical tensor `name` is an RMSNorm weight that an HF checkpoint of a
+// hf_norms_plus_one family stores as w for x * (1 + w): every *norm.weight but the gated
+// norm of Qwen3.5's linear attention (ssm_norm), which HF applies as stored.
+bool hf_norm_takes_one(const std::string& name);
+
+// One element of a float tensor (F32, F16 or BF16; the caller checks the type) as F32.
+float float_element(const TensorView& t, int64_t i);
+
 // Llama-3.1 "llama3" rope_scaling as per-pair frequency divisors [rotary_dim/2].
 std::vector<float> llama3_rope_freq_factors(int32_t rotary_dim, float theta, float factor,
                                             float low_freq_factor, float high_freq_factor,

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,15 @@ struct ArchVariant {
   int32_t sliding_window = 512;  // window of a made-up model's sliding layers
 };
 
+// One tensor of a Hugging Face checkpoint a writer makes, as floats (row-major shape).
+struct HfTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+// A canonical tensor's values in GGUF conventions (writers).
+using HfValuesOf = std::function<std::vector<float>(const std::string& canonical)>;
+
 struct ArchFamily {
   const char* name = "";                    // "llama"
   std::vector<std::string> gguf_archs;      // general.architecture values it reads
@@ -65,8 +75,15 @@ struct ArchFamily {
   // gate_up_proj_bias [E, 2 n_ff] and down_proj_bias [E, n_embd]; MXFP4 experts as
   // *_blocks / *_scales stored [E, rows, ...] (gate_up rows interleaved).
   bool hf_fused_experts = false;
-  // HF checkpoints store RMSNorm weights as w and compute x*(1+w) (Gemma); GGUF stores
-  // w+1. The loader adds 1 to every norm weight of an HF checkpoint when set.
+  // Writers: the HF tensors of canonical tensor `canonical` ([shape], `values` in GGUF
+  // conventions) when the family stores it otherwise than renamed (Qwen3.5: A_log, conv1d
+  // [C, 1, K], value heads grouped, fused experts); false for the generic renaming. May be null.
+  bool (*hf_write_tensor)(const ModelConfig& c, const std::string& canonical,
+                          const std::vector<int64_t>& shape, std::vector<float> values,
+                          const HfValuesOf& values_of, std::vector<HfTensor>* out) = nullptr;
+  // HF checkpoints store RMSNorm weights as w and compute x*(1+w) (Gemma, Qwen3.5); GGUF
+  // stores w+1. The loader adds 1 to every norm weight of an HF checkpoint when set, except
+  // a gated norm's (hf_norm_takes_one).
   bool hf_norms_plus_one = false;
   // The family's fixed facts its GGUF reader sets beyond the traits below (GPT-OSS: sinks,
   // output bias, the FFN norm's name), for a made-up model. May be null.

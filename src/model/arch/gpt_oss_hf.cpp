@@ -3,7 +3,6 @@
 #include <cstring>
 #include <regex>
 
-#include "core/half.h"
 #include "model/arch/common.h"
 #include "model/tensor_schema.h"
 #include "quant/gguf_blocks.h"
@@ -20,23 +19,6 @@ std::string expert_key(int32_t l, const char* what) {
 
 int64_t float_bytes(DType t) {
   return t == DType::F32 ? 4 : (t == DType::F16 || t == DType::BF16) ? 2 : 0;
-}
-
-float element(const TensorView& t, int64_t i) {
-  uint16_t h;
-  switch (t.dtype) {
-    case DType::F32: {
-      float f;
-      std::memcpy(&f, t.data + 4 * i, 4);
-      return f;
-    }
-    case DType::F16:
-      std::memcpy(&h, t.data + 2 * i, 2);
-      return f16_to_f32(h);
-    default:  // BF16 (checked by the caller)
-      std::memcpy(&h, t.data + 2 * i, 2);
-      return bf16_to_f32(h);
-  }
 }
 
 // A float tensor of rank 3 (or 2 for biases) whose bytes match its shape.
@@ -88,7 +70,7 @@ Status split_bias(const TensorView& src, int64_t col0, int64_t step, const std::
   ASSIGN_OR_RETURN(auto buf, AnonymousBuffer::allocate(static_cast<uint64_t>(E * J) * 4));
   float* dst = reinterpret_cast<float*>(buf->data());
   for (int64_t e = 0; e < E; ++e)
-    for (int64_t j = 0; j < J; ++j) dst[e * J + j] = element(src, e * W + col0 + step * j);
+    for (int64_t j = 0; j < J; ++j) dst[e * J + j] = float_element(src, e * W + col0 + step * j);
   TensorView v;
   v.name = name;
   v.dtype = DType::F32;

@@ -19,8 +19,10 @@
 // top-k renormalised) plus a shared expert of expert_shared_feed_forward_length (default
 // feed_forward_length) whose output is scaled by sigmoid(x . ffn_gate_inp_shexp).
 //
-// Hugging Face checkpoints are not read yet (A_log needs -exp at load, conv1d a reshape,
-// every norm but the gated one +1, and the value heads stay grouped).
+// Hugging Face checkpoints (Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM and the text half of
+// the ...ForConditionalGeneration wrappers) are read by qwen35_hf.h: A_log becomes ssm_a,
+// conv1d loses its middle axis, every norm but the gated one takes +1, fused experts are
+// split, and the value heads stay grouped (DeltaNetHeadMap::kGrouped).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include "formats/gguf.h"
 #include "model/arch/common.h"
 #include "model/arch/family.h"
+#include "model/arch/qwen35_hf.h"
 
 namespace edge {
 
@@ -50,6 +53,15 @@ bool sections_cover_pairs(const std::vector<int64_t>& s) {
 std::vector<int32_t> made_up_sections(int32_t rotary_dim) {
   const int32_t pairs = rotary_dim / 2;
   return {(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0};
+}
+
+Status check_sections(const std::string& arch, std::vector<int64_t> sec) {
+  sec.resize(4, 0);
+  if (sections_cover_pairs(sec)) return Status();
+  return Status::unsupported(fmt::format(
+      "{}: rope.dimension_sections [{}, {}, {}, {}] leave rotary pairs to the 4th position, "
+      "which text does not rotate; only t/h/w sections that cover the pairs are supported",
+      arch, sec[0], sec[1], sec[2], sec[3]));
 }
 
 Status qwen35_linear(const GgufFile& f, const std::string& arch, ModelConfig* c) {
@@ -117,14 +129,21 @@ Expected<ModelConfig> qwen35_from_gguf(const GgufFile& f, const std::string& arc
   c.tied_embeddings = f.tensors().find("output.weight") == nullptr;
   if (f.find(arch + ".rope.dimension_sections")) {
     ASSIGN_OR_RETURN(std::vector<int64_t> sec, f.get_int_array(arch + ".rope.dimension_sections"));
-    sec.resize(4, 0);
-    if (!sections_cover_pairs(sec))
-      return Status::unsupported(fmt::format(
-          "{}: rope.dimension_sections [{}, {}, {}, {}] leave rotary pairs to the 4th position, "
-          "which text does not rotate; only t/h/w sections that cover the pairs are supported",
-          arch, sec[0], sec[1], sec[2], sec[3]));
+    RETURN_IF_ERROR(check_sections(arch, sec));
   }
   RETURN_IF_ERROR(qwen35_linear(f, arch, &c));
+  return c;
+}
+
+Expected<ModelConfig> qwen35_from_hf(const nlohmann::json& j) {
+  ModelConfig c;
+  c.arch = "qwen35";
+  std::vector<int64_t> sections;
+  RETURN_IF_ERROR(qwen35_hf::read_config(j, &c, &sections));
+  if (!sections.empty()) RETURN_IF_ERROR(check_sections(c.arch, sections));
+  c.rope_style = RopeStyle::kNeox;
+  c.qk_norm = true;
+  qwen35_facts(&c);
   return c;
 }
 
@@ -132,6 +151,18 @@ Expected<ModelConfig> qwen35_from_gguf(const GgufFile& f, const std::string& arc
 void qwen35moe_shared(ModelConfig* c) {
   if (c->moe.n_ff_shared == 0) c->moe.n_ff_shared = c->n_ff;
   c->moe.shared_gate = true;
+}
+
+Expected<ModelConfig> qwen35moe_from_hf(const nlohmann::json& j) {
+  ASSIGN_OR_RETURN(ModelConfig c, qwen35_from_hf(j));
+  c.arch = "qwen35moe";
+  RETURN_IF_ERROR(hf_moe_hparams(j, /*norm_default=*/true, &c));
+  ASSIGN_OR_RETURN(int64_t shared, json_int(j, "shared_expert_intermediate_size", 0));
+  if (shared < 0) return Status::invalid_format("config.json: 'shared_expert_intermediate_size' is negative");
+  c.moe.n_ff_shared = static_cast<int32_t>(shared);
+  c.moe.gating = ExpertGating::kSoftmax;
+  qwen35moe_shared(&c);
+  return c;
 }
 
 Expected<ModelConfig> qwen35moe_from_gguf(const GgufFile& f, const std::string& arch) {
@@ -181,7 +212,9 @@ const ArchFamily& qwen35moe_family() {
     ArchFamily a = qwen35_family();
     a.name = "qwen35moe";
     a.gguf_archs = {"qwen35moe"};
+    a.hf_model_types = {"qwen3_5_moe_text", "qwen3_5_moe"};
     a.from_gguf = qwen35moe_from_gguf;
+    a.from_hf = qwen35moe_from_hf;
     a.made_up = qwen35moe_made_up;
     a.variants = {{.arch = "qwen35moe",
                    .hf_class = "Qwen3_5MoeForCausalLM",
@@ -203,8 +236,17 @@ const ArchFamily& qwen35_family() {
     ArchFamily a;
     a.name = "qwen35";
     a.gguf_archs = {"qwen35"};
+    a.hf_model_types = {"qwen3_5_text", "qwen3_5"};
     a.from_gguf = qwen35_from_gguf;
+    a.from_hf = qwen35_from_hf;
     a.schema = qwen35_schema;
+    a.hf_tensor_name = qwen35_hf::tensor_name;
+    a.hf_derive = qwen35_hf::derive;
+    a.hf_derives = qwen35_hf::is_derived;
+    a.hf_norms_plus_one = true;
+    a.hf_name_of = qwen35_hf::name_of;
+    a.hf_config_extras = qwen35_hf::config_extras;
+    a.hf_write_tensor = qwen35_hf::write_tensor;
     a.gguf_extras = qwen35_gguf_extras;
     a.made_up = qwen35_made_up;
     a.variants = {{.arch = "qwen35",
