@@ -114,10 +114,14 @@ TEST(Mxfp4Model, ComputesItsWeightsFromGgufBlocksAndPrepackedCells) {
   auto fp = read_model_footprint(dir + "/packed_mx.gguf");
   ASSERT_TRUE(fg.ok() && fp.ok());
   for (const TensorFootprint& t : fg->tensors) {
-    if (t.name == "token_embd.weight") EXPECT_EQ(t.anon_bytes, static_cast<uint64_t>(embd_bytes));
+    if (t.name == "token_embd.weight") {
+      EXPECT_EQ(t.anon_bytes, static_cast<uint64_t>(embd_bytes));
+    }
   }
   for (const TensorFootprint& t : fp->tensors) {
-    if (t.name == "token_embd.weight") EXPECT_EQ(t.mapped_bytes, static_cast<uint64_t>(embd_bytes));
+    if (t.name == "token_embd.weight") {
+      EXPECT_EQ(t.mapped_bytes, static_cast<uint64_t>(embd_bytes));
+    }
   }
 
   const std::vector<int32_t> toks = test_tokens(12, gm->config().n_vocab);
