@@ -115,6 +115,11 @@ struct ModelConfig {
   // ssm_dt.bias and ssm_a [n_v_heads] (a = -exp(A_log)), ssm_norm [d_v], ssm_out
   // [n_embd, value_dim].
   DeltaNetShape linear;
+  // Qwen3-Next's fused projections instead of the four above: ssm_in [2 C' , n_embd] holds,
+  // per key head, q (d_k), k (d_k), v and z (V / K value heads of d_v each) rows; ssm_ba
+  // [2 n_v_heads, n_embd] per key head its value heads' beta then alpha rows. Value heads
+  // are then grouped (DeltaNetHeadMap::kGrouped).
+  bool linear_fused_qkvz = false;
   // Softmax attention layers whose q projection also yields an output gate (Qwen3-Next,
   // Qwen3.5): attn_q is [n_head * 2 * head_dim, n_embd], per head q then gate, and the
   // attention output is multiplied by sigmoid(gate) before attn_output.

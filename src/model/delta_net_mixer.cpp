@@ -1,5 +1,6 @@
 #include "model/delta_net_mixer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -28,19 +29,23 @@ DeltaNetMixer::DeltaNetMixer(const ModelConfig& c, int64_t max_tokens) {
   fit(alpha_, max_tokens * s.n_v_heads);
   fit(beta_, max_tokens * s.n_v_heads);
   fit(o_, max_tokens * s.value_dim());
+  if (c.linear_fused_qkvz) {
+    fit(qkvz_, max_tokens * (s.conv_channels() + s.value_dim()));
+    fit(ba_, max_tokens * 2 * s.n_v_heads);
+  }
 }
 
 int64_t DeltaNetMixer::scratch_bytes_for(const ModelConfig& c, int64_t max_tokens) {
   if (c.n_recurrent_layers() == 0) return 0;
   const DeltaNetShape& s = c.linear;
-  const int64_t floats =
-      max_tokens * (s.conv_channels() + 2 * s.value_dim() + 2 * int64_t{s.n_v_heads});
-  return floats * static_cast<int64_t>(sizeof(float));
+  int64_t per_token = s.conv_channels() + 2 * s.value_dim() + 2 * int64_t{s.n_v_heads};
+  if (c.linear_fused_qkvz) per_token *= 2;  // qkvz_ and ba_ hold the same floats once more
+  return max_tokens * per_token * static_cast<int64_t>(sizeof(float));
 }
 
 uint64_t DeltaNetMixer::scratch_bytes() const {
   return (qkv_.capacity() + z_.capacity() + alpha_.capacity() + beta_.capacity() +
-          o_.capacity()) *
+          o_.capacity() + qkvz_.capacity() + ba_.capacity()) *
          sizeof(float);
 }
 
@@ -85,14 +90,46 @@ void DeltaNetMixer::delta_rule(const ModelConfig& c, const KernelTable& k,
   if (!decode_.empty()) delta_net_decode(k, decode_, pool);
 }
 
+// The projections into qkv_ [n, C] (q, k, v channels), z_ [n, V], alpha_ and beta_ [n, H].
+// Qwen3-Next's fused ssm_in row of a token is, per key head kh, [q (d_k), k (d_k), v (r d_v),
+// z (r d_v)] with r = H / K value heads; ssm_ba's is per key head [beta (r), alpha (r)].
+// Value head kh r + j is then the j-th of key head kh: the grouped order.
+void DeltaNetMixer::project(const ModelConfig& c, const LayerWeights& w, const KernelTable& k,
+                            const float* xn, int64_t n, ThreadPool& pool) {
+  if (!c.linear_fused_qkvz) {
+    const TensorView* ws[4] = {&w.ssm_qkv, &w.ssm_z, &w.ssm_alpha, &w.ssm_beta};
+    float* ys[4] = {qkv_.data(), z_.data(), alpha_.data(), beta_.data()};
+    return matmul_group(k, xn, n, ws, ys, pool);
+  }
+  const DeltaNetShape& s = c.linear;
+  const TensorView* ws[2] = {&w.ssm_in, &w.ssm_ba};
+  float* ys[2] = {qkvz_.data(), ba_.data()};
+  matmul_group(k, xn, n, ws, ys, pool);
+  const int64_t K = s.n_k_heads, H = s.n_v_heads, r = H / K, dk = s.d_k;
+  const int64_t C = s.conv_channels(), V = s.value_dim(), vr = r * s.d_v;
+  const int64_t per_kh = 2 * dk + 2 * vr;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* in = qkvz_.data() + t * (C + V);
+    const float* ba = ba_.data() + t * 2 * H;
+    float* qkv = qkv_.data() + t * C;
+    for (int64_t kh = 0; kh < K; ++kh) {
+      const float* g = in + kh * per_kh;
+      std::copy_n(g, dk, qkv + kh * dk);                          // q
+      std::copy_n(g + dk, dk, qkv + K * dk + kh * dk);            // k
+      std::copy_n(g + 2 * dk, vr, qkv + 2 * K * dk + kh * vr);    // v of its r value heads
+      std::copy_n(g + 2 * dk + vr, vr, z_.data() + t * V + kh * vr);
+      std::copy_n(ba + kh * 2 * r, r, beta_.data() + t * H + kh * r);
+      std::copy_n(ba + kh * 2 * r + r, r, alpha_.data() + t * H + kh * r);
+    }
+  }
+}
+
 void DeltaNetMixer::run(const ModelConfig& c, const LayerWeights& w, const KernelTable& k,
                         const float* xn, int64_t n, std::span<const DeltaNetSlice> slices,
                         float* y, ThreadPool& pool) {
   const DeltaNetShape& s = c.linear;
   const int64_t C = s.conv_channels();
-  const TensorView* ws[4] = {&w.ssm_qkv, &w.ssm_z, &w.ssm_alpha, &w.ssm_beta};
-  float* ys[4] = {qkv_.data(), z_.data(), alpha_.data(), beta_.data()};
-  matmul_group(k, xn, n, ws, ys, pool);
+  project(c, w, k, xn, n, pool);
   for (const DeltaNetSlice& sl : slices) {
     CHECK(sl.state != nullptr && sl.t0 >= 0 && sl.n > 0 && sl.t0 + sl.n <= n);
     DeltaConvArgs a;

@@ -53,6 +53,8 @@ class DeltaNetMixer {
 
  private:
   using Scratch = std::vector<float, TaggedAllocator<float, MemCategory::kScratch>>;
+  void project(const ModelConfig& c, const LayerWeights& w, const KernelTable& k, const float* xn,
+               int64_t n, ThreadPool& pool);
   void gates(const ModelConfig& c, const LayerWeights& w, int64_t n);
   void delta_rule(const ModelConfig& c, const KernelTable& k, std::span<const DeltaNetSlice> slices,
                   ThreadPool& pool);
@@ -61,6 +63,10 @@ class DeltaNetMixer {
   Scratch z_;              // [max_tokens, V]
   Scratch alpha_, beta_;   // [max_tokens, H]: logits, then g and beta in place
   Scratch o_;              // [max_tokens, V]: the read-out, then the gated norm in place
+  // Qwen3-Next (ModelConfig::linear_fused_qkvz): ssm_in's and ssm_ba's outputs, per key head,
+  // before they are spread into the four above. Empty otherwise.
+  Scratch qkvz_;           // [max_tokens, C + V]
+  Scratch ba_;             // [max_tokens, 2 H]
   std::vector<DeltaNetArgs> decode_;
 };
 

@@ -10,7 +10,7 @@ namespace edge {
 const std::vector<const ArchFamily*>& all_families() {
   static const std::vector<const ArchFamily*> families = {
       &llama_family(), &qwen2_family(), &qwen3_family(), &gemma3_family(), &qwen3moe_family(),
-      &gpt_oss_family(), &qwen35_family(), &qwen35moe_family()};
+      &gpt_oss_family(), &qwen35_family(), &qwen35moe_family(), &qwen3next_family()};
   return families;
 }
 

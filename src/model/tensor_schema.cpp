@@ -120,10 +120,15 @@ std::string ssm_a_name(int layer) { return fmt::format("blk.{}.ssm_a", layer); }
 void delta_net_schema(const ModelConfig& c, int l, TensorSchema* s) {
   const DeltaNetShape& ln = c.linear;
   const int64_t d = c.n_embd, ch = ln.conv_channels(), v = ln.value_dim(), h = ln.n_v_heads;
-  s->require(layer_name(l, "attn_qkv"), {ch, d});               // [C, n_embd]
-  s->require(layer_name(l, "attn_gate"), {v, d});               // z [V, n_embd]
-  s->require(layer_name(l, "ssm_alpha"), {h, d});               // [H, n_embd]
-  s->require(layer_name(l, "ssm_beta"), {h, d});
+  if (c.linear_fused_qkvz) {
+    s->require(layer_name(l, "ssm_in"), {ch + v, d});           // q, k, v, z per key head
+    s->require(layer_name(l, "ssm_ba"), {2 * h, d});            // beta, alpha per key head
+  } else {
+    s->require(layer_name(l, "attn_qkv"), {ch, d});             // [C, n_embd]
+    s->require(layer_name(l, "attn_gate"), {v, d});             // z [V, n_embd]
+    s->require(layer_name(l, "ssm_alpha"), {h, d});             // [H, n_embd]
+    s->require(layer_name(l, "ssm_beta"), {h, d});
+  }
   s->require(layer_name(l, "ssm_conv1d"), {ch, ln.conv_kernel});  // [C, K]
   s->require(layer_name(l, "ssm_dt", "bias"), {h});
   s->require(ssm_a_name(l), {h});

@@ -84,11 +84,16 @@ Status bind_moe(const ModelConfig& c, int l, Binder& b, LayerWeights* w) {
 
 // A Gated DeltaNet layer's mixer (LayerConfig::recurrent). ssm_a has no suffix in
 // llama.cpp's files (blk.N.ssm_a); the gated norm's weight is used as stored (no +1).
-Status bind_delta_net(int l, Binder& b, LayerWeights* w) {
-  RETURN_IF_ERROR(b.matrix(layer_name(l, "attn_qkv"), &w->ssm_qkv));
-  RETURN_IF_ERROR(b.matrix(layer_name(l, "attn_gate"), &w->ssm_z));
-  RETURN_IF_ERROR(b.matrix(layer_name(l, "ssm_alpha"), &w->ssm_alpha));
-  RETURN_IF_ERROR(b.matrix(layer_name(l, "ssm_beta"), &w->ssm_beta));
+Status bind_delta_net(const ModelConfig& c, int l, Binder& b, LayerWeights* w) {
+  if (c.linear_fused_qkvz) {
+    RETURN_IF_ERROR(b.matrix(layer_name(l, "ssm_in"), &w->ssm_in));
+    RETURN_IF_ERROR(b.matrix(layer_name(l, "ssm_ba"), &w->ssm_ba));
+  } else {
+    RETURN_IF_ERROR(b.matrix(layer_name(l, "attn_qkv"), &w->ssm_qkv));
+    RETURN_IF_ERROR(b.matrix(layer_name(l, "attn_gate"), &w->ssm_z));
+    RETURN_IF_ERROR(b.matrix(layer_name(l, "ssm_alpha"), &w->ssm_alpha));
+    RETURN_IF_ERROR(b.matrix(layer_name(l, "ssm_beta"), &w->ssm_beta));
+  }
   RETURN_IF_ERROR(b.matrix(layer_name(l, "ssm_out"), &w->ssm_out));
   RETURN_IF_ERROR(b.vec(layer_name(l, "ssm_conv1d"), false, &w->ssm_conv));
   RETURN_IF_ERROR(b.vec(layer_name(l, "ssm_dt", "bias"), false, &w->ssm_dt));
@@ -122,7 +127,7 @@ Status bind_attention(const ModelConfig& c, int l, Binder& b, LayerWeights* w) {
 Status bind_layer(const ModelConfig& c, int l, Binder& b, LayerWeights* w) {
   RETURN_IF_ERROR(b.vec(layer_name(l, "attn_norm"), true, &w->attn_norm));
   if (c.layers[static_cast<size_t>(l)].recurrent)
-    RETURN_IF_ERROR(bind_delta_net(l, b, w));
+    RETURN_IF_ERROR(bind_delta_net(c, l, b, w));
   else
     RETURN_IF_ERROR(bind_attention(c, l, b, w));
   RETURN_IF_ERROR(b.vec(layer_name(l, c.ffn_norm_name.c_str()), true, &w->ffn_norm));

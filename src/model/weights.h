@@ -44,6 +44,8 @@ struct LayerWeights {
   TensorView ssm_qkv;                 // attn_qkv [C, n_embd]: q, k, v channels
   TensorView ssm_z;                   // attn_gate [V, n_embd]: the output gate z
   TensorView ssm_alpha, ssm_beta;     // [H, n_embd]: decay and write-strength logits
+  TensorView ssm_in;                  // Qwen3-Next: ssm_in [2 K d_k + 2 V, n_embd] (above), else empty
+  TensorView ssm_ba;                  // Qwen3-Next: ssm_ba [2 H, n_embd], else empty
   TensorView ssm_out;                 // [n_embd, V]
   std::vector<float> ssm_conv;        // [C, conv_kernel]
   std::vector<float> ssm_dt;          // [H] added to alpha before softplus

@@ -127,5 +127,6 @@ const ArchFamily& qwen3moe_family();
 const ArchFamily& gpt_oss_family();
 const ArchFamily& qwen35_family();
 const ArchFamily& qwen35moe_family();
+const ArchFamily& qwen3next_family();
 
 }  // namespace edge

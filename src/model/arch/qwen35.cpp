@@ -202,7 +202,9 @@ void qwen35_gguf_extras(const ModelConfig& c, GgufWriter* w) {
   for (int32_t l = 0; l < c.n_layer && interval == 0; ++l)
     if (!c.layers[static_cast<size_t>(l)].recurrent) interval = l + 1;
   w->set_u32(a + ".full_attention_interval", static_cast<uint32_t>(interval > 0 ? interval : c.n_layer + 1));
-  w->set_i32_array(a + ".rope.dimension_sections", made_up_sections(c.layers[0].rotary_dim));
+  // Qwen3-Next (its fused projections mark it) rotates text by plain RoPE: no sections.
+  if (!c.linear_fused_qkvz)
+    w->set_i32_array(a + ".rope.dimension_sections", made_up_sections(c.layers[0].rotary_dim));
 }
 
 }  // namespace

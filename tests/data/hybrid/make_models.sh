@@ -14,3 +14,7 @@ mkdir -p "$out"
 # expert of width 32 per layer.
 "$bin" make-model --arch qwen35moe --layers 4 --dim 64 --heads 4 --kv-heads 2 --head-dim 32 --ffn 128 \
   --experts 8 --experts-used 3 --expert-ffn 32 --vocab 512 --seed 32 -o "$out/qwen35moe.gguf"
+# Qwen3-Next: the MoE hybrid with fused ssm_in / ssm_ba projections (value heads grouped),
+# plain RoPE; 8 experts (2 used, width 32) and a gated shared expert of width 32.
+"$bin" make-model --arch qwen3next --layers 4 --dim 64 --heads 4 --kv-heads 2 --head-dim 32 --ffn 128 \
+  --experts 8 --experts-used 2 --expert-ffn 32 --vocab 512 --seed 33 -o "$out/qwen3next.gguf"
