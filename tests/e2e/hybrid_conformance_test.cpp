@@ -1,6 +1,6 @@
-// Conformance of the hybrid linear-attention families (Qwen3.5 and Qwen3.5-MoE: Gated
-// DeltaNet layers and gated softmax attention; the MoE one with routed experts and a gated
-// shared expert) with ik_llama.cpp, on the tiny random models made by
+// Conformance of the hybrid linear-attention families (Qwen3.5, Qwen3.5-MoE and Qwen3-Next:
+// Gated DeltaNet layers and gated softmax attention; the MoE ones with routed experts and a
+// gated shared expert; Qwen3-Next with fused projections) with ik_llama.cpp, on the tiny random models made by
 // tests/data/hybrid/make_models.sh (our make-model, fixed seed): the logits of every
 // position of a 150-token prompt and 16 greedy tokens, against the numbers ik_llama.cpp
 // produced on the same file (tests/data/moe/make_reference.cpp with PROMPT_LEN 150; the
@@ -144,7 +144,7 @@ TEST_P(HybridConformance, StateCannotRollBackButRestartsAtZero) {
   EXPECT_LT(worst_row_error(*again, ref.logits, ref.n_vocab), kTolerance);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, HybridConformance, ::testing::Values("qwen35", "qwen35moe"));
+INSTANTIATE_TEST_SUITE_P(Families, HybridConformance, ::testing::Values("qwen35", "qwen35moe", "qwen3next"));
 
 }  // namespace
 }  // namespace edge::e2e
