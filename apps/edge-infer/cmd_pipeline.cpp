@@ -2,17 +2,22 @@
 //   The execution plan of a pipeline file as JSON: per stage its backend, requested device,
 //   verified artifact hashes, capacity, reserved bytes and the RAM available before it;
 //   exit 3 (and the reason on stderr) when the stages do not fit together.
-// edge-infer pipeline run FILE --input NAME=TEXT|NAME=ids:1,2,3 [-n N] [--ctx N] [--events]
+// edge-infer pipeline run FILE --input NAME=TEXT|NAME=ids:1,2,3|NAME=image:PNG|NAME=wav:WAV
+//                        [-n N] [--ctx N] [--events]
 //   One request through the graph: text outputs stream to stdout (--events: one JSON line
 //   per event, then the runtime's state: ledger, loaded RSS, placement, generation).
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "commands.h"
 #include "core/memory_ledger.h"
+#include "formats/image.h"
 #include "formats/wav.h"
+#include "model/audio_input.h"
 #include "pipeline/graph/executor.h"
 #include "pipeline/graph/plan.h"
 #include "plan_options.h"
@@ -53,17 +58,44 @@ struct PipelineRunArgs {
   std::string wav;  // the audio reaching the graph's outputs, as a 16-bit WAV
 };
 
+Expected<std::vector<uint8_t>> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::not_found(path + ": cannot open");
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// NAME=image:PATH (PNG or JPEG: u8 [height, width, 3]) or NAME=wav:PATH (16 kHz mono PCM).
+Status media_input(const std::string& value, pipeline::PortValue* v) {
+  const bool image = value.rfind("image:", 0) == 0;
+  const std::string path = value.substr(image ? 6 : 4);
+  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_bytes(path));
+  if (image) {
+    auto img = decode_image(bytes);
+    if (!img) return img.status().with_context(path);
+    v->pixels = std::move(img->rgb), v->width = img->width, v->height = img->height;
+    return Status();
+  }
+  double seconds = 0;
+  auto pcm = wav_to_pcm16k(bytes.data(), bytes.size(), kDefaultMaxAudioSeconds, &seconds);
+  if (!pcm) return pcm.status().with_context(path);
+  v->samples = std::move(*pcm);
+  return Status();
+}
+
 Expected<std::map<std::string, pipeline::PortValue>> parse_inputs(
     const std::vector<std::string>& args) {
   std::map<std::string, pipeline::PortValue> out;
   for (const std::string& a : args) {
     const size_t eq = a.find('=');
     if (eq == std::string::npos || eq == 0)
-      return Status::invalid_argument("--input '" + a + "' is not NAME=TEXT or NAME=ids:1,2,3");
+      return Status::invalid_argument("--input '" + a +
+                                      "' is not NAME=TEXT, NAME=ids:1,2,3, NAME=image:PATH or NAME=wav:PATH");
     pipeline::PortValue v;
     const std::string value = a.substr(eq + 1);
     if (value.rfind("ids:", 0) == 0) {
       ASSIGN_OR_RETURN(v.tokens, parse_id_list(value.substr(4)));
+    } else if (value.rfind("image:", 0) == 0 || value.rfind("wav:", 0) == 0) {
+      RETURN_IF_ERROR(media_input(value, &v).with_context("--input " + a.substr(0, eq)));
     } else {
       v.text = value;
     }
@@ -140,7 +172,7 @@ void register_pipeline(CLI::App& app, Context& ctx) {
   CLI::App* run = sub->add_subcommand(
       "run", "Run one request through a pipeline (lm stages in process for now)");
   run->add_option("file", r->file, "pipeline file (YAML or JSON)")->required();
-  run->add_option("--input", r->inputs, "graph input: NAME=TEXT or NAME=ids:1,2,3 (repeatable)")
+  run->add_option("--input", r->inputs, "graph input: NAME=TEXT, NAME=ids:1,2,3, NAME=image:PNG_OR_JPEG or NAME=wav:WAV (repeatable)")
       ->required();
   run->add_option("-n,--max-tokens", r->max_tokens, "tokens per language-model stage (default 64)");
   run->add_option("--ctx", r->ctx, "context of each language-model stage (default 4096)");

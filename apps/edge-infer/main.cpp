@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.h"
+#include "model_source.h"
 
 namespace edge::cli {
 
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   CLI::App app{"edge-infer: run language models on edge CPUs"};
   app.require_subcommand(1);
   edge::cli::Context ctx;
+  edge::cli::register_demo_artifacts();  // pipeline files may name the demo models
   edge::cli::register_generate(app, ctx);
   edge::cli::register_logits(app, ctx);
   edge::cli::register_tokenize(app, ctx);

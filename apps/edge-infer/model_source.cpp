@@ -16,6 +16,7 @@
 #include "convert/random_vocoder.h"
 #include "formats/gguf.h"
 #include "formats/model_format.h"
+#include "pipeline/graph/artifact.h"
 #include "tokenizer/outetts_tokens.h"
 
 namespace edge::cli {
@@ -132,13 +133,14 @@ Expected<std::pair<std::string, std::string>> demo_outetts_paths() {
   return std::make_pair(lm.string(), voc.string());
 }
 
-Expected<std::string> demo_model_path() {
+Expected<std::string> demo_model_path(bool announce) {
   ASSIGN_OR_RETURN(fs::path dir, demo_dir());
   fs::path path = dir / "demo-llama-v1.gguf";
-  std::fprintf(stderr,
-               "edge-infer: no model given (-m): using the built-in demo model %s. Its weights are random, "
-               "so its text is noise.\n",
-               path.c_str());
+  if (announce)
+    std::fprintf(stderr,
+                 "edge-infer: no model given (-m): using the built-in demo model %s. Its weights are "
+                 "random, so its text is noise.\n",
+                 path.c_str());
   if (fs::exists(path)) return path.string();
   RandomModelOptions o;
   o.arch = "llama";
@@ -179,5 +181,37 @@ Expected<std::string> demo_audio_projector_path() {
   RETURN_IF_ERROR(write_random_audio_projector(o, path.string()));
   return path.string();
 }
+
+namespace {
+
+// The demo files a pipeline file may name as demo:NAME (pipelines/README.md lists them).
+Expected<std::string> resolve_demo_artifact(const std::string& name) {
+  if (name == "lm") return demo_model_path(/*announce=*/false);
+  if (name == "vision-projector") return demo_vision_projector_path();
+  if (name == "audio-projector") return demo_audio_projector_path();
+  if (name == "qwen3-tts-talker" || name == "qwen3-tts-codec") {
+    ASSIGN_OR_RETURN(auto pair, demo_speech_paths());
+    const std::string& dir = name == "qwen3-tts-talker" ? pair.first : pair.second;
+    return (fs::path(dir) / "model.safetensors").string();
+  }
+  if (name == "outetts-lm" || name == "wavtokenizer") {
+    ASSIGN_OR_RETURN(auto pair, demo_outetts_paths());
+    return name == "outetts-lm" ? pair.first : pair.second;
+  }
+  if (name == "edge-infer") {  // this binary: an external stage served by our own `serve`
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return Status::io_error("/proc/self/exe: " + ec.message());
+    return self.string();
+  }
+  return Status::not_found("no demo artifact '" + name +
+                           "' (demo:lm, demo:vision-projector, demo:audio-projector, "
+                           "demo:qwen3-tts-talker, demo:qwen3-tts-codec, demo:outetts-lm, "
+                           "demo:wavtokenizer, demo:edge-infer)");
+}
+
+}  // namespace
+
+void register_demo_artifacts() { pipeline::register_artifact_scheme("demo", resolve_demo_artifact); }
 
 }  // namespace edge::cli

@@ -16,7 +16,12 @@ Expected<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path);
 
 // Path of the built-in demo model, writing it first if needed. Tells the user on stderr
 // that its weights are random, so its text is noise.
-Expected<std::string> demo_model_path();
+// announce: say on stderr that the demo stands in for a model the user did not give.
+Expected<std::string> demo_model_path(bool announce = true);
+// Lets pipeline files name the demo files as demo:NAME (lm, vision-projector,
+// audio-projector, qwen3-tts-talker, qwen3-tts-codec, outetts-lm, wavtokenizer, and
+// edge-infer: this binary), resolved and pinned to their hashes at load.
+void register_demo_artifacts();
 // The demo's vision projector (gemma3 type, random weights, written once beside the demo
 // model): 64x64 images, 16 image tokens of the demo model's width.
 Expected<std::string> demo_vision_projector_path();

@@ -21,10 +21,12 @@ bool graph_has_speech(const pipeline::PipelineSpec& spec) {
   return false;
 }
 
+// A stage serving text.generate (ours, in process or in a worker, or an external server)
+// whose output reaches the graph's outputs.
 bool graph_has_text(const pipeline::PipelineSpec& spec) {
   for (const pipeline::Route& r : spec.routes) {
     const pipeline::StageSpec* s = spec.stage(r.from.stage);
-    if (r.to.stage == "output" && s && s->kind == &pipeline::kLmKind) return true;
+    if (r.to.stage == "output" && s && s->contract.name == "text.generate") return true;
   }
   return false;
 }

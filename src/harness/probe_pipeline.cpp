@@ -50,10 +50,14 @@ Expected<StageWorker> stage_worker(const PipelineRuntime& rt, const std::string&
   const nlohmann::json state = rt.state_json();  // held: the loop reads into it
   for (const auto& s : state["stages"]) {
     if (s["stage"] != stage) continue;
+    // "worker pid N" or "external pid N: ..." (a server the stage spawned).
     const std::string where = s["placement_actual"];
-    if (where.rfind("worker pid ", 0) != 0)
-      return Status::not_found("stage " + stage + " runs " + where + ", not in a worker");
-    ASSIGN_OR_RETURN(OwnedProcess p, OwnedProcess::child(std::stoi(where.substr(11))));
+    size_t at = std::string::npos;
+    for (const char* prefix : {"worker pid ", "external pid "})
+      if (where.rfind(prefix, 0) == 0) at = std::string(prefix).size();
+    if (at == std::string::npos)
+      return Status::not_found("stage " + stage + " runs " + where + ", not in a process of its own");
+    ASSIGN_OR_RETURN(OwnedProcess p, OwnedProcess::child(std::stoi(where.substr(at))));
     return StageWorker{stage, s["worker_generation"].get<uint32_t>(), p};
   }
   return Status::not_found("no stage " + stage);
@@ -179,15 +183,21 @@ class TextProbe {
 
 // The worker of the text stage killed after the first token: the request ends with an
 // explicit error naming the generation; the next one is served by a new generation.
+// An external text stage's server is killed the same way (by the pid and start time the
+// stage spawned); its error names the pid as well.
 void TextProbe::worker_killed() {
   std::string stage;
+  bool external = false;
   for (const auto& s : rt_.spec().stages)
-    if (s.kind == &pipeline::kLmKind && s.placement == pipeline::Placement::kWorker)
+    if (s.contract.name == "text.generate" &&
+        (s.placement == pipeline::Placement::kWorker || s.placement == pipeline::Placement::kExternal)) {
       stage = s.name;
+      external = s.placement == pipeline::Placement::kExternal;
+    }
   Expected<StageWorker> w = Status::not_found("no worker");
   {
-    Running c(r_, "text.worker_killed");
-    if (stage.empty()) return c.skip("no language-model stage runs in a worker");
+    Running c(r_, external ? "text.server_killed" : "text.worker_killed");
+    if (stage.empty()) return c.skip("no language-model stage runs in a worker or an external server");
     w = stage_worker(rt_, stage);
     if (!c.expect(w.ok(), w.status().to_string())) return;
     auto h = rt_.submit(inputs_);
@@ -204,9 +214,11 @@ void TextProbe::worker_killed() {
     const std::string gen = "generation " + std::to_string(w->generation);
     c.expect(out.end.code() == StatusCode::kUnavailable, "ended with " + out.end.to_string());
     c.expect(out.end.message().find(gen) != std::string::npos, "the error does not name " + gen);
+    const std::string pid = "pid " + std::to_string(w->process.pid);
+    if (external) c.expect(out.end.message().find(pid) != std::string::npos, "the error does not name " + pid);
     c.expect(s < kPromptEndS, "the error came only after " + std::to_string(s) + " s");
   }
-  Running next(r_, "text.after_worker_killed");
+  Running next(r_, external ? "text.after_server_killed" : "text.after_worker_killed");
   auto h2 = rt_.submit(inputs_);
   if (!next.expect(h2.ok(), "submit: " + h2.status().to_string())) return;
   const ReadOut again = read_all(rt_, *h2, o_.timeout);

@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace edge::pipeline {
@@ -29,6 +31,62 @@ Expected<std::string> sha256_file(const std::string& path) {
   std::string hex;
   for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
   return hex;
+}
+
+namespace {
+
+struct Schemes {
+  std::mutex mu;
+  std::map<std::string, ArtifactResolver> resolvers;
+};
+
+Schemes& schemes() {
+  static Schemes s;
+  return s;
+}
+
+}  // namespace
+
+void register_artifact_scheme(const std::string& scheme, ArtifactResolver resolve) {
+  Schemes& s = schemes();
+  std::lock_guard<std::mutex> l(s.mu);
+  s.resolvers[scheme] = std::move(resolve);
+}
+
+bool is_symbolic_path(const std::string& path) {
+  const size_t colon = path.find(':');
+  if (colon == std::string::npos || colon < 2) return false;
+  for (size_t i = 0; i < colon; ++i) {
+    const char c = path[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+Status resolve_symbolic_artifact(Artifact* a) {
+  if (!is_symbolic_path(a->path)) return Status();
+  const size_t colon = a->path.find(':');
+  const std::string scheme = a->path.substr(0, colon), name = a->path.substr(colon + 1);
+  ArtifactResolver resolve;
+  {
+    Schemes& s = schemes();
+    std::lock_guard<std::mutex> l(s.mu);
+    auto it = s.resolvers.find(scheme);
+    if (it == s.resolvers.end())
+      return Status::invalid_argument(fmt::format(
+          "artifact {}: this program resolves no '{}:' paths (edge-infer resolves 'demo:')", a->path, scheme));
+    resolve = it->second;
+  }
+  auto path = resolve(name);
+  if (!path) return path.status().with_context("artifact " + a->path);
+  ASSIGN_OR_RETURN(std::string sha, sha256_file(*path));
+  if (!a->sha256.empty() && a->sha256 != sha)
+    return Status::invalid_argument(fmt::format("artifact {} ({}, sha256 {}) differs from the declared artifact hash {}",
+                                                a->path, *path, sha, a->sha256));
+  a->symbol = a->path;
+  a->path = *path;
+  a->sha256 = sha;
+  return Status();
 }
 
 std::string artifact_path(const PipelineSpec& p, const Artifact& a) {

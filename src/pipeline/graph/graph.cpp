@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/memory_ledger.h"
+#include "pipeline/graph/artifact.h"
 #include "pipeline/graph/stage_kind.h"
 
 namespace edge::pipeline {
@@ -59,6 +60,10 @@ Expected<Artifact> parse_artifact(const YAML::Node& n, const std::string& stage)
   Artifact a{scalar(n, "role", "model"), scalar(n, "path"), scalar(n, "sha256")};
   if (a.path.empty())
     return Status::invalid_argument(fmt::format("stage '{}': artifact without a path", stage));
+  if (is_symbolic_path(a.path)) {  // "demo:lm": resolved and pinned here (artifact.h)
+    RETURN_IF_ERROR(resolve_symbolic_artifact(&a).with_context(fmt::format("stage '{}'", stage)));
+    return a;
+  }
   bool hex = a.sha256.size() == 64;
   for (char c : a.sha256) hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
   if (!hex)
@@ -98,6 +103,8 @@ Status parse_engine_settings(const YAML::Node& n, EngineSettings& e, VocoderSett
     if (*end != '\0' || !(e.itl_target_ms > -1e9 && e.itl_target_ms < 1e9))
       return Status::invalid_argument(fmt::format("itl_target_ms '{}' must be a number", itl));
   }
+  e.media_begin = scalar(n, "media_begin");
+  e.media_end = scalar(n, "media_end");
   const std::string prefix = scalar(n, "prefix_cache", "true");
   if (prefix != "true" && prefix != "false")
     return Status::invalid_argument(fmt::format("prefix_cache '{}' must be true or false", prefix));

@@ -38,6 +38,9 @@ struct Artifact {
   std::string path;    // relative paths are relative to the pipeline file
   std::string sha256;  // 64 lowercase hex digits, pinned. Empty only in a graph built in
                        // code for `serve -m MODEL` (the user named the file: nothing to pin)
+  // The file's symbolic name ("demo:lm") when `path` was resolved from one at load
+  // (artifact.h: register_artifact_scheme); sha256 is then the file's hash at load.
+  std::string symbol;
   bool pinned() const { return !sha256.empty(); }
 };
 
@@ -52,6 +55,10 @@ struct EngineSettings {
   double itl_target_ms = 0;     // EngineOptions::itl_target_ms (file key itl_target_ms)
   bool prefix_cache = true;     // EngineOptions::prefix_cache (file key prefix_cache: true|false)
   int32_t state_checkpoints = 4;  // EngineOptions::state_checkpoints (file key state_checkpoints)
+  // Text around the rows of a `media` input (text.generate@1), tokenised by the model: the
+  // family's markers, e.g. Gemma-3's "<start_of_image>" and "<end_of_image>". File keys
+  // media_begin, media_end; empty: the rows alone.
+  std::string media_begin, media_end;
 };
 
 // A vocoder stage's streaming (model/vocoder.h VocoderStreamOptions), in codes. File keys

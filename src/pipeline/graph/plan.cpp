@@ -77,7 +77,7 @@ Expected<StagePlan> plan_stage(const PipelineSpec& p, const StageSpec& s,
   StagePlan sp;
   sp.stage = &s;
   sp.backend = backend_of(s);
-  for (const Artifact& a : s.artifacts) sp.artifacts.emplace_back(artifact_path(p, a), a.sha256);
+  for (const Artifact& a : s.artifacts) sp.artifacts.push_back({artifact_path(p, a), a.sha256, a.symbol});
   RETURN_IF_ERROR(reservation_of(p, s, o, &sp));
   return sp;
 }
@@ -110,8 +110,11 @@ nlohmann::json PipelinePlan::to_json() const {
   for (const StagePlan& sp : stages) {
     const StageSpec& s = *sp.stage;
     nlohmann::json arts = nlohmann::json::array();
-    for (const auto& [path, sha] : sp.artifacts)
-      arts.push_back({{"path", path}, {"sha256", sha}, {"verified", true}});
+    for (const StagePlan::VerifiedArtifact& v : sp.artifacts) {
+      nlohmann::json j = {{"path", v.path}, {"sha256", v.sha256}, {"verified", true}};
+      if (!v.symbol.empty()) j["symbol"] = v.symbol;  // pinned to the hash at load
+      arts.push_back(std::move(j));
+    }
     stages_json.push_back({{"stage", s.name},
                            {"kind", s.kind->name},
                            {"contract", s.contract.str()},

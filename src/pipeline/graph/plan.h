@@ -20,7 +20,11 @@ struct StagePlan {
   int64_t reserved_bytes = 0;
   std::string reservation_source;  // "memory plan of MODEL at ctx N" or "declared"
   int64_t available_before = 0;    // ledger room when this stage was admitted
-  std::vector<std::pair<std::string, std::string>> artifacts;  // path, verified sha256
+  struct VerifiedArtifact {
+    std::string path, sha256;
+    std::string symbol;  // "demo:lm" when resolved from one (Artifact::symbol)
+  };
+  std::vector<VerifiedArtifact> artifacts;
 };
 
 struct PipelinePlan {

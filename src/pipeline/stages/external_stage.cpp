@@ -194,6 +194,10 @@ class ExternalStageRunner final : public StageRunner {
                          const RequestParams* params,
                          const std::function<void(StageEvent)>& emit) override {
     ASSIGN_OR_RETURN(const PortValue* prompt, find_prompt(name_, inputs));
+    if (inputs.count("media"))
+      return Status::unsupported(fmt::format(
+          "stage '{}': media rows cannot be sent to an external text server "
+          "(external.openai.text.v1 takes text and token ids only)", name_));
     if (prompt->tokens.empty() && prompt->text.empty())
       return Status::invalid_argument(fmt::format("stage '{}': no prompt", name_));
     ASSIGN_OR_RETURN(Lease b, lease());

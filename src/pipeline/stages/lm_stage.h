@@ -16,8 +16,8 @@ namespace edge::pipeline {
 // plan of its model.
 extern const StageKind kLmKind;
 
-// The prompt of a text.generate@1 request; refused naming the stage when it has none or
-// brings media (which needs an encoder stage before it).
+// The prompt of a text.generate@1 request; refused naming the stage when it has none. Its
+// optional `media` input (rows from an encoder stage) is the stage's to splice.
 Expected<const PortValue*> find_prompt(const std::string& stage,
                                        const std::map<std::string, PortValue>& inputs);
 

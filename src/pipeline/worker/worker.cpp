@@ -64,6 +64,8 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   s.engine.itl_target_ms = h.value("itl_target_ms", 0.0);
   s.engine.prefix_cache = h.value("prefix_cache", true);
   s.engine.state_checkpoints = h.value("state_checkpoints", 4);
+  s.engine.media_begin = h.value("media_begin", std::string());
+  s.engine.media_end = h.value("media_end", std::string());
   PipelineRunOptions o;
   o.ctx = h.value("ctx", int64_t{4096});
   o.max_tokens = h.value("max_tokens", 64);
