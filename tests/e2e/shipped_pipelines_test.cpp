@@ -165,6 +165,38 @@ TEST(ShippedPipelines, TheImageChangesWhatTheModelSays) {
   EXPECT_NE(ids(alone), ids(seen));
 }
 
+// A shipped text graph asking for the iGPU: under placement_policy require the worker stage
+// is refused by plan and the external one fails at start, each naming the requested and the
+// actual placement; under prefer both run on the cpu and the state records the difference.
+TEST(ShippedPipelines, PlacementPolicyRequireRefusesAndPreferRecords) {
+  auto variant = [](const std::string& file, const std::string& policy) {
+    std::string text = slurp(kDir + file);
+    const std::string dev = "    device: cpu\n";
+    text.replace(text.find(dev), dev.size(), "    device: igpu\n    placement_policy: " + policy + "\n");
+    const std::string out = (test_dir() / (policy + "-" + file)).string();
+    std::ofstream(out) << text;
+    return out;
+  };
+  const RunResult worker = run("pipeline plan " + variant("text-worker.yaml", "require"));
+  EXPECT_NE(worker.code, 0);
+  EXPECT_NE(worker.err.find("requested placement igpu (worker)"), std::string::npos) << worker.err;
+  EXPECT_NE(worker.err.find("on the cpu only"), std::string::npos) << worker.err;
+  const RunResult ext =
+      run("pipeline run " + variant("text-external.yaml", "require") + " --input prompt=hi -n 2");
+  EXPECT_NE(ext.code, 0);
+  EXPECT_NE(ext.err.find("requested placement igpu"), std::string::npos) << ext.err;
+  EXPECT_NE(ext.err.find("reports cpu ("), std::string::npos) << ext.err;
+  for (const char* file : {"text-worker.yaml", "text-external.yaml"}) {
+    const RunResult r = run("pipeline run " + variant(file, "prefer") + " --input prompt=hi -n 2 --events");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string last = r.out.substr(r.out.rfind("{\"state\""));
+    const nlohmann::json st = nlohmann::json::parse(last)["state"]["stages"][0];
+    EXPECT_EQ(st["requested_device"], "igpu") << last;
+    EXPECT_EQ(st["actual_device"], "cpu") << last;
+    EXPECT_EQ(st["placement_note"], "requested igpu, runs on cpu (placement_policy prefer)") << last;
+  }
+}
+
 std::string test_name(const ::testing::TestParamInfo<std::string>& i) {
   std::string n = i.param.substr(0, i.param.find('.'));
   for (char& c : n)

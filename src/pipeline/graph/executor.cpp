@@ -407,12 +407,29 @@ Engine* PipelineRuntime::text_engine() const {
   return nullptr;
 }
 
+namespace {
+
+// What the state says when a stage runs elsewhere than its file asked (placement_policy
+// prefer; under require it would not have started): "" when it runs where it was asked.
+std::string placement_note(const StageSpec& s, const std::string& actual) {
+  const std::string wanted = device_class_name(s.device);
+  if (wanted == actual || (s.device != DeviceClass::kCpu && actual == "gpu")) return "";
+  return fmt::format("requested {}, runs on {} (placement_policy {})", wanted, actual,
+                     placement_policy_name(s.placement_policy));
+}
+
+}  // namespace
+
 nlohmann::json PipelineRuntime::state_json() const {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& st : stages_)
     stages.push_back(
         {{"stage", st->spec->name},
          {"placement_actual", st->runner ? st->runner->placement() : "not started"},
+         {"requested_device", device_class_name(st->spec->device)},
+         {"placement_policy", placement_policy_name(st->spec->placement_policy)},
+         {"actual_device", st->runner ? st->runner->actual_device() : "not started"},
+         {"placement_note", st->runner ? placement_note(*st->spec, st->runner->actual_device()) : ""},
          {"worker_generation", st->runner ? st->runner->generation() : 0},
          {"loaded_rss_bytes", st->rss_bytes.load()},
          {"transport", st->runner ? st->runner->transport_stats() : nlohmann::json()}});

@@ -121,6 +121,9 @@ class StageRunner {
   virtual int64_t resident_bytes() const = 0;
   // Where it actually runs and which generation of its process serves it (0: in process).
   virtual std::string placement() const { return "in_process cpu"; }
+  // The device class it actually computes on: "cpu" here and in workers; an external
+  // backend's from its placement proof ("cpu", "gpu", "partial" offload, "unknown").
+  virtual std::string actual_device() const { return "cpu"; }
   // False while the stage's process is gone (it died; the next run() starts another).
   virtual bool running() const { return true; }
   // How the stage's data moved (a worker: its shared-memory tensor pool's counters).

@@ -25,6 +25,10 @@ const char* placement_name(Placement p) {
                                     : "external";
 }
 
+const char* placement_policy_name(PlacementPolicy p) {
+  return p == PlacementPolicy::kRequire ? "require" : "prefer";
+}
+
 const StageSpec* PipelineSpec::stage(const std::string& n) const {
   for (const StageSpec& s : stages)
     if (s.name == n) return &s;
@@ -155,6 +159,11 @@ Expected<StageSpec> parse_stage(const YAML::Node& n) {
                                    {"external", Placement::kExternal}});
   if (!pl) return ctx(pl.status());
   s.placement = *pl;
+  auto policy = parse_enum<PlacementPolicy>(
+      "placement_policy", scalar(n, "placement_policy", "require"),
+      {{"require", PlacementPolicy::kRequire}, {"prefer", PlacementPolicy::kPrefer}});
+  if (!policy) return ctx(policy.status());
+  s.placement_policy = *policy;
   s.backend = scalar(n, "backend");
   s.server_flavour = scalar(n, "server_flavour");
   if (const YAML::Node args = n["server_args"]) {

@@ -30,8 +30,14 @@ namespace edge::pipeline {
 struct StageKind;  // stage_kind.h: one entry of the stage-kind table
 enum class DeviceClass { kCpu, kIgpu, kNpu };
 enum class Placement { kInProcess, kWorker, kExternal };
+// A stage's `device` is a requirement (kRequire, the default: a stage that cannot run there
+// does not start, naming the requested and the actual placement) or a preference (kPrefer,
+// file key `placement_policy: prefer`: it runs where it can and the runtime state records
+// the difference).
+enum class PlacementPolicy { kRequire, kPrefer };
 const char* device_class_name(DeviceClass d);
 const char* placement_name(Placement p);
+const char* placement_policy_name(PlacementPolicy p);
 
 struct Artifact {
   std::string role;    // "model", "projector", "server", ...
@@ -73,6 +79,7 @@ struct StageSpec {
   ContractRef contract;
   DeviceClass device = DeviceClass::kCpu;
   Placement placement = Placement::kInProcess;
+  PlacementPolicy placement_policy = PlacementPolicy::kRequire;
   std::string backend;  // external stages: e.g. "external.openai.text.v1"
   // External stages: which server the `server` artifact is ("edge-infer" or "llama-server";
   // empty: told by the binary's file name), and arguments added to the command the pipeline

@@ -71,8 +71,21 @@ Status reservation_of(const PipelineSpec& p, const StageSpec& s, const PipelineP
 
 }  // namespace
 
+Status check_device(const StageSpec& s) {
+  if (s.device == DeviceClass::kCpu || s.placement == Placement::kExternal ||
+      s.placement_policy == PlacementPolicy::kPrefer)
+    return Status();
+  return Status::unsupported(fmt::format(
+      "stage '{}': requested placement {} ({}), but this build runs {} stages on the cpu only; "
+      "set placement_policy: prefer to run it on the cpu, or serve it from an external server "
+      "that drives the {}",
+      s.name, device_class_name(s.device), placement_name(s.placement), placement_name(s.placement),
+      device_class_name(s.device)));
+}
+
 Expected<StagePlan> plan_stage(const PipelineSpec& p, const StageSpec& s,
                                const PipelinePlanOptions& o) {
+  RETURN_IF_ERROR(check_device(s));
   RETURN_IF_ERROR(verify_artifacts(p, s));
   StagePlan sp;
   sp.stage = &s;
@@ -120,6 +133,7 @@ nlohmann::json PipelinePlan::to_json() const {
                            {"contract", s.contract.str()},
                            {"backend", sp.backend},
                            {"requested_device", device_class_name(s.device)},
+                           {"placement_policy", placement_policy_name(s.placement_policy)},
                            {"placement", placement_name(s.placement)},
                            {"capacity", s.capacity},
                            {"reserved_bytes", sp.reserved_bytes},

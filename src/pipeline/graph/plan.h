@@ -42,6 +42,9 @@ struct PipelinePlanOptions {
   int64_t max_seqs = 0;  // 0: the stage's capacity
 };
 
+// Whether this build can place `s` on its requested device: in-process and worker stages run
+// on the cpu only, so one that requires an igpu or npu is refused, naming both.
+Status check_device(const StageSpec& s);
 // One stage's plan (artifacts verified, reservation computed), without admission.
 Expected<StagePlan> plan_stage(const PipelineSpec& p, const StageSpec& s,
                                const PipelinePlanOptions& o);

@@ -162,6 +162,19 @@ std::string placement_proof(ServerFlavour f, const std::vector<std::string>& lin
   return fmt::format("{}, {}/{} layers offloaded", devices.empty() ? "GPU" : devices, n, m);
 }
 
+// The device class a backend's placement proof shows: "cpu" (ours; llama-server with no
+// layer offloaded), "gpu" (every layer offloaded), "partial" (some), "unknown" (no line).
+std::string device_of_proof(const std::string& proof) {
+  if (proof.rfind("cpu", 0) == 0) return "cpu";
+  const size_t at = proof.find(" layers offloaded");
+  if (at == std::string::npos) return "unknown";
+  const size_t slash = proof.rfind('/', at), space = proof.rfind(' ', slash);
+  if (slash == std::string::npos) return "unknown";
+  const long n = std::strtol(proof.c_str() + (space == std::string::npos ? 0 : space + 1), nullptr, 10);
+  const long m = std::strtol(proof.c_str() + slash + 1, nullptr, 10);
+  return n > 0 && n == m ? "gpu" : n > 0 ? "partial" : "cpu";
+}
+
 // Reads the backend's stdout+stderr (one pipe) on its own thread for the process's whole
 // life: a pipe nobody reads fills up and blocks the server's next log line. Keeps the last
 // lines for error messages and the lines the placement proof and the port come from.

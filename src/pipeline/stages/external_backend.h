@@ -49,6 +49,9 @@ std::vector<std::string> backend_argv(const BackendLaunch& l, int port);
 // ("using device Vulkan0 (...)") and "offloaded N/M layers to GPU". "cpu" when nothing was
 // offloaded; "unreported" when the backend said nothing either way.
 std::string placement_proof(ServerFlavour f, const std::vector<std::string>& lines);
+// The device class a placement proof shows: "cpu" (ours; llama-server with no layer
+// offloaded), "gpu" (every layer offloaded), "partial" (some), "unknown" (no such line).
+std::string device_of_proof(const std::string& proof);
 
 class BackendOutput;
 

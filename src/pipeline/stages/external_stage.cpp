@@ -179,7 +179,11 @@ struct Stream {
 class ExternalStageRunner final : public StageRunner {
  public:
   ExternalStageRunner(const StageSpec& s, BackendLaunch launch, int32_t max_tokens)
-      : name_(s.name), launch_(std::move(launch)), max_tokens_(max_tokens) {}
+      : name_(s.name),
+        device_(s.device),
+        policy_(s.placement_policy),
+        launch_(std::move(launch)),
+        max_tokens_(max_tokens) {}
   ~ExternalStageRunner() override {
     std::lock_guard<std::mutex> l(mu_);
     if (backend_) backend_->stop(kStopGrace);
@@ -257,11 +261,29 @@ class ExternalStageRunner final : public StageRunner {
   }
 
  private:
+  // Every generation's placement is checked against the file's: a stage that requires an
+  // igpu or npu and whose backend reports the cpu, or fewer layers offloaded than it has,
+  // does not serve (its backend is stopped), naming both.
   Status spawn_locked() {
     auto b = BackendProcess::start(launch_, ++generation_);
     if (!b.ok()) return b.status();
+    const std::string actual = device_of_proof((*b)->proof());
+    if (device_ != DeviceClass::kCpu && actual != "gpu" && policy_ == PlacementPolicy::kRequire) {
+      const std::string proof = (*b)->proof();
+      const int pid = (*b)->pid();
+      (*b)->stop(kStopGrace);
+      return Status::unsupported(fmt::format(
+          "stage '{}': requested placement {}, but the backend (pid {}) reports {} "
+          "(placement_policy require; prefer would run it there and record the difference)",
+          name_, device_class_name(device_), pid, proof));
+    }
     backend_ = std::move(*b);
     return Status();
+  }
+
+  std::string actual_device() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return backend_ ? device_of_proof(backend_->proof()) : "not running";
   }
 
   // The running backend; a new generation when the last one has gone.
@@ -385,6 +407,8 @@ class ExternalStageRunner final : public StageRunner {
   }
 
   const std::string name_;
+  const DeviceClass device_;
+  const PlacementPolicy policy_;
   const BackendLaunch launch_;
   const int32_t max_tokens_;
   mutable std::mutex mu_;  // the backend: lease, death, retirement, measurements

@@ -111,6 +111,15 @@ TEST(ExternalPlacement, LlamaServerIsItsDevicesAndOffloadedLayers) {
       0u);
 }
 
+// The device class a placement_policy: require stage is held to.
+TEST(ExternalPlacement, ProofsGiveTheDeviceClass) {
+  EXPECT_EQ(device_of_proof("cpu (AMD EPYC; dense kernels avx512)"), "cpu");
+  EXPECT_EQ(device_of_proof("cpu (0/33 layers offloaded)"), "cpu");
+  EXPECT_EQ(device_of_proof("Vulkan0 (Intel(R) Graphics (RPL-P)), 33/33 layers offloaded"), "gpu");
+  EXPECT_EQ(device_of_proof("Vulkan0 (Intel(R) Graphics), 20/33 layers offloaded"), "partial");
+  EXPECT_EQ(device_of_proof("unreported (no 'offloaded N/M layers' line)"), "unknown");
+}
+
 TEST(ExternalCommand, EachFlavourGetsItsFlags) {
   BackendLaunch l;
   l.binary = "/opt/edge-infer";
