@@ -7,6 +7,7 @@
 //   One request through the graph: text outputs stream to stdout (--events: one JSON line
 //   per event, then the runtime's state: ledger, loaded RSS, placement, generation).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -15,8 +16,10 @@
 
 #include "commands.h"
 #include "core/memory_ledger.h"
+#include "core/mapped_file.h"
 #include "formats/image.h"
 #include "formats/wav.h"
+#include "harness/provenance.h"
 #include "model/audio_input.h"
 #include "pipeline/graph/executor.h"
 #include "pipeline/graph/plan.h"
@@ -56,7 +59,39 @@ struct PipelineRunArgs {
   std::string memory_limit;
   bool events = false;
   std::string wav;  // the audio reaching the graph's outputs, as a 16-bit WAV
+  std::string archive;  // a folder for the run's evidence and outputs
 };
+
+// The evidence of one run, kept as the seed keeps one per run: the pipeline file as it was,
+// every event, the runtime state (per stage: requested and actual placement, backend
+// version, artifacts with their verified hashes, reserved and measured bytes, generation),
+// the machine and build, and the outputs (text.txt, audio.wav).
+Status write_archive(const PipelineRunArgs& a, const nlohmann::json& events, const nlohmann::json& state,
+                     const Status& result, const std::string& text, const std::vector<float>& audio) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(a.archive, ec);
+  if (ec) return Status::io_error(a.archive + ": " + ec.message());
+  const fs::path dir(a.archive);
+  fs::copy_file(a.file, dir / "pipeline.yaml", fs::copy_options::overwrite_existing, ec);
+  if (ec) return Status::io_error((dir / "pipeline.yaml").string() + ": " + ec.message());
+  std::string lines;
+  for (const auto& e : events) lines += e.dump() + "\n";
+  RETURN_IF_ERROR(write_file((dir / "events.jsonl").string(), lines.data(), lines.size()));
+  const nlohmann::json run = {{"pipeline_file", fs::absolute(a.file).string()},
+                              {"inputs", a.inputs},
+                              {"max_tokens", a.max_tokens},
+                              {"ctx", a.ctx},
+                              {"result", result.ok() ? "ok" : result.to_string()},
+                              {"provenance", machine_provenance()},
+                              {"state", state}};
+  const std::string body = run.dump(2) + "\n";
+  RETURN_IF_ERROR(write_file((dir / "run.json").string(), body.data(), body.size()));
+  if (!text.empty()) RETURN_IF_ERROR(write_file((dir / "text.txt").string(), text.data(), text.size()));
+  if (!audio.empty()) RETURN_IF_ERROR(write_wav16((dir / "audio.wav").string(), audio, 24000));
+  std::fprintf(stderr, "edge-infer: archived the run in %s\n", a.archive.c_str());
+  return Status();
+}
 
 Expected<std::vector<uint8_t>> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -129,8 +164,12 @@ int run_pipeline_run(const PipelineRunArgs& a) {
   auto rt = pipeline::PipelineRuntime::start(*spec, ledger, o);
   if (!rt) return report_error(rt.status());
   std::vector<float> audio;
+  std::string text;
+  nlohmann::json events = nlohmann::json::array();
   const Status st = (*rt)->run(*inputs, [&](const pipeline::StageEvent& e) {
     audio.insert(audio.end(), e.value.samples.begin(), e.value.samples.end());
+    if (e.port == "text") text += e.value.text;
+    if (!a.archive.empty()) events.push_back(event_json(e));
     if (a.events) {
       std::printf("%s\n", event_json(e).dump().c_str());
     } else if (!e.value.text.empty()) {
@@ -138,10 +177,12 @@ int run_pipeline_run(const PipelineRunArgs& a) {
     }
     std::fflush(stdout);
   });
+  const nlohmann::json state = (*rt)->state_json();
   if (a.events)
-    std::printf("%s\n", nlohmann::json{{"state", (*rt)->state_json()}}.dump().c_str());
+    std::printf("%s\n", nlohmann::json{{"state", state}}.dump().c_str());
   else
     std::printf("\n");
+  if (!a.archive.empty()) RETURN_CODE_IF_ERROR(write_archive(a, events, state, st, text, audio));
   if (!st.ok()) return report_error(st);
   if (!a.wav.empty()) {
     if (audio.empty())
@@ -179,6 +220,9 @@ void register_pipeline(CLI::App& app, Context& ctx) {
   run->add_option("-t,--threads", r->threads, "threads (default: all allowed cores)");
   run->add_option("--memory-limit", r->memory_limit, "RAM the pipeline may use, e.g. 4GiB");
   run->add_option("--wav", r->wav, "write the audio reaching the graph's outputs to this WAV file");
+  run->add_option("--archive", r->archive,
+                  "write the run's evidence (pipeline file, events, per-stage placement, versions, "
+                  "hashes, bytes, generations; provenance) and its outputs into this folder");
   run->add_flag("--events", r->events,
                 "print every output event as a JSON line, then the runtime state");
   run->callback([r, &ctx] { ctx.exit_code = run_pipeline_run(*r); });

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <edge_build_info.h>
 
 #include "commands.h"
 #include "core/cpu_info.h"
@@ -291,6 +292,8 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
     // weights actually are. Always the CPU here; llama-server reports offloaded layers.
     std::printf("edge-infer: placement cpu (%s; dense kernels %s)\n", cpu_info().model_name.c_str(),
                 dense_variant_for(cpu_info()).c_str());
+    // The build, for the evidence a pipeline records of its external stages.
+    std::printf("edge-infer: build %s\n", EDGE_BUILD_COMMIT);
     using Encoder = std::pair<const char*, pipeline::PipelineRuntime*>;
     for (const auto& [kind, rt] : {Encoder{"images", loaded.vision.get()}, Encoder{"audio", loaded.audio.get()}})
       if (rt)

@@ -105,11 +105,26 @@ TEST_P(ShippedPipeline, PlansWithItsDemoArtifactsPinnedAndRuns) {
       EXPECT_TRUE(fs::exists(a["path"].get<std::string>())) << a.dump();
     }
 
-  const std::string wav = (test_dir() / "out.wav").string();
-  const RunResult got =
-      run("pipeline run " + file + " " + s.inputs + " --events" + (s.audio ? " --wav " + wav : ""));
+  const std::string wav = (test_dir() / "out.wav").string(), archive = (test_dir() / "archive").string();
+  const RunResult got = run("pipeline run " + file + " " + s.inputs + " --events --archive " + archive +
+                            (s.audio ? " --wav " + wav : ""));
   ASSERT_EQ(got.code, 0) << got.err;
   if (s.audio) EXPECT_GT(fs::file_size(wav), 44u);
+  // The evidence archive: the file, the events, and per stage what ran where, on what.
+  EXPECT_EQ(slurp(archive + "/pipeline.yaml"), slurp(file));
+  EXPECT_FALSE(slurp(archive + "/events.jsonl").empty());
+  EXPECT_EQ(fs::exists(archive + "/text.txt"), s.text);
+  EXPECT_EQ(fs::exists(archive + "/audio.wav"), s.audio);
+  const nlohmann::json rec = nlohmann::json::parse(slurp(archive + "/run.json"));
+  EXPECT_EQ(rec["result"], "ok");
+  EXPECT_TRUE(rec["provenance"].contains("commit"));
+  for (const auto& st : rec["state"]["stages"]) {
+    EXPECT_EQ(st["requested_device"], "cpu") << st.dump();
+    EXPECT_EQ(st["actual_device"], "cpu") << st.dump();
+    EXPECT_EQ(st["backend_version"].get<std::string>().rfind("edge-infer ", 0), 0u) << st.dump();
+    EXPECT_GT(st["reserved_bytes"].get<int64_t>(), 0) << st.dump();
+    for (const auto& art : st["artifacts"]) EXPECT_TRUE(art["verified"].get<bool>()) << art.dump();
+  }
   bool text = false, audio = false;
   std::istringstream lines(got.out);
   for (std::string line; std::getline(lines, line);) {

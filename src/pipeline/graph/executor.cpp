@@ -10,6 +10,8 @@
 #include <random>
 #include <thread>
 
+#include <edge_build_info.h>
+
 #include "core/process_rss.h"
 #include "pipeline/graph/artifact.h"
 #include "pipeline/graph/plan.h"
@@ -407,7 +409,21 @@ Engine* PipelineRuntime::text_engine() const {
   return nullptr;
 }
 
+std::string StageRunner::backend_version() const { return std::string("edge-infer ") + EDGE_BUILD_COMMIT; }
+
 namespace {
+
+// The artifacts a started stage was verified against (plan_stage checks every hash first).
+nlohmann::json verified_artifacts(const PipelineSpec& p, const StageSpec& s) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Artifact& a : s.artifacts) {
+    nlohmann::json j = {{"role", a.role}, {"path", artifact_path(p, a)}, {"sha256", a.sha256},
+                        {"verified", a.pinned()}};
+    if (!a.symbol.empty()) j["symbol"] = a.symbol;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
 
 // What the state says when a stage runs elsewhere than its file asked (placement_policy
 // prefer; under require it would not have started): "" when it runs where it was asked.
@@ -430,6 +446,9 @@ nlohmann::json PipelineRuntime::state_json() const {
          {"placement_policy", placement_policy_name(st->spec->placement_policy)},
          {"actual_device", st->runner ? st->runner->actual_device() : "not started"},
          {"placement_note", st->runner ? placement_note(*st->spec, st->runner->actual_device()) : ""},
+         {"backend_version", st->runner ? st->runner->backend_version() : ""},
+         {"artifacts", verified_artifacts(spec_, *st->spec)},
+         {"reserved_bytes", st->reserved_bytes},
          {"worker_generation", st->runner ? st->runner->generation() : 0},
          {"loaded_rss_bytes", st->rss_bytes.load()},
          {"transport", st->runner ? st->runner->transport_stats() : nlohmann::json()}});

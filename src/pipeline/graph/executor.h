@@ -124,6 +124,9 @@ class StageRunner {
   // The device class it actually computes on: "cpu" here and in workers; an external
   // backend's from its placement proof ("cpu", "gpu", "partial" offload, "unknown").
   virtual std::string actual_device() const { return "cpu"; }
+  // What computes it: "edge-infer <commit>" in this process and in workers (the same
+  // binary); an external server's own build line.
+  virtual std::string backend_version() const;
   // False while the stage's process is gone (it died; the next run() starts another).
   virtual bool running() const { return true; }
   // How the stage's data moved (a worker: its shared-memory tensor pool's counters).

@@ -86,11 +86,12 @@ std::vector<std::string> backend_argv(const BackendLaunch& l, int port) {
 namespace {
 
 constexpr const char* kOurPlacement = "edge-infer: placement ";
+constexpr const char* kOurBuild = "edge-infer: build ";
 constexpr const char* kOurListening = "edge-infer: listening on http://";
 constexpr size_t kTailLines = 64, kNotableLines = 64, kMaxLineBytes = 64 << 10;
 
 bool notable(const std::string& line) {
-  for (const char* key : {kOurPlacement, kOurListening, "using device ", "offloaded "})
+  for (const char* key : {kOurPlacement, kOurListening, kOurBuild, "using device ", "offloaded ", "build: "})
     if (line.find(key) != std::string::npos) return true;
   return false;
 }
@@ -160,6 +161,17 @@ std::string placement_proof(ServerFlavour f, const std::vector<std::string>& lin
   std::string devices;
   for (const std::string& d : devices_used(lines)) devices += (devices.empty() ? "" : ", ") + d;
   return fmt::format("{}, {}/{} layers offloaded", devices.empty() ? "GPU" : devices, n, m);
+}
+
+std::string backend_version(ServerFlavour f, const std::vector<std::string>& lines) {
+  const char* key = f == ServerFlavour::kEdgeInfer ? kOurBuild : "build: ";
+  for (const std::string& line : lines) {
+    const size_t at = line.find(key);
+    if (at == std::string::npos) continue;
+    std::string v = line.substr(at + (f == ServerFlavour::kEdgeInfer ? std::strlen(key) : 0));
+    return f == ServerFlavour::kEdgeInfer ? "edge-infer " + v : "llama-server " + v;
+  }
+  return "unreported";
 }
 
 // The device class a backend's placement proof shows: "cpu" (ours; llama-server with no
@@ -302,6 +314,7 @@ Expected<std::unique_ptr<BackendProcess>> BackendProcess::start(const BackendLau
     return st;
   }
   b->proof_ = placement_proof(l.flavour, b->output_->notable_lines());
+  b->version_ = backend_version(l.flavour, b->output_->notable_lines());
   return b;
 }
 

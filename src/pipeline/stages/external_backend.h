@@ -52,6 +52,9 @@ std::string placement_proof(ServerFlavour f, const std::vector<std::string>& lin
 // The device class a placement proof shows: "cpu" (ours; llama-server with no layer
 // offloaded), "gpu" (every layer offloaded), "partial" (some), "unknown" (no such line).
 std::string device_of_proof(const std::string& proof);
+// The build a backend reported at start: ours "edge-infer: build COMMIT ...", llama-server's
+// "build: N (HASH) ..." line; "unreported" without one.
+std::string backend_version(ServerFlavour f, const std::vector<std::string>& lines);
 
 class BackendOutput;
 
@@ -68,6 +71,7 @@ class BackendProcess {
   int port() const { return port_; }
   uint32_t generation() const { return generation_; }
   const std::string& proof() const { return proof_; }
+  const std::string& version() const { return version_; }
 
   // Whether it has not exited; reaps it when it has. Not thread-safe (the owner's lock).
   bool running();
@@ -93,6 +97,7 @@ class BackendProcess {
   int wait_status_ = 0;
   bool reaped_ = false;
   std::string proof_;
+  std::string version_;
   std::unique_ptr<BackendOutput> output_;
 };
 

@@ -281,6 +281,11 @@ class ExternalStageRunner final : public StageRunner {
     return Status();
   }
 
+  std::string backend_version() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return backend_ ? backend_->version() : "not running";
+  }
+
   std::string actual_device() const override {
     std::lock_guard<std::mutex> l(mu_);
     return backend_ ? device_of_proof(backend_->proof()) : "not running";

@@ -111,6 +111,16 @@ TEST(ExternalPlacement, LlamaServerIsItsDevicesAndOffloadedLayers) {
       0u);
 }
 
+// The build line each flavour prints at start: the evidence's backend_version.
+TEST(ExternalPlacement, BackendVersionIsItsBuildLine) {
+  EXPECT_EQ(backend_version(ServerFlavour::kEdgeInfer, {"edge-infer: placement cpu (x)", "edge-infer: build 1a2b3c"}),
+            "edge-infer 1a2b3c");
+  EXPECT_EQ(backend_version(ServerFlavour::kLlamaServer,
+                            {"build: 4798 (1782cdfe) with cc (Debian 12.2.0-14) 12.2.0 for x86_64-linux-gnu"}),
+            "llama-server build: 4798 (1782cdfe) with cc (Debian 12.2.0-14) 12.2.0 for x86_64-linux-gnu");
+  EXPECT_EQ(backend_version(ServerFlavour::kLlamaServer, {"main: loading model"}), "unreported");
+}
+
 // The device class a placement_policy: require stage is held to.
 TEST(ExternalPlacement, ProofsGiveTheDeviceClass) {
   EXPECT_EQ(device_of_proof("cpu (AMD EPYC; dense kernels avx512)"), "cpu");
