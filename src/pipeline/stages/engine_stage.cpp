@@ -65,6 +65,10 @@ Status EngineStage::drain(const RequestHandle& h,
     auto c = engine_->next(h, std::chrono::minutes(10));
     if (!c) return c.status().with_context("stage '" + name_ + "'");
     on_chunk(*c);
+    // A cancelled stream ends in a cancelled status (its chunk may carry none), so that a
+    // worker answers `failed` with code cancelled rather than `done`.
+    if (c->kind == ChunkKind::kCancelled && c->error.ok())
+      return Status::cancelled("stage '" + name_ + "': the request was cancelled");
     if (c->kind != ChunkKind::kTokens) return c->kind == ChunkKind::kDone ? Status() : c->error;
   }
 }
