@@ -91,7 +91,8 @@ constexpr const char* kOurListening = "edge-infer: listening on http://";
 constexpr size_t kTailLines = 64, kNotableLines = 64, kMaxLineBytes = 64 << 10;
 
 bool notable(const std::string& line) {
-  for (const char* key : {kOurPlacement, kOurListening, kOurBuild, "using device ", "offloaded ", "build: "})
+  for (const char* key : {kOurPlacement, kOurListening, kOurBuild, "using device ", "offloaded ", "build: ",
+                          "build info"})
     if (line.find(key) != std::string::npos) return true;
   return false;
 }
@@ -156,6 +157,12 @@ std::string placement_proof(ServerFlavour f, const std::vector<std::string>& lin
     return "unreported";
   }
   const auto [n, m] = offloaded_layers(lines);
+  const std::vector<std::string> devices_seen = devices_used(lines);
+  // A build without a GPU backend (ik_llama.cpp's CPU build) names only the CPU device and
+  // prints no offload line.
+  if (n < 0 && !devices_seen.empty() &&
+      std::all_of(devices_seen.begin(), devices_seen.end(), [](const std::string& d) { return d == "CPU"; }))
+    return "cpu (CPU device only, no layers offloaded)";
   if (n < 0) return "unreported (no 'offloaded N/M layers' line)";
   if (n == 0) return fmt::format("cpu (0/{} layers offloaded)", m);
   std::string devices;
@@ -171,6 +178,11 @@ std::string backend_version(ServerFlavour f, const std::vector<std::string>& lin
     std::string v = line.substr(at + (f == ServerFlavour::kEdgeInfer ? std::strlen(key) : 0));
     return f == ServerFlavour::kEdgeInfer ? "edge-infer " + v : "llama-server " + v;
   }
+  // ik_llama.cpp's server logs `build info | ... build=N commit="HASH"` instead.
+  if (f == ServerFlavour::kLlamaServer)
+    for (const std::string& line : lines)
+      if (line.find("build info") != std::string::npos && line.find("build=") != std::string::npos)
+        return "llama-server " + line.substr(line.find("build="));
   return "unreported";
 }
 

@@ -109,6 +109,9 @@ TEST(ExternalPlacement, LlamaServerIsItsDevicesAndOffloadedLayers) {
   EXPECT_EQ(
       placement_proof(ServerFlavour::kLlamaServer, {"main: loading model"}).rfind("unreported", 0),
       0u);
+  // A build without a GPU backend names only the CPU device and prints no offload line.
+  EXPECT_EQ(placement_proof(ServerFlavour::kLlamaServer, {"CPU: using device CPU - 0 MiB free"}),
+            "cpu (CPU device only, no layers offloaded)");
 }
 
 // The build line each flavour prints at start: the evidence's backend_version.
@@ -118,6 +121,9 @@ TEST(ExternalPlacement, BackendVersionIsItsBuildLine) {
   EXPECT_EQ(backend_version(ServerFlavour::kLlamaServer,
                             {"build: 4798 (1782cdfe) with cc (Debian 12.2.0-14) 12.2.0 for x86_64-linux-gnu"}),
             "llama-server build: 4798 (1782cdfe) with cc (Debian 12.2.0-14) 12.2.0 for x86_64-linux-gnu");
+  EXPECT_EQ(backend_version(ServerFlavour::kLlamaServer,
+                            {"INFO [ main] build info | tid=\"1\" timestamp=2 build=0 commit=\"unknown\""}),
+            "llama-server build=0 commit=\"unknown\"");  // ik_llama.cpp's form
   EXPECT_EQ(backend_version(ServerFlavour::kLlamaServer, {"main: loading model"}), "unreported");
 }
 
