@@ -13,9 +13,9 @@ Expected<StateCheckpoints> StateCheckpoints::create(int64_t count, int64_t bytes
   if (count <= 0 || bytes_each <= 0) return c;
   if (!c.buffer_.allocate(MemCategory::kState, static_cast<size_t>(count * bytes_each),
                           TaggedBuffer::Kind::kAnonMmap, 4096))
-    return Status::resource_exhausted(fmt::format(
-        "state checkpoints: cannot map {} bytes for {} of {} bytes", count * bytes_each, count,
-        bytes_each));
+    return Status::resource_exhausted(
+        fmt::format("state checkpoints: cannot map {} bytes for {} of {} bytes", count * bytes_each,
+                    count, bytes_each));
   c.entries_.resize(static_cast<size_t>(count));
   c.bytes_each_ = bytes_each;
   return c;

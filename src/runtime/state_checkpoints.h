@@ -46,7 +46,7 @@ class StateCheckpoints {
     uint64_t hash = 0;
     int64_t n_pos = -1;  // -1: empty
     uint64_t owner = 0;
-    uint64_t used = 0;   // tick of the last save or restore
+    uint64_t used = 0;  // tick of the last save or restore
   };
   int32_t least_recently_used() const;
   uint8_t* bytes(int32_t i) { return buffer_.data() + static_cast<int64_t>(i) * bytes_each_; }

@@ -57,7 +57,7 @@ RunResult run(const std::string& args) {
 }
 
 struct Shipped {
-  std::string inputs;  // pipeline run's arguments
+  std::string inputs;                // pipeline run's arguments
   bool text = false, audio = false;  // what reaches the graph's outputs
   bool probe = false;                // probe --pipeline runs on it
 };
@@ -69,7 +69,8 @@ const std::map<std::string, Shipped>& shipped() {
       {"text-external.yaml", {"--input 'prompt=Once upon a time' -n 8", true, false, true}},
       {"speech.yaml", {"--input 'text=Hello there.'", false, true, true}},
       {"vision-language.yaml",
-       {"--input image=image:" + kDir + "media/gradient.png --input 'prompt=What is in the picture?' -n 8",
+       {"--input image=image:" + kDir +
+            "media/gradient.png --input 'prompt=What is in the picture?' -n 8",
         true, false, false}},
       {"audio-language.yaml",
        {"--input pcm=wav:" + kDir + "media/tone.wav --input 'prompt=What do you hear?' -n 8", true,
@@ -105,11 +106,14 @@ TEST_P(ShippedPipeline, PlansWithItsDemoArtifactsPinnedAndRuns) {
       EXPECT_TRUE(fs::exists(a["path"].get<std::string>())) << a.dump();
     }
 
-  const std::string wav = (test_dir() / "out.wav").string(), archive = (test_dir() / "archive").string();
-  const RunResult got = run("pipeline run " + file + " " + s.inputs + " --events --archive " + archive +
-                            (s.audio ? " --wav " + wav : ""));
+  const std::string wav = (test_dir() / "out.wav").string(),
+                    archive = (test_dir() / "archive").string();
+  const RunResult got = run("pipeline run " + file + " " + s.inputs + " --events --archive " +
+                            archive + (s.audio ? " --wav " + wav : ""));
   ASSERT_EQ(got.code, 0) << got.err;
-  if (s.audio) EXPECT_GT(fs::file_size(wav), 44u);
+  if (s.audio) {
+    EXPECT_GT(fs::file_size(wav), 44u);
+  }
   // The evidence archive: the file, the events, and per stage what ran where, on what.
   EXPECT_EQ(slurp(archive + "/pipeline.yaml"), slurp(file));
   EXPECT_FALSE(slurp(archive + "/events.jsonl").empty());
@@ -153,7 +157,9 @@ TEST_P(ProbedPipeline, PassesTheProbes) {
     EXPECT_TRUE(names.count("text.server_killed")) << r.out;
     EXPECT_TRUE(names.count("text.after_server_killed")) << r.out;
   }
-  if (GetParam() == "text-worker.yaml") EXPECT_TRUE(names.count("text.worker_killed")) << r.out;
+  if (GetParam() == "text-worker.yaml") {
+    EXPECT_TRUE(names.count("text.worker_killed")) << r.out;
+  }
 }
 
 // The media reach the language model: the same prompt with the image gives other tokens than
@@ -171,8 +177,9 @@ TEST(ShippedPipelines, TheImageChangesWhatTheModelSays) {
   };
   const std::string prompt = "--input 'prompt=What is in the picture?' -n 8 --events";
   const RunResult alone = run("pipeline run " + kDir + "text-worker.yaml " + prompt);
-  const RunResult seen = run("pipeline run " + kDir + "vision-language.yaml --input image=image:" + kDir +
-                             "media/gradient.png " + prompt);
+  const RunResult seen =
+      run("pipeline run " + kDir + "vision-language.yaml --input image=image:" + kDir +
+          "media/gradient.png " + prompt);
   ASSERT_EQ(alone.code, 0) << alone.err;
   ASSERT_EQ(seen.code, 0) << seen.err;
   ASSERT_EQ(ids(alone).size(), 8u);
@@ -187,7 +194,8 @@ TEST(ShippedPipelines, PlacementPolicyRequireRefusesAndPreferRecords) {
   auto variant = [](const std::string& file, const std::string& policy) {
     std::string text = slurp(kDir + file);
     const std::string dev = "    device: cpu\n";
-    text.replace(text.find(dev), dev.size(), "    device: igpu\n    placement_policy: " + policy + "\n");
+    text.replace(text.find(dev), dev.size(),
+                 "    device: igpu\n    placement_policy: " + policy + "\n");
     const std::string out = (test_dir() / (policy + "-" + file)).string();
     std::ofstream(out) << text;
     return out;
@@ -202,13 +210,15 @@ TEST(ShippedPipelines, PlacementPolicyRequireRefusesAndPreferRecords) {
   EXPECT_NE(ext.err.find("requested placement igpu"), std::string::npos) << ext.err;
   EXPECT_NE(ext.err.find("reports cpu ("), std::string::npos) << ext.err;
   for (const char* file : {"text-worker.yaml", "text-external.yaml"}) {
-    const RunResult r = run("pipeline run " + variant(file, "prefer") + " --input prompt=hi -n 2 --events");
+    const RunResult r =
+        run("pipeline run " + variant(file, "prefer") + " --input prompt=hi -n 2 --events");
     ASSERT_EQ(r.code, 0) << r.err;
     const std::string last = r.out.substr(r.out.rfind("{\"state\""));
     const nlohmann::json st = nlohmann::json::parse(last)["state"]["stages"][0];
     EXPECT_EQ(st["requested_device"], "igpu") << last;
     EXPECT_EQ(st["actual_device"], "cpu") << last;
-    EXPECT_EQ(st["placement_note"], "requested igpu, runs on cpu (placement_policy prefer)") << last;
+    EXPECT_EQ(st["placement_note"], "requested igpu, runs on cpu (placement_policy prefer)")
+        << last;
   }
 }
 

@@ -8,6 +8,8 @@
 // (EDGE_UPDATE_FIXTURES=1 writes a missing one; an existing one is never rewritten). A worker
 // asked for a contract version it does not implement, or given a model whose bytes differ
 // from the pinned hash, answers `error` naming it and exits before loading anything.
+#include "pipeline/worker/worker_protocol.h"
+
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -21,7 +23,6 @@
 #include "convert/random_model.h"
 #include "pipeline/graph/artifact.h"
 #include "pipeline/worker/request_params_json.h"
-#include "pipeline/worker/worker_protocol.h"
 
 namespace edge::pipeline {
 namespace {
@@ -72,9 +73,9 @@ class WorkerProtocol : public ::testing::Test {
   }
 
   nlohmann::json hello(const std::string& contract, const std::string& sha, int credits) const {
-    return {{"type", "hello"},     {"stage", "lm"},       {"contract", contract}, {"model", model_},
-            {"sha256", sha},       {"capacity", 2},       {"ctx", 256},           {"max_tokens", 4},
-            {"threads", 1},        {"generation", 1},     {"credits", credits}};
+    return {{"type", "hello"}, {"stage", "lm"},   {"contract", contract}, {"model", model_},
+            {"sha256", sha},   {"capacity", 2},   {"ctx", 256},           {"max_tokens", 4},
+            {"threads", 1},    {"generation", 1}, {"credits", credits}};
   }
 
   // The transcript: each shape of message (direction, type, field names) once, in the order

@@ -4,10 +4,10 @@
 // spans several prefill chunks; the per-expert form and the multimodal wrapper's names load
 // the same; a broken checkpoint is refused by name.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "convert/quantize_hf.h"
 #include "convert/random_model.h"
@@ -19,12 +19,12 @@ namespace edge {
 namespace {
 
 using testing::load_or_die;
-using testing::read_json;
-using testing::write_json;
 using testing::prefill_logits;
+using testing::read_json;
 using testing::rel_diff;
 using testing::temp_dir;
 using testing::test_tokens;
+using testing::write_json;
 
 RandomModelOptions small(const std::string& arch) {
   RandomModelOptions o;
@@ -44,14 +44,14 @@ RandomModelOptions small(const std::string& arch) {
   return o;
 }
 
-
 // `dir`'s checkpoint rewritten into `out`: each tensor through `rewrite` (none, one or more
 // tensors back), config.json through `config`.
 template <typename R, typename C>
 std::string rewritten(const std::string& dir, const std::string& out, R rewrite, C config) {
   std::filesystem::create_directories(out);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
-    std::filesystem::copy_file(dir + "/" + f, out + "/" + f, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(dir + "/" + f, out + "/" + f,
+                               std::filesystem::copy_options::overwrite_existing);
   nlohmann::json j = read_json(dir + "/config.json");
   config(&j);
   write_json(out + "/config.json", j);
@@ -121,8 +121,11 @@ TEST(Qwen35Hf, MultimodalWrapperNamesLoadTheTextModel) {
         if (v.name.rfind("model.", 0) == 0) v.name = "model.language_model." + v.name.substr(6);
         out->push_back(v);
         if (t.name == "lm_head.weight")
-          out->push_back(TensorView{"model.visual.merger.norm.weight", DType::F32, {16},
-                                    reinterpret_cast<const uint8_t*>(vision.data()), 64});
+          out->push_back(TensorView{"model.visual.merger.norm.weight",
+                                    DType::F32,
+                                    {16},
+                                    reinterpret_cast<const uint8_t*>(vision.data()),
+                                    64});
       },
       [](nlohmann::json* j) {
         nlohmann::json text = *j;
@@ -167,10 +170,13 @@ TEST(Qwen35Hf, MoeCheckpointFusedOrPerExpertLoadsAsItsGguf) {
           const std::string x = prefix + std::to_string(e) + ".";
           if (fused) {
             const int64_t half = rows / 2 * cols * es;
-            out->push_back(TensorView{x + "gate_proj.weight", t.dtype, {rows / 2, cols}, base, uint64_t(half)});
-            out->push_back(TensorView{x + "up_proj.weight", t.dtype, {rows / 2, cols}, base + half, uint64_t(half)});
+            out->push_back(TensorView{
+                x + "gate_proj.weight", t.dtype, {rows / 2, cols}, base, uint64_t(half)});
+            out->push_back(TensorView{
+                x + "up_proj.weight", t.dtype, {rows / 2, cols}, base + half, uint64_t(half)});
           } else {
-            out->push_back(TensorView{x + "down_proj.weight", t.dtype, {rows, cols}, base, uint64_t(rows * cols * es)});
+            out->push_back(TensorView{
+                x + "down_proj.weight", t.dtype, {rows, cols}, base, uint64_t(rows * cols * es)});
           }
         }
       },
@@ -185,7 +191,9 @@ TEST(Qwen35Hf, BrokenCheckpointsAreRefusedByName) {
   const std::string a_log = "model.layers.1.linear_attn.A_log";
   struct Case {
     std::string name;
-    std::function<void(const TensorView&, std::vector<TensorView>*, std::vector<std::vector<uint8_t>>*)> rewrite;
+    std::function<void(const TensorView&, std::vector<TensorView>*,
+                       std::vector<std::vector<uint8_t>>*)>
+        rewrite;
     std::function<void(nlohmann::json*)> config;
     std::string says;
   };
@@ -202,14 +210,17 @@ TEST(Qwen35Hf, BrokenCheckpointsAreRefusedByName) {
          out->push_back(v);
        },
        no_config_change, "conv1d.weight"},
-      {"short_layer_types", same, [](nlohmann::json* j) { (*j)["layer_types"].erase(0); }, "layer_types"},
-      {"odd_heads", same, [](nlohmann::json* j) { (*j)["linear_num_key_heads"] = 3; }, "linear_num_key_heads"},
+      {"short_layer_types", same, [](nlohmann::json* j) { (*j)["layer_types"].erase(0); },
+       "layer_types"},
+      {"odd_heads", same, [](nlohmann::json* j) { (*j)["linear_num_key_heads"] = 3; },
+       "linear_num_key_heads"},
   };
   for (const Case& c : cases) {
     const std::string bad = rewritten(dir + "/hf", dir + "/" + c.name, c.rewrite, c.config);
     auto m = Model::load(bad, LoadOptions{});
     ASSERT_FALSE(m.ok()) << c.name;
-    EXPECT_NE(m.status().message().find(c.says), std::string::npos) << c.name << ": " << m.status().to_string();
+    EXPECT_NE(m.status().message().find(c.says), std::string::npos)
+        << c.name << ": " << m.status().to_string();
   }
   // quantize cannot write these tensors back in GGUF's form yet, and says so.
   const Status q = quantize_hf_dir(dir + "/hf", dir + "/q.gguf", QuantizeOptions{}, nullptr);

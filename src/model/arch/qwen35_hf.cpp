@@ -59,8 +59,9 @@ Expected<const TensorView*> float_tensor(const TensorView& t, std::vector<size_t
   bool rank_ok = false;
   for (size_t r : ranks) rank_ok |= t.shape.size() == r;
   if (!is_float || !rank_ok)
-    return Status::invalid_format(fmt::format("qwen3.5 checkpoint: '{}' {} {}: expected a float tensor of rank {}",
-                                              t.name, t.shape_string(), dtype_name(t.dtype), fmt::join(ranks, " or ")));
+    return Status::invalid_format(
+        fmt::format("qwen3.5 checkpoint: '{}' {} {}: expected a float tensor of rank {}", t.name,
+                    t.shape_string(), dtype_name(t.dtype), fmt::join(ranks, " or ")));
   RETURN_IF_ERROR(check_tensor_bytes(t));
   return &t;
 }
@@ -72,8 +73,9 @@ Status as_f32(const TensorView& src, const std::string& name, std::vector<int64_
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   if (n != src.numel())
-    return Status::invalid_format(fmt::format("qwen3.5 checkpoint: '{}' {} does not hold {} [{}]", src.name,
-                                              src.shape_string(), name, fmt::join(shape, ", ")));
+    return Status::invalid_format(fmt::format("qwen3.5 checkpoint: '{}' {} does not hold {} [{}]",
+                                              src.name, src.shape_string(), name,
+                                              fmt::join(shape, ", ")));
   ASSIGN_OR_RETURN(auto buf, AnonymousBuffer::allocate(static_cast<uint64_t>(n) * 4));
   float* dst = reinterpret_cast<float*>(buf->data());
   for (int64_t i = 0; i < n; ++i) dst[i] = map(float_element(src, i));
@@ -94,7 +96,8 @@ Status split_gate_up(const TensorView& src, int32_t l, PreparedTensors* out) {
   for (int half = 0; half < 2; ++half) {
     ASSIGN_OR_RETURN(auto buf, AnonymousBuffer::allocate(static_cast<uint64_t>(E * F * row)));
     for (int64_t e = 0; e < E; ++e)
-      std::memcpy(buf->data() + e * F * row, src.data + (e * F2 + half * F) * row, static_cast<size_t>(F * row));
+      std::memcpy(buf->data() + e * F * row, src.data + (e * F2 + half * F) * row,
+                  static_cast<size_t>(F * row));
     TensorView v;
     v.name = layer_name(l, half == 0 ? "ffn_gate_exps" : "ffn_up_exps");
     v.dtype = src.dtype;
@@ -108,19 +111,22 @@ Status split_gate_up(const TensorView& src, int32_t l, PreparedTensors* out) {
 Status derive_one(const TensorView& t, int32_t l, const std::string& part, PreparedTensors* out) {
   if (part == "linear_attn.A_log") {
     ASSIGN_OR_RETURN(const TensorView* a, float_tensor(t, {1}));
-    return as_f32(*a, ssm_a_name(l), a->shape, [](float x) { return -std::exp(x); }, out);
+    return as_f32(
+        *a, ssm_a_name(l), a->shape, [](float x) { return -std::exp(x); }, out);
   }
   if (part == "linear_attn.conv1d.weight") {  // [C, 1, K] -> [C, K]
     ASSIGN_OR_RETURN(const TensorView* w, float_tensor(t, {2, 3}));
     if (w->shape.size() == 3 && w->shape[1] != 1)
       return Status::invalid_format("qwen3.5 checkpoint: '" + t.name + "' " + t.shape_string() +
                                     ": expected a depthwise [channels, 1, kernel] convolution");
-    return as_f32(*w, layer_name(l, "ssm_conv1d"), {w->shape.front(), w->shape.back()},
-                  [](float x) { return x; }, out);
+    return as_f32(
+        *w, layer_name(l, "ssm_conv1d"), {w->shape.front(), w->shape.back()},
+        [](float x) { return x; }, out);
   }
   if (part == "mlp.shared_expert_gate.weight") {  // [1, n_embd] -> [n_embd]
     ASSIGN_OR_RETURN(const TensorView* g, float_tensor(t, {1, 2}));
-    return as_f32(*g, layer_name(l, "ffn_gate_inp_shexp"), {g->shape.back()}, [](float x) { return x; }, out);
+    return as_f32(
+        *g, layer_name(l, "ffn_gate_inp_shexp"), {g->shape.back()}, [](float x) { return x; }, out);
   }
   ASSIGN_OR_RETURN(const TensorView* gu, float_tensor(t, {3}));  // mlp.experts.gate_up_proj
   return split_gate_up(*gu, l, out);
@@ -176,13 +182,15 @@ Status flatten_rope(nlohmann::json* j, std::vector<int64_t>* sections) {
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
     auto it = j->find(key);
     if (it == j->end() || it->is_null()) continue;
-    if (!it->is_object()) return Status::invalid_format(fmt::format("config.json: '{}' must be an object", key));
+    if (!it->is_object())
+      return Status::invalid_format(fmt::format("config.json: '{}' must be an object", key));
     nlohmann::json r = *it;
     for (const char* k : {"rope_theta", "partial_rotary_factor"})
       if (r.contains(k)) (*j)[k] = r[k];
     if (auto s = r.find("mrope_section"); s != r.end()) {
       if (!s->is_array() || s->size() > 4)
-        return Status::invalid_format("config.json: 'mrope_section' must be a list of up to 4 integers");
+        return Status::invalid_format(
+            "config.json: 'mrope_section' must be a list of up to 4 integers");
       for (const auto& v : *s) {
         if (!v.is_number_integer() || v.get<int64_t>() < 0)
           return Status::invalid_format("config.json: 'mrope_section' must hold sizes");
@@ -191,7 +199,8 @@ Status flatten_rope(nlohmann::json* j, std::vector<int64_t>* sections) {
     }
     const std::string type = r.value("rope_type", r.value("type", std::string("default")));
     if (type != "default" && type != "mrope")
-      return Status::unsupported(fmt::format("config.json: Qwen3.5 with {} rope type '{}'", key, type));
+      return Status::unsupported(
+          fmt::format("config.json: Qwen3.5 with {} rope type '{}'", key, type));
     j->erase(key);
   }
   return Status();
@@ -207,10 +216,13 @@ Status linear_attention(const nlohmann::json& j, ModelConfig* c) {
     if (v <= 0 || v > (int64_t{1} << 16))
       return Status::invalid_format("config.json: linear_* sizes must be positive");
   if (vh % kh != 0)
-    return Status::invalid_format(fmt::format("config.json: linear_num_value_heads {} is not a multiple of "
-                                              "linear_num_key_heads {}", vh, kh));
+    return Status::invalid_format(
+        fmt::format("config.json: linear_num_value_heads {} is not a multiple of "
+                    "linear_num_key_heads {}",
+                    vh, kh));
   if (dk != dv)
-    return Status::unsupported(fmt::format("config.json: linear key head dim {} != value head dim {}", dk, dv));
+    return Status::unsupported(
+        fmt::format("config.json: linear key head dim {} != value head dim {}", dk, dv));
   DeltaNetShape& s = c->linear;
   s.n_k_heads = static_cast<int32_t>(kh);
   s.n_v_heads = static_cast<int32_t>(vh);
@@ -219,18 +231,22 @@ Status linear_attention(const nlohmann::json& j, ModelConfig* c) {
   s.head_map = DeltaNetHeadMap::kGrouped;  // HF's repeat_interleave of the key heads
   if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
     if (!it->is_array() || it->size() != static_cast<size_t>(c->n_layer))
-      return Status::invalid_format(fmt::format("config.json: 'layer_types' must list {} layers", c->n_layer));
+      return Status::invalid_format(
+          fmt::format("config.json: 'layer_types' must list {} layers", c->n_layer));
     for (int32_t l = 0; l < c->n_layer; ++l) {
       const nlohmann::json& t = (*it)[static_cast<size_t>(l)];
       if (t != "linear_attention" && t != "full_attention")
-        return Status::invalid_format(fmt::format("config.json: layer_types[{}] = {}", l, t.dump()));
+        return Status::invalid_format(
+            fmt::format("config.json: layer_types[{}] = {}", l, t.dump()));
       c->layers[static_cast<size_t>(l)].recurrent = t == "linear_attention";
     }
     return Status();
   }
   ASSIGN_OR_RETURN(int64_t interval, json_int(j, "full_attention_interval", 4));
-  if (interval <= 0) return Status::invalid_format("config.json: 'full_attention_interval' must be positive");
-  for (int32_t l = 0; l < c->n_layer; ++l) c->layers[static_cast<size_t>(l)].recurrent = (l + 1) % interval != 0;
+  if (interval <= 0)
+    return Status::invalid_format("config.json: 'full_attention_interval' must be positive");
+  for (int32_t l = 0; l < c->n_layer; ++l)
+    c->layers[static_cast<size_t>(l)].recurrent = (l + 1) % interval != 0;
   return Status();
 }
 
@@ -259,7 +275,8 @@ void config_extras(const ModelConfig& c, nlohmann::json* j) {
   o["linear_conv_kernel_dim"] = s.conv_kernel;
   o["attn_output_gate"] = true;
   nlohmann::json types = nlohmann::json::array();
-  for (const LayerConfig& l : c.layers) types.push_back(l.recurrent ? "linear_attention" : "full_attention");
+  for (const LayerConfig& l : c.layers)
+    types.push_back(l.recurrent ? "linear_attention" : "full_attention");
   o["layer_types"] = types;
   const int32_t pairs = c.layers[0].rotary_dim / 2;
   o.erase("rope_theta");
@@ -302,11 +319,13 @@ int64_t tiled_of(const DeltaNetShape& s, int64_t h) {
 
 // Rows [first, first + V block) of a [rows, cols] matrix, in blocks of `block` rows per value
 // head, put in HF order.
-void reorder_rows(const DeltaNetShape& s, int64_t first, int64_t block, int64_t cols, std::vector<float>* v) {
+void reorder_rows(const DeltaNetShape& s, int64_t first, int64_t block, int64_t cols,
+                  std::vector<float>* v) {
   const std::vector<float> src = *v;
   const int64_t run = block * cols;
   for (int64_t h = 0; h < s.n_v_heads; ++h)
-    std::copy_n(src.begin() + first * cols + tiled_of(s, h) * run, run, v->begin() + first * cols + h * run);
+    std::copy_n(src.begin() + first * cols + tiled_of(s, h) * run, run,
+                v->begin() + first * cols + h * run);
 }
 
 // The columns of a [rows, V block] matrix likewise.
@@ -315,7 +334,8 @@ void reorder_cols(const DeltaNetShape& s, int64_t rows, int64_t block, std::vect
   const int64_t cols = s.n_v_heads * block;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < s.n_v_heads; ++h)
-      std::copy_n(src.begin() + r * cols + tiled_of(s, h) * block, block, v->begin() + r * cols + h * block);
+      std::copy_n(src.begin() + r * cols + tiled_of(s, h) * block, block,
+                  v->begin() + r * cols + h * block);
 }
 
 }  // namespace

@@ -20,7 +20,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -53,6 +52,7 @@ void config_extras(const ModelConfig& c, nlohmann::json* j);
 // other norms as w, fused experts (gate with its layer's up from `values_of`; up writes
 // nothing). False when the generic renaming applies.
 bool write_tensor(const ModelConfig& c, const std::string& name, const std::vector<int64_t>& shape,
-                  std::vector<float> values, const HfValuesOf& values_of, std::vector<HfTensor>* out);
+                  std::vector<float> values, const HfValuesOf& values_of,
+                  std::vector<HfTensor>* out);
 
 }  // namespace edge::qwen35_hf

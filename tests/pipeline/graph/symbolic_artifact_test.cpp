@@ -15,14 +15,18 @@ namespace edge::pipeline {
 namespace {
 
 std::string graph_with(const std::string& artifact) {
-  return "stages:\n  - name: lm\n    kind: lm\n    contract: text.generate@1\n    reservation: 1GiB\n"
-         "    artifacts: [" + artifact + "]\nroutes: [input.prompt -> lm.prompt, lm.text -> output.text]\n";
+  return "stages:\n  - name: lm\n    kind: lm\n    contract: text.generate@1\n    reservation: "
+         "1GiB\n"
+         "    artifacts: [" +
+         artifact + "]\nroutes: [input.prompt -> lm.prompt, lm.text -> output.text]\n";
 }
 
 class SymbolicArtifact : public ::testing::Test {
  protected:
   void SetUp() override {
-    file_ = (std::filesystem::temp_directory_path() / ("edge_symbolic_" + std::to_string(::getpid()))).string();
+    file_ =
+        (std::filesystem::temp_directory_path() / ("edge_symbolic_" + std::to_string(::getpid())))
+            .string();
     std::ofstream(file_) << "model bytes";
     const std::string f = file_;
     register_artifact_scheme("testdemo", [f](const std::string& name) -> Expected<std::string> {
@@ -43,7 +47,8 @@ TEST_F(SymbolicArtifact, ResolvesAndPinsToTheFileHash) {
   EXPECT_EQ(a.sha256, *sha256_file(file_));
   EXPECT_TRUE(verify_artifacts(*p, p->stages[0]).ok());
   // A declared hash is kept as a pin the resolved file must match.
-  auto pinned = parse_pipeline(graph_with("{role: model, path: \"testdemo:lm\", sha256: " + a.sha256 + "}"), "");
+  auto pinned = parse_pipeline(
+      graph_with("{role: model, path: \"testdemo:lm\", sha256: " + a.sha256 + "}"), "");
   EXPECT_TRUE(pinned.ok()) << pinned.status().to_string();
 }
 
@@ -60,7 +65,8 @@ TEST_F(SymbolicArtifact, RefusesWhatItCannotResolveOrPin) {
     auto p = parse_pipeline(graph_with(c.artifact), "");
     ASSERT_FALSE(p.ok()) << c.artifact;
     EXPECT_NE(p.status().message().find(c.says), std::string::npos) << p.status().to_string();
-    EXPECT_NE(p.status().to_string().find("stage 'lm'"), std::string::npos) << p.status().to_string();
+    EXPECT_NE(p.status().to_string().find("stage 'lm'"), std::string::npos)
+        << p.status().to_string();
   }
   EXPECT_FALSE(is_symbolic_path("C:/models/lm.gguf"));  // one letter: a drive, not a scheme
   EXPECT_FALSE(is_symbolic_path("./lm.gguf"));
