@@ -99,7 +99,8 @@ Expected<std::vector<uint8_t>> read_bytes(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
-// NAME=image:PATH (PNG or JPEG: u8 [height, width, 3]) or NAME=wav:PATH (16 kHz mono PCM).
+// NAME=image:PATH (PNG or JPEG: u8 [height, width, 3]) or NAME=wav:PATH (16 kHz mono PCM),
+// each with the file's bytes.
 Status media_input(const std::string& value, pipeline::PortValue* v) {
   const bool image = value.rfind("image:", 0) == 0;
   const std::string path = value.substr(image ? 6 : 4);
@@ -108,12 +109,16 @@ Status media_input(const std::string& value, pipeline::PortValue* v) {
     auto img = decode_image(bytes);
     if (!img) return img.status().with_context(path);
     v->pixels = std::move(img->rgb), v->width = img->width, v->height = img->height;
-    return Status();
+    v->encoding = sniff_image_format(bytes);
+  } else {
+    double seconds = 0;
+    auto pcm = wav_to_pcm16k(bytes.data(), bytes.size(), kDefaultMaxAudioSeconds, &seconds);
+    if (!pcm) return pcm.status().with_context(path);
+    v->samples = std::move(*pcm);
+    v->encoding = "wav";
   }
-  double seconds = 0;
-  auto pcm = wav_to_pcm16k(bytes.data(), bytes.size(), kDefaultMaxAudioSeconds, &seconds);
-  if (!pcm) return pcm.status().with_context(path);
-  v->samples = std::move(*pcm);
+  // The file as it is too, for a stage that hands it to a server (chat.generate@1).
+  v->encoded.assign(bytes.begin(), bytes.end());
   return Status();
 }
 

@@ -267,6 +267,7 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
     auto voices = speech_voices(a.speech_model);
     st = voices.ok() ? (*srv)->attach_speech(*loaded.speech, *voices) : voices.status();
   }
+  bool images = false;  // image parts accepted (a vision encoder loaded)
   if (st.ok() && (!a.mmproj.empty() || !a.mmproj_audio.empty())) {
     const std::string& first = a.mmproj.empty() ? a.mmproj_audio : a.mmproj;
     auto media = server::load_media_encoders(first, a.threads > 0 ? a.threads : 2, 0, loaded.vision.get(),
@@ -277,6 +278,7 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
       (*media)->max_audio_seconds = a.max_audio_seconds;
       if (!a.mmproj.empty() && !a.mmproj_audio.empty())
         st = server::add_audio_encoder(**media, a.mmproj_audio, loaded.audio.get());
+      images = (*media)->vision_hparams.has_value();
       if (st.ok()) st = (*srv)->attach_media(*media);
     }
   }
@@ -292,6 +294,10 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
     // weights actually are. Always the CPU here; llama-server reports offloaded layers.
     std::printf("edge-infer: placement cpu (%s; dense kernels %s)\n", cpu_info().model_name.c_str(),
                 dense_variant_for(cpu_info()).c_str());
+    // The vision encoder's too (a pipeline's multimodal external stage proves both).
+    if (images)
+      std::printf("edge-infer: vision placement cpu (%s; %s)\n", std::filesystem::path(a.mmproj).filename().c_str(),
+                  loaded.vision ? "a vision.encode stage" : "in process");
     // The build, for the evidence a pipeline records of its external stages.
     std::printf("edge-infer: build %s\n", EDGE_BUILD_COMMIT);
     using Encoder = std::pair<const char*, pipeline::PipelineRuntime*>;

@@ -88,6 +88,10 @@ struct GenerateRequest {
   std::vector<int32_t> prompt;  // token ids (already templated / tokenised)
   RequestParams params;
   std::vector<MediaEmbedding> media;  // disjoint spans inside the prompt
+  // Only for an engine that forwards_chat(): the client's conversation as it came,
+  // {"messages": [...]} with its image and audio parts; `prompt` is then the local
+  // rendering, for the context check and the usage count.
+  std::string chat;
 };
 
 struct TokenLogprob {
@@ -170,6 +174,10 @@ class Engine {
   virtual const ModelConfig& config() const = 0;
   virtual const Tokenizer* tokenizer() const = 0;  // null if the model has none
   virtual const EngineOptions& options() const = 0;
+  // True when the model sits behind another server's chat endpoint that renders the
+  // template and encodes media itself (a pipeline's chat.generate@1 stage): a chat request
+  // then passes its messages on unchanged in GenerateRequest::chat.
+  virtual bool forwards_chat() const { return false; }
 };
 
 }  // namespace edge

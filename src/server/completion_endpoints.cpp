@@ -131,13 +131,43 @@ std::string client_id(const ServerContext& ctx, const httplib::Request& req) {
 std::optional<ApiError> start_generation(ServerContext& ctx, const httplib::Request& req,
                                          const std::vector<int32_t>& prompt, const CommonRequest& common,
                                          const OutputSetup& setup, Clock::time_point arrived, StreamState& st,
-                                         const std::vector<MediaEmbedding>& media = {}) {
+                                         const std::vector<MediaEmbedding>& media = {},
+                                         const std::string& chat = {}) {
   st.in_flight = ctx.lifecycle.enter();
   if (!st.in_flight) return not_ready_error(ctx.lifecycle.state());
   const int64_t tokens = (static_cast<int64_t>(prompt.size()) + common.params.max_tokens) * common.n;
   if (auto e = ctx.clients.admit(client_id(ctx, req), tokens, st.lease)) return e;
-  if (auto e = Generation::start(ctx.engine(), prompt, common, setup, ctx.metrics, arrived, st.gen, media)) return e;
+  if (auto e = Generation::start(ctx.engine(), prompt, common, setup, ctx.metrics, arrived, st.gen, media, chat))
+    return e;
   st.gen->watch_drain(&ctx.lifecycle);
+  return std::nullopt;
+}
+
+// The conversation passed on to a model behind another chat endpoint (a pipeline's
+// chat.generate@1 stage): the client's messages as they came, image and audio parts
+// unchanged. Tools are refused: that server would answer calls as structured deltas, which
+// the stage's text stream does not carry.
+std::optional<ApiError> forwarded_chat(const json& body, const ChatRequest& cr, std::string& out) {
+  if (!cr.tools.empty())
+    return ApiError::bad_request(
+        "tools: this pipeline's text stage is another server's chat endpoint; tool calls are not passed through it",
+        "tools", "unsupported_parameter");
+  out = json{{"messages", body.at("messages")}}.dump();
+  return std::nullopt;
+}
+
+// Compiles the request's response_format / grammar (cached) for its choices' guides.
+std::optional<ApiError> attach_constraint(ServerContext& ctx, const httplib::Request& req, CommonRequest& common) {
+  if (common.constraint.gbnf.empty()) return std::nullopt;
+  if (auto e = schema_in_written_order(req.body, common.constraint)) return e;
+  const Tokenizer* tok = ctx.engine().tokenizer();
+  if (!tok)
+    return ApiError::bad_request("structured output needs the model's tokenizer; this model has none",
+                                 common.constraint.param, "no_tokenizer");
+  auto g = ctx.grammars.get(common.constraint.gbnf);
+  if (!g) return ApiError::bad_request(g.status().message(), common.constraint.param, "invalid_grammar");
+  common.grammar = std::move(*g);
+  common.trie = ctx.grammars.trie(*tok);
   return std::nullopt;
 }
 
@@ -168,14 +198,22 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
   ChatPrompt::Rendered prompt;
   if (auto e = ctx.chat->render(cr, prompt)) return send_error(res, *e);
   std::vector<MediaEmbedding> media;
-  if (!cr.media.empty())
+  std::string forwarded;  // the conversation, for a model behind another chat endpoint
+  if (ctx.engine().forwards_chat()) {
+    if (auto e = forwarded_chat(body, cr, forwarded)) return send_error(res, *e);
+  } else if (!cr.media.empty()) {
     if (auto e = build_media_prompt(ctx.media.get(), *ctx.engine().tokenizer(), prompt.text, cr.media, prompt.ids, media))
       return send_error(res, *e);
+  }
   if (auto e = fit_to_context(prompt.ids.size(), ctx.limits, "messages", cr.common)) return send_error(res, *e);
-  const OutputSetup setup{true, prompt.reasoning_open, cr.parse_tool_calls ? &cr.tools : nullptr,
-                          prompt.harmony};
+  if (auto e = attach_constraint(ctx, req, cr.common)) return send_error(res, *e);
+  // A constrained output is all content: no reasoning section, no tool-call markup.
+  const bool open = !cr.common.grammar;
+  const OutputSetup setup{open, open && prompt.reasoning_open, open && cr.parse_tool_calls ? &cr.tools : nullptr,
+                          open && prompt.harmony};
   auto st = std::make_shared<StreamState>();
-  if (auto e = start_generation(ctx, req, prompt.ids, cr.common, setup, arrived, *st, media)) return send_error(res, *e);
+  if (auto e = start_generation(ctx, req, prompt.ids, cr.common, setup, arrived, *st, media, forwarded))
+    return send_error(res, *e);
   st->meta = {random_id("chatcmpl-"), unix_seconds(), ctx.limits.reported_model_name()};
   st->tok = ctx.engine().tokenizer();
   st->chat = true;
@@ -205,6 +243,7 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
     ids = tok->encode(cr.prompt_text, /*add_special=*/true);
   }
   if (auto e = fit_to_context(ids.size(), ctx.limits, "prompt", cr.common)) return send_error(res, *e);
+  if (auto e = attach_constraint(ctx, req, cr.common)) return send_error(res, *e);
   auto st = std::make_shared<StreamState>();
   if (auto e = start_generation(ctx, req, ids, cr.common, OutputSetup{}, arrived, *st)) return send_error(res, *e);
   st->meta = {random_id("cmpl-"), unix_seconds(), ctx.limits.reported_model_name()};

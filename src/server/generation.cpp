@@ -5,7 +5,7 @@ namespace edge::server {
 std::optional<ApiError> Generation::start(Engine& engine, const std::vector<int32_t>& prompt,
                                           const CommonRequest& req, const OutputSetup& setup, ServerMetrics& metrics,
                                           Clock::time_point arrived, std::unique_ptr<Generation>& out,
-                                          const std::vector<MediaEmbedding>& media) {
+                                          const std::vector<MediaEmbedding>& media, const std::string& chat) {
   auto session = engine.open_session();
   if (!session) return api_error_from_status(session.status());
   std::unique_ptr<Generation> g(new Generation(engine, *session, metrics, arrived));
@@ -14,6 +14,7 @@ std::optional<ApiError> Generation::start(Engine& engine, const std::vector<int3
     r.prompt = prompt;
     r.params = params_for_choice(req, i);
     r.media = media;
+    r.chat = chat;
     auto h = engine.submit(*session, std::move(r));
     if (!h) return api_error_from_status(h.status());  // ~Generation cancels the others
     ChoiceOutput output(setup.split_reasoning, setup.reasoning_open, setup.tools, setup.harmony);

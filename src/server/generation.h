@@ -40,12 +40,14 @@ class Generation {
   using Clock = std::chrono::steady_clock;
   // Opens a session and submits one engine request per choice. The engine's refusal
   // (KV budget, queue full, bad values) comes back as an ApiError (429 / 503 / 400).
-  // `media`: rows spliced into the prompt (every choice shares them).
+  // `media`: rows spliced into the prompt (every choice shares them). `chat`: the
+  // conversation for an engine that forwards_chat() (GenerateRequest::chat).
   static std::optional<ApiError> start(Engine& engine, const std::vector<int32_t>& prompt,
                                        const CommonRequest& req, const OutputSetup& setup,
                                        ServerMetrics& metrics, Clock::time_point arrived,
                                        std::unique_ptr<Generation>& out,
-                                       const std::vector<MediaEmbedding>& media = {});
+                                       const std::vector<MediaEmbedding>& media = {},
+                                       const std::string& chat = {});
   ~Generation();  // cancels whatever is still running and closes the session
 
   // A drain's deadline cancels the generation (poll() then reports a 503 error).

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base64.h"
 #include "server/api_error.h"
 
 namespace edge::server {
@@ -31,8 +32,5 @@ struct MediaInput {
 // base64, an unknown part type.
 std::optional<ApiError> parse_media_part(const nlohmann::json& part, const std::string& param,
                                          std::string& text, std::vector<MediaInput>& media);
-
-// Standard base64 (RFC 4648; padding optional); nullopt on any other character.
-std::optional<std::string> base64_decode(std::string_view in);
 
 }  // namespace edge::server

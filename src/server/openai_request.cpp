@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "runtime/grammar/grammar_guide.h"
 #include "server/json_depth.h"
 #include "server/request_fields.h"
 
@@ -80,10 +81,8 @@ void read_common(RequestFields& f, const ServingLimits& limits, CommonRequest& o
   const json& bias = f.object("logit_bias");
   if (bias.is_object() && !bias.empty())
     f.fail(ApiError::bad_request("'logit_bias' is not supported", "logit_bias", "unsupported"));
-  const json& fmt = f.object("response_format");
-  if (fmt.is_object() && string_or(fmt, "type", "text") != "text")
-    f.fail(ApiError::bad_request("'response_format' other than text is not supported", "response_format",
-                                 "unsupported"));
+  if (!f.error())
+    if (auto e = parse_output_constraint(f.body(), out.constraint)) f.fail(*e);
   if (!f.error()) {
     Status st = s.validate();
     if (!st.ok()) f.fail(ApiError::bad_request(st.message(), "", "invalid_sampling"));
@@ -320,6 +319,8 @@ std::optional<ApiError> fit_to_context(size_t prompt_tokens, const ServingLimits
 
 RequestParams params_for_choice(const CommonRequest& req, int32_t index) {
   RequestParams p = req.params;
+  if (req.grammar && req.trie)  // a guide keeps state: one per choice
+    p.guide = std::make_shared<grammar::GrammarGuide>(req.grammar, req.trie, p.max_tokens);
   if (req.seed) {
     p.sampling.seed = *req.seed + static_cast<uint64_t>(index);
   } else {

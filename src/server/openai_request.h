@@ -13,6 +13,7 @@
 #include "runtime/request_rules.h"
 #include "server/api_error.h"
 #include "server/media_parts.h"
+#include "server/structured_output.h"
 
 namespace edge::server {
 
@@ -37,6 +38,11 @@ struct CommonRequest {
   std::optional<int64_t> max_tokens;     // max_tokens / max_completion_tokens
   std::optional<uint64_t> seed;
   RequestParams params;                  // sampling, stop strings, logprobs, ignore_eos
+  // response_format / grammar (structured_output.h); once compiled (attach_constraint), each
+  // choice gets its own guide over them.
+  OutputConstraint constraint;
+  std::shared_ptr<const grammar::Grammar> grammar;
+  std::shared_ptr<const grammar::TokenTrie> trie;
 };
 
 struct ChatRequest {

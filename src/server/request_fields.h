@@ -41,6 +41,7 @@ class RequestFields {
     if (!error_) error_ = std::move(e);
   }
   const std::optional<ApiError>& error() const { return error_; }
+  const nlohmann::json& body() const { return obj_; }
 
  private:
   const nlohmann::json* get(const char* key) const;  // null if absent or JSON null

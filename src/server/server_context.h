@@ -16,6 +16,7 @@
 #include "server/media_request.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
+#include "server/structured_output.h"
 
 namespace edge::server {
 
@@ -41,6 +42,7 @@ struct ServerContext {
   SpeechVoices speech_voices;  // the speech model's named speakers and languages, if any
   // Image/audio encoders (serve --mmproj); null: media parts are refused. attach_media().
   std::shared_ptr<MediaEncoders> media;
+  GrammarCache grammars;  // structured outputs: compiled grammars, the tokenizer's trie
 
   Engine& engine() const { return *engine_ptr; }
 };

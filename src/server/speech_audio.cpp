@@ -24,19 +24,6 @@ std::string pcm_s16le(const std::vector<float>& samples) {
   return out;
 }
 
-std::string base64(const std::string& bytes) {
-  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    uint32_t v = 0;
-    for (size_t k = 0; k < 3; ++k) v = (v << 8) | (k < n ? static_cast<uint8_t>(bytes[i + k]) : 0u);
-    for (size_t k = 0; k < 4; ++k) out += k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 63] : '=';
-  }
-  return out;
-}
-
 std::string wav_header(int32_t sample_rate, int64_t data_bytes) {
   const uint32_t data = data_bytes < 0 ? 0xFFFFFFFFu : static_cast<uint32_t>(data_bytes);
   const uint32_t riff = data_bytes < 0 ? 0xFFFFFFFFu : data + 36;

@@ -1,6 +1,6 @@
 // Audio bytes for /v1/audio/speech: 16-bit little-endian PCM, a WAV header for a stream
 // whose length is not known yet (sizes 0xFFFFFFFF, as streaming WAV servers send), base64
-// for server-sent events, and the `speed` option as a streaming linear resampler (faster
+// for server-sent events (core/base64.h), and the `speed` option as a streaming linear resampler (faster
 // speech is shorter and higher).
 #pragma once
 
@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "core/base64.h"  // base64(): audio in JSON events
+
 namespace edge::server {
 
 // Samples in [-1, 1] (clipped) as s16le bytes.
 std::string pcm_s16le(const std::vector<float>& samples);
-// Standard base64 (RFC 4648, padded): audio in JSON events.
-std::string base64(const std::string& bytes);
 // A 44-byte WAV header (PCM 16-bit, mono); data_bytes < 0: unknown (streaming).
 std::string wav_header(int32_t sample_rate, int64_t data_bytes);
 

@@ -179,6 +179,11 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool special) con
   return out;
 }
 
+std::string Tokenizer::token_piece(int32_t id) const {
+  if (id < 0 || id >= vocab_->n_tokens()) return "";
+  return encoder_->decode_token(id, /*special=*/false);
+}
+
 std::string Tokenizer::token_text(int32_t id) const {
   if (id < 0 || id >= vocab_->n_tokens()) return "";
   return vocab_->tokens[id];

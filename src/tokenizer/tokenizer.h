@@ -48,6 +48,10 @@ class Tokenizer {
   // Bytes of the ids joined (special tokens rendered only if `special`).
   std::string decode(const std::vector<int32_t>& ids, bool special = false) const;
   std::string token_text(int32_t id) const;  // raw vocab entry, for inspect/debug
+  // The bytes one token adds to the text in mid-stream ("" for control tokens): what
+  // decode() appends for it after the first piece.
+  std::string token_piece(int32_t id) const;
+  bool strips_leading_space() const;  // SPM-style: decoding drops the first piece's space
 
   const Vocab& vocab() const { return *vocab_; }
   int32_t n_vocab() const { return vocab_->n_tokens(); }
@@ -80,7 +84,6 @@ class Tokenizer {
   bool special_first_byte_[256] = {};  // quick reject for positions no special can start at
   // Splits text into plain fragments and special ids, then encodes the fragments.
   void encode_impl(std::string_view text, bool parse_special, std::vector<int32_t>& out) const;
-  bool strips_leading_space() const;  // SPM-style: decoding drops the added space prefix
   std::string chat_template_;
 };
 

@@ -72,6 +72,10 @@ const std::map<std::string, Shipped>& shipped() {
        {"--input image=image:" + kDir +
             "media/gradient.png --input 'prompt=What is in the picture?' -n 8",
         true, false, false}},
+      {"vision-language-external.yaml",
+       {"--input image=image:" + kDir +
+            "media/gradient.png --input 'prompt=What is in the picture?' -n 8",
+        true, false, false}},
       {"audio-language.yaml",
        {"--input pcm=wav:" + kDir + "media/tone.wav --input 'prompt=What do you hear?' -n 8", true,
         false, false}},

@@ -103,6 +103,19 @@ const std::vector<Contract>& builtin_contracts() {
         {"media", "f32", {"n_media", "n_embd"}, M::kEmbeddings, false, false}},
        {{"tokens", "i32", {"n_generated"}, M::kTokens, true, true},
         {"text", "utf8", {"n_bytes"}, M::kText, true, true}}},
+      // A model behind another server's OpenAI chat endpoint, its media encoders with it
+      // (external.openai.multimodal.v1): the conversation as the client sent it, or a prompt
+      // with media files; the server renders the template and encodes the media itself.
+      {{"chat.generate", 1},
+       "a chat model with its media encoders behind an OpenAI chat endpoint: the conversation "
+       "(OpenAI messages as JSON, image and audio parts included) or a prompt with image and audio "
+       "files in; generated tokens and their text out, streamed",
+       {{"chat", "utf8", {"n_bytes"}, M::kText, false, false, {{"format", "openai-messages-json"}}},
+        {"prompt", "i32", {"n_prompt"}, M::kTokens, false, false},
+        {"image", "u8", {"n_bytes"}, M::kImage, false, false, {{"encoding", "png-or-jpeg-file"}}},
+        {"audio", "u8", {"n_bytes"}, M::kAudio, false, false, {{"encoding", "wav-file"}}}},
+       {{"tokens", "i32", {"n_generated"}, M::kTokens, true, true},
+        {"text", "utf8", {"n_bytes"}, M::kText, true, true}}},
       {{"vision.encode", 1},
        "an image encoder with its projector: one image in, LM input embeddings out",
        {{"image", "u8", {"height", "width", "3"}, M::kImage, true, false}},

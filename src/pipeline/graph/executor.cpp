@@ -184,10 +184,17 @@ PipelineRuntime::~PipelineRuntime() {
 
 Expected<PipelineHandle> PipelineRuntime::submit(const std::map<std::string, PortValue>& inputs,
                                                  const RequestParams* params) {
-  for (const Route& r : spec_.routes)
-    if (r.from.stage == "input" && !inputs.count(r.from.port))
+  // A graph input may be left out only when every port it feeds is optional (a chat stage's
+  // image, say); those ports then see an empty value.
+  for (const Route& r : spec_.routes) {
+    if (r.from.stage != "input" || inputs.count(r.from.port)) continue;
+    const StageSpec* to = spec_.stage(r.to.stage);
+    const Contract* c = to ? find_contract(to->contract) : nullptr;
+    const PortSpec* port = c ? c->input(r.to.port) : nullptr;
+    if (!port || port->required)
       return Status::invalid_argument(
           fmt::format("no value for graph input '{}' (route {})", r.from.port, r.str()));
+  }
   auto req = std::make_shared<Request>();
   req->inputs = inputs;
   if (params) req->params = *params;
@@ -320,7 +327,8 @@ Status PipelineRuntime::run_stage(Request& r, Started& st, StageInputs& in,
   Status ran = ensure_reserved(st);
   if (ran.ok() && r.cancelled) ran = Status::cancelled("the request was cancelled");
   if (ran.ok()) {
-    const bool text = st.spec->contract.name == "text.generate";
+    // The client's settings go to the stages that generate text.
+    const bool text = st.spec->contract.name == "text.generate" || st.spec->contract.name == "chat.generate";
     const RequestParams* params = text && r.params ? &*r.params : nullptr;
     ran = st.runner->run_streaming(r.epoch, in, params, emit);
     if (!ran.ok()) release_if_dead(st);  // a dead process holds no memory
@@ -347,7 +355,8 @@ Status PipelineRuntime::run_stages(Request& r) {
     if (route.to.stage == "output") continue;
     auto ch = std::make_shared<Channel>(kChannelChunks);
     if (route.from.stage == "input") {
-      (void)ch->push(r.inputs.at(route.from.port), r.cancelled);
+      auto given = r.inputs.find(route.from.port);  // absent: an optional port (submit)
+      if (given != r.inputs.end()) (void)ch->push(given->second, r.cancelled);
       ch->close();
     }
     channels[route.to.str()] = ch;

@@ -20,10 +20,11 @@ std::atomic<uint64_t> g_next_engine_id{1u << 20};  // apart from the engines' ow
 
 class GraphEngine final : public Engine {
  public:
-  GraphEngine(PipelineRuntime& graph, std::string stage, ModelConfig config,
+  GraphEngine(PipelineRuntime& graph, std::string stage, std::string chat_input, ModelConfig config,
               std::unique_ptr<Tokenizer> tok, EngineOptions o)
       : graph_(graph),
         stage_(std::move(stage)),
+        chat_input_(std::move(chat_input)),
         config_(std::move(config)),
         tokenizer_(std::move(tok)),
         options_(std::move(o)),
@@ -60,9 +61,12 @@ class GraphEngine final : public Engine {
       if (!sessions_.count(session)) return Status::not_found("unknown session");
     }
     const int64_t n_prompt = static_cast<int64_t>(req.prompt.size());
-    ASSIGN_OR_RETURN(
-        PipelineHandle ph,
-        graph_.submit({{"prompt", PortValue{"", std::move(req.prompt)}}}, &req.params));
+    std::map<std::string, PortValue> inputs;
+    if (!req.chat.empty() && forwards_chat())
+      inputs[chat_input_].text = std::move(req.chat);  // the backend renders it
+    else
+      inputs["prompt"].tokens = std::move(req.prompt);
+    ASSIGN_OR_RETURN(PipelineHandle ph, graph_.submit(inputs, &req.params));
     std::lock_guard<std::mutex> l(mu_);
     const uint64_t id = ++last_request_;
     requests_[id] = Live{session, ph, n_prompt};
@@ -118,6 +122,7 @@ class GraphEngine final : public Engine {
   const ModelConfig& config() const override { return config_; }
   const Tokenizer* tokenizer() const override { return tokenizer_.get(); }
   const EngineOptions& options() const override { return options_; }
+  bool forwards_chat() const override { return !chat_input_.empty(); }
 
  private:
   struct Live {
@@ -131,6 +136,11 @@ class GraphEngine final : public Engine {
   // What the engine would refuse (the runtime's rules), refused here before the graph sees
   // it; logprobs cannot cross the process boundary at all.
   Status check(const GenerateRequest& req) const {
+    if (req.params.guide)
+      return Status::unsupported(fmt::format(
+          "constrained output (response_format, grammar): stage '{}' runs in another process, "
+          "where the guide cannot follow",
+          stage_));
     if (req.params.logprobs >= 0)
       return Status::unsupported(fmt::format(
           "logprobs: stage '{}' runs in another process, which does not report them", stage_));
@@ -169,6 +179,7 @@ class GraphEngine final : public Engine {
 
   PipelineRuntime& graph_;
   const std::string stage_;
+  const std::string chat_input_;  // the graph input routed to the stage's "chat" port, if any
   const ModelConfig config_;
   const std::unique_ptr<Tokenizer> tokenizer_;
   const EngineOptions options_;
@@ -201,8 +212,11 @@ Expected<std::unique_ptr<Engine>> make_graph_engine(PipelineRuntime& graph) {
   o.max_seqs = s->capacity;
   o.max_batched_tokens = s->engine.max_batched_tokens;
   o.kv_type = s->engine.kv_type;
+  std::string chat_input;
+  for (const Route& r : graph.spec().routes)
+    if (r.from.stage == "input" && r.to.stage == s->name && r.to.port == "chat") chat_input = r.from.port;
   return std::unique_ptr<Engine>(
-      new GraphEngine(graph, s->name, fp.config, std::move(tok), std::move(o)));
+      new GraphEngine(graph, s->name, chat_input, fp.config, std::move(tok), std::move(o)));
 }
 
 }  // namespace edge::pipeline

@@ -22,6 +22,10 @@ void PortValue::append(const PortValue& more) {
     pixels = more.pixels;
     width = more.width, height = more.height;
   }
+  if (encoded.empty()) {  // a file is one chunk too
+    encoded = more.encoded;
+    encoding = more.encoding;
+  }
 }
 
 bool Channel::push(PortValue v, const std::atomic<bool>& stop) {

@@ -34,8 +34,14 @@ struct PortValue {
   // LM input embeddings (vision.encode@1 output: f32 [rows][n_embd]).
   std::vector<float> embeddings;
   int64_t rows = 0;
+  // A media file as it came (chat.generate@1 "image" and "audio": the PNG, JPEG or WAV bytes,
+  // passed on unchanged to a server that decodes them itself); `encoding` names its format
+  // ("png", "jpeg", "wav"). Graph inputs read from files keep these beside the decoded form.
+  std::string encoded;
+  std::string encoding;
   bool empty() const {
-    return text.empty() && tokens.empty() && samples.empty() && pixels.empty() && embeddings.empty();
+    return text.empty() && tokens.empty() && samples.empty() && pixels.empty() && embeddings.empty() &&
+           encoded.empty();
   }
   void append(const PortValue& more);
 };

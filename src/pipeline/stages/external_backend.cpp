@@ -78,6 +78,7 @@ std::vector<std::string> backend_argv(const BackendLaunch& l, int port) {
          "-np",
          std::to_string(l.capacity)};
   }
+  if (!l.projector.empty()) a.insert(a.end(), {"--mmproj", l.projector});  // both servers' flag
   if (l.threads > 0) a.insert(a.end(), {"-t", std::to_string(l.threads)});
   a.insert(a.end(), l.extra_args.begin(), l.extra_args.end());
   return a;
@@ -87,12 +88,14 @@ namespace {
 
 constexpr const char* kOurPlacement = "edge-infer: placement ";
 constexpr const char* kOurBuild = "edge-infer: build ";
+constexpr const char* kOurVision = "edge-infer: vision placement ";
+constexpr const char* kClipBackend = "CLIP using ";
 constexpr const char* kOurListening = "edge-infer: listening on http://";
 constexpr size_t kTailLines = 64, kNotableLines = 64, kMaxLineBytes = 64 << 10;
 
 bool notable(const std::string& line) {
-  for (const char* key : {kOurPlacement, kOurListening, kOurBuild, "using device ", "offloaded ", "build: ",
-                          "build info"})
+  for (const char* key : {kOurPlacement, kOurListening, kOurBuild, kOurVision, kClipBackend, "using device ",
+                          "offloaded ", "build: ", "build info"})
     if (line.find(key) != std::string::npos) return true;
   return false;
 }
@@ -170,6 +173,21 @@ std::string placement_proof(ServerFlavour f, const std::vector<std::string>& lin
   return fmt::format("{}, {}/{} layers offloaded", devices.empty() ? "GPU" : devices, n, m);
 }
 
+std::string vision_placement_proof(ServerFlavour f, const std::vector<std::string>& lines) {
+  const char* key = f == ServerFlavour::kEdgeInfer ? kOurVision : kClipBackend;
+  for (const std::string& line : lines) {
+    const size_t at = line.find(key);
+    if (at == std::string::npos) continue;
+    std::string rest = line.substr(at + std::strlen(key));
+    if (f == ServerFlavour::kEdgeInfer) return rest;
+    const size_t end = rest.find(" backend");
+    const std::string backend = rest.substr(0, end);
+    return backend == "CPU" ? "cpu (CLIP on the CPU backend)"
+                            : fmt::format("{} (CLIP backend)", backend);
+  }
+  return "unreported";
+}
+
 std::string backend_version(ServerFlavour f, const std::vector<std::string>& lines) {
   const char* key = f == ServerFlavour::kEdgeInfer ? kOurBuild : "build: ";
   for (const std::string& line : lines) {
@@ -189,6 +207,16 @@ std::string backend_version(ServerFlavour f, const std::vector<std::string>& lin
 // The device class a backend's placement proof shows: "cpu" (ours; llama-server with no
 // layer offloaded), "gpu" (every layer offloaded), "partial" (some), "unknown" (no line).
 std::string device_of_proof(const std::string& proof) {
+  const size_t vision_at = proof.find(kVisionProofSeparator);
+  if (vision_at != std::string::npos) {
+    const std::string model = device_of_proof(proof.substr(0, vision_at));
+    const std::string vision = proof.substr(vision_at + std::strlen(kVisionProofSeparator));
+    const std::string encoder = vision.rfind("cpu", 0) == 0           ? "cpu"
+                                : vision.rfind("unreported", 0) == 0 ? "unknown"
+                                                                     : "gpu";
+    if (model == encoder) return model;
+    return model == "unknown" || encoder == "unknown" ? "unknown" : "partial";
+  }
   if (proof.rfind("cpu", 0) == 0) return "cpu";
   const size_t at = proof.find(" layers offloaded");
   if (at == std::string::npos) return "unknown";
@@ -326,6 +354,8 @@ Expected<std::unique_ptr<BackendProcess>> BackendProcess::start(const BackendLau
     return st;
   }
   b->proof_ = placement_proof(l.flavour, b->output_->notable_lines());
+  if (!l.projector.empty())
+    b->proof_ += kVisionProofSeparator + vision_placement_proof(l.flavour, b->output_->notable_lines());
   b->version_ = backend_version(l.flavour, b->output_->notable_lines());
   return b;
 }

@@ -31,6 +31,7 @@ struct BackendLaunch {
   std::string stage;  // for messages
   ServerFlavour flavour = ServerFlavour::kEdgeInfer;
   std::string binary, model;
+  std::string projector;  // the media encoders' file (--mmproj), for a multimodal backend
   int64_t ctx = 4096;     // positions per sequence
   int threads = 0;        // 0: the server's default
   int32_t capacity = 1;   // sequences served at once
@@ -49,8 +50,16 @@ std::vector<std::string> backend_argv(const BackendLaunch& l, int port);
 // ("using device Vulkan0 (...)") and "offloaded N/M layers to GPU". "cpu" when nothing was
 // offloaded; "unreported" when the backend said nothing either way.
 std::string placement_proof(ServerFlavour f, const std::vector<std::string>& lines);
+// Where the backend says its vision encoder runs: ours prints "edge-infer: vision placement
+// cpu (...)"; llama.cpp's mtmd logs "CLIP using NAME backend" (CPU, Vulkan0, ...).
+// "unreported" without such a line.
+std::string vision_placement_proof(ServerFlavour f, const std::vector<std::string>& lines);
+// A multimodal backend's proof: the model's, then "; vision " and the encoder's.
+inline constexpr const char* kVisionProofSeparator = "; vision ";
 // The device class a placement proof shows: "cpu" (ours; llama-server with no layer
 // offloaded), "gpu" (every layer offloaded), "partial" (some), "unknown" (no such line).
+// With a vision part, both must agree: a model on the GPU beside a CLIP on the CPU is
+// "partial".
 std::string device_of_proof(const std::string& proof);
 // The build a backend reported at start: ours "edge-infer: build COMMIT ...", llama-server's
 // "build: N (HASH) ..." line; "unreported" without one.

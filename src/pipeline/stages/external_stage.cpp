@@ -1,4 +1,5 @@
-// The pipeline's side of an external.openai.text.v1 stage: requests as SSE streams,
+// The pipeline's side of an external stage (external.openai.text.v1 and .multimodal.v1):
+// requests as SSE streams,
 // cancellation, the backend's death and its next generation, retirement.
 #include "pipeline/stages/external_stage.h"
 
@@ -14,7 +15,7 @@
 #include "core/process_rss.h"
 #include "pipeline/graph/artifact.h"
 #include "pipeline/stages/external_backend.h"
-#include "pipeline/stages/lm_stage.h"
+#include "pipeline/stages/external_request.h"
 
 namespace edge::pipeline {
 
@@ -94,6 +95,8 @@ Expected<CompletionDelta> parse_completion_chunk(const std::string& payload) {
   const json& c = (*choices)[0];
   if (!c.is_object()) return Status::invalid_format("stream chunk choice is not an object");
   d.text = string_field(c, "text");
+  if (auto delta = c.find("delta"); delta != c.end() && delta->is_object())  // a chat chunk
+    d.text = string_field(*delta, "content");
   d.tokens = chunk_tokens(c);
   d.finish_reason = string_field(c, "finish_reason");
   return d;
@@ -183,7 +186,7 @@ class ExternalStageRunner final : public StageRunner {
         device_(s.device),
         policy_(s.placement_policy),
         launch_(std::move(launch)),
-        max_tokens_(max_tokens) {}
+        request_{s.name, launch_.flavour, max_tokens, !launch_.projector.empty()} {}
   ~ExternalStageRunner() override {
     std::lock_guard<std::mutex> l(mu_);
     if (backend_) backend_->stop(kStopGrace);
@@ -197,18 +200,12 @@ class ExternalStageRunner final : public StageRunner {
   Status run_with_params(uint64_t epoch, const std::map<std::string, PortValue>& inputs,
                          const RequestParams* params,
                          const std::function<void(StageEvent)>& emit) override {
-    ASSIGN_OR_RETURN(const PortValue* prompt, find_prompt(name_, inputs));
-    if (inputs.count("media"))
-      return Status::unsupported(fmt::format(
-          "stage '{}': media rows cannot be sent to an external text server "
-          "(external.openai.text.v1 takes text and token ids only)", name_));
-    if (prompt->tokens.empty() && prompt->text.empty())
-      return Status::invalid_argument(fmt::format("stage '{}': no prompt", name_));
+    ASSIGN_OR_RETURN(ExternalRequest out, external_request(request_, inputs, params));
     ASSIGN_OR_RETURN(Lease b, lease());
     std::shared_ptr<InFlight> f = enter(epoch);
     Stream s;
     s.stage = name_, s.epoch = epoch, s.generation = b.generation, s.emit = &emit;
-    const httplib::Error err = send(b, request_body(*prompt, params), *f, s);
+    const httplib::Error err = send(b, std::move(out), *f, s);
     leave(epoch);
     if (s.ended && s.failure.ok()) return Status();  // all out, even if cancelled since
     if (f->cancelled)
@@ -311,38 +308,8 @@ class ExternalStageRunner final : public StageRunner {
     flights_.erase(epoch);
   }
 
-  std::string request_body(const PortValue& prompt, const RequestParams* params) const {
-    // Greedy, as the in-process stage's default request, unless the client's settings came
-    // with the request (serve --pipeline). return_tokens asks llama.cpp-style servers for the
-    // generated ids (ours ignores it); llama-server's OpenAI stream carries ids only inside
-    // logprobs: asked for as "logprobs" (the OpenAI name) and as "n_probs" (llama.cpp's own,
-    // which some of its versions read instead).
-    json body = {
-        {"max_tokens", max_tokens_}, {"stream", true}, {"temperature", 0}, {"return_tokens", true}};
-    if (params) {
-      const SamplingParams& sp = params->sampling;
-      body["max_tokens"] = params->max_tokens;
-      body["temperature"] = sp.temperature;
-      body["top_p"] = sp.top_p;
-      body["top_k"] = sp.top_k;
-      body["min_p"] = sp.min_p;
-      body["seed"] = static_cast<int64_t>(sp.seed);  // the API takes a signed 64-bit seed
-      body["presence_penalty"] = sp.presence_penalty;
-      body["frequency_penalty"] = sp.frequency_penalty;
-      body["repeat_penalty"] = sp.repeat_penalty;
-      if (!params->stop.empty()) body["stop"] = params->stop;
-      if (params->ignore_eos) body["ignore_eos"] = true;
-    }
-    if (!prompt.tokens.empty())
-      body["prompt"] = prompt.tokens;
-    else
-      body["prompt"] = prompt.text;
-    if (launch_.flavour == ServerFlavour::kLlamaServer) body["logprobs"] = body["n_probs"] = 1;
-    return body.dump();
-  }
-
-  // POST /v1/completions, the answer streamed into `s`. Cancellable through f.client.
-  httplib::Error send(const Lease& b, std::string body, InFlight& f, Stream& s) {
+  // The request, its answer streamed into `s`. Cancellable through f.client.
+  httplib::Error send(const Lease& b, ExternalRequest out, InFlight& f, Stream& s) {
     httplib::Client cli("127.0.0.1", b.port);
     cli.set_connection_timeout(5, 0);
     cli.set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(kStreamTimeout).count(),
@@ -355,9 +322,9 @@ class ExternalStageRunner final : public StageRunner {
     }
     httplib::Request req;
     req.method = "POST";
-    req.path = "/v1/completions";
+    req.path = std::move(out.path);
     req.headers = {{"Content-Type", "application/json"}, {"Accept", "text/event-stream"}};
-    req.body = std::move(body);
+    req.body = std::move(out.body);
     req.response_handler = [&](const httplib::Response& r) {
       s.http_status = r.status;
       return !f.cancelled;
@@ -415,7 +382,7 @@ class ExternalStageRunner final : public StageRunner {
   const DeviceClass device_;
   const PlacementPolicy policy_;
   const BackendLaunch launch_;
-  const int32_t max_tokens_;
+  const ExternalRequestSettings request_;
   mutable std::mutex mu_;  // the backend: lease, death, retirement, measurements
   std::unique_ptr<BackendProcess> backend_;
   uint32_t generation_ = 0;
@@ -435,23 +402,30 @@ const Artifact* artifact_with_role(const StageSpec& s, const std::string& role) 
 Expected<std::unique_ptr<StageRunner>> start_external_stage(const PipelineSpec& p,
                                                             const StageSpec& s,
                                                             const PipelineRunOptions& o) {
-  if (s.backend != kOpenAiTextBackend)
-    return Status::unsupported(
-        fmt::format("stage '{}': external backend '{}' is not built (external.openai.text.v1 is)",
-                    s.name, s.backend));
-  if (s.contract != ContractRef{"text.generate", 1})
-    return Status::unsupported(fmt::format("stage '{}': {} serves text.generate@1, not {}", s.name,
-                                           kOpenAiTextBackend, s.contract.str()));
+  const bool media = s.backend == kOpenAiMultimodalBackend;
+  if (s.backend != kOpenAiTextBackend && !media)
+    return Status::unsupported(fmt::format(
+        "stage '{}': external backend '{}' is not built ({} and {} are)", s.name, s.backend,
+        kOpenAiTextBackend, kOpenAiMultimodalBackend));
+  const ContractRef served = media ? ContractRef{"chat.generate", 1} : ContractRef{"text.generate", 1};
+  if (s.contract != served)
+    return Status::unsupported(fmt::format("stage '{}': {} serves {}, not {}", s.name, s.backend,
+                                           served.str(), s.contract.str()));
   const Artifact* server = artifact_with_role(s, "server");
   const Artifact* model = artifact_with_role(s, "model");
-  if (!server || !model)
+  const Artifact* projector = artifact_with_role(s, "projector");
+  if (!server || !model || (media && !projector))
     return Status::invalid_argument(fmt::format(
-        "stage '{}': an {} stage needs a 'server' artifact (the binary) and a 'model' artifact",
-        s.name, kOpenAiTextBackend));
+        "stage '{}': an {} stage needs a 'server' artifact (the binary), a 'model' artifact{}",
+        s.name, s.backend, media ? " and a 'projector' artifact (the media encoders, --mmproj)" : ""));
+  if (projector && !media)
+    return Status::invalid_argument(fmt::format(
+        "stage '{}': a 'projector' artifact needs backend {}", s.name, kOpenAiMultimodalBackend));
   BackendLaunch l;
   l.stage = s.name;
   l.binary = artifact_path(p, *server);
   l.model = artifact_path(p, *model);
+  if (projector) l.projector = artifact_path(p, *projector);
   auto flavour = server_flavour(s.server_flavour, l.binary);
   if (!flavour.ok()) return flavour.status().with_context("stage '" + s.name + "'");
   l.flavour = *flavour;

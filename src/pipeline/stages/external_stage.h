@@ -2,8 +2,9 @@
 // OpenAI-compatible server (our own `edge-infer serve`, or llama.cpp's llama-server where
 // a user has one, e.g. a Vulkan build that places the model on an iGPU), started from its
 // pinned binary (artifact role `server`) and model (role `model`); see external_backend.h
-// for the process. Requests go to POST /v1/completions as streams (greedy, like the
-// in-process stage); the stage records the placement the backend reports, not the one the
+// for the process. Requests go out as streams (external_request.h: /v1/completions, or
+// /v1/chat/completions for the multimodal backend's conversations and media files); the
+// stage records the placement the backend reports, not the one the
 // file asked for, and its RSS is the backend's process tree.
 //
 // A backend that dies ends the requests in flight with an explicit error naming the stage,
@@ -23,6 +24,11 @@
 namespace edge::pipeline {
 
 inline constexpr const char* kOpenAiTextBackend = "external.openai.text.v1";
+// chat.generate@1 on a server started with the model and its media encoders (artifact role
+// `projector`, passed as --mmproj to ours and to llama-server): conversations and prompts
+// with image/audio files go to /v1/chat/completions, the files unchanged as data: URIs; the
+// placement proof names where the vision encoder runs too.
+inline constexpr const char* kOpenAiMultimodalBackend = "external.openai.multimodal.v1";
 
 // Kind "external": any contract, served by another runtime (placement external, the stage
 // names its backend); its reservation is declared.
@@ -47,7 +53,8 @@ class SseReader {
   bool has_data_ = false;
 };
 
-// Choice 0 of one /v1/completions stream chunk.
+// Choice 0 of one /v1/completions stream chunk (its "text"), or of a /v1/chat/completions
+// one (its "delta"'s "content").
 struct CompletionDelta {
   std::string text;
   // Generated token ids where the server says them: `choices[0].tokens` (llama.cpp's name

@@ -136,6 +136,37 @@ TEST(ExternalPlacement, ProofsGiveTheDeviceClass) {
   EXPECT_EQ(device_of_proof("unreported (no 'offloaded N/M layers' line)"), "unknown");
 }
 
+// A multimodal backend's proof covers its vision encoder: our line, or llama.cpp's CLIP
+// backend line; the device class holds only when the model and the encoder agree.
+TEST(ExternalPlacement, TheVisionEncodersLineIsPartOfTheProof) {
+  EXPECT_EQ(vision_placement_proof(ServerFlavour::kEdgeInfer,
+                                   {"edge-infer: vision placement cpu (mmproj.gguf; in process)"}),
+            "cpu (mmproj.gguf; in process)");
+  EXPECT_EQ(vision_placement_proof(ServerFlavour::kLlamaServer, {"clip_ctx: CLIP using CPU backend"}),
+            "cpu (CLIP on the CPU backend)");
+  EXPECT_EQ(vision_placement_proof(ServerFlavour::kLlamaServer, {"clip_init: CLIP using Vulkan0 backend"}),
+            "Vulkan0 (CLIP backend)");
+  EXPECT_EQ(vision_placement_proof(ServerFlavour::kLlamaServer, {"main: loading model"}), "unreported");
+  const std::string gpu = "Vulkan0 (Intel(R) Graphics), 33/33 layers offloaded";
+  EXPECT_EQ(device_of_proof(gpu + "; vision Vulkan0 (CLIP backend)"), "gpu");
+  EXPECT_EQ(device_of_proof(gpu + "; vision cpu (CLIP on the CPU backend)"), "partial");
+  EXPECT_EQ(device_of_proof("cpu (AMD EPYC; dense kernels avx2); vision cpu (p.gguf; in process)"), "cpu");
+  EXPECT_EQ(device_of_proof(gpu + "; vision unreported"), "unknown");
+}
+
+TEST(ExternalChunks, ChatChunksCarryTheDeltasContent) {
+  auto d = parse_completion_chunk(
+      R"({"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]})");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->text, "Hi");
+  EXPECT_TRUE(d->finish_reason.empty());
+  d = parse_completion_chunk(
+      R"({"choices":[{"delta":{},"finish_reason":"stop","logprobs":{"content":[{"id":17,"token":"x"}]}}]})");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->finish_reason, "stop");
+  EXPECT_EQ(d->tokens, std::vector<int32_t>{17});
+}
+
 TEST(ExternalCommand, EachFlavourGetsItsFlags) {
   BackendLaunch l;
   l.binary = "/opt/edge-infer";
@@ -183,6 +214,11 @@ TEST(ExternalCommand, EachFlavourGetsItsFlags) {
                                                "-ngl",
                                                "99"};  // -c: all slots together
   EXPECT_EQ(backend_argv(l, 41000), want_llama);
+  // A projector goes to both servers as --mmproj.
+  l.projector = "/m/mmproj.gguf";
+  const std::vector<std::string> with_projector = backend_argv(l, 41000);
+  EXPECT_EQ(std::vector<std::string>(with_projector.begin() + 11, with_projector.begin() + 13),
+            (std::vector<std::string>{"--mmproj", "/m/mmproj.gguf"}));
 }
 
 TEST(ExternalCommand, TheFlavourIsDeclaredOrToldByTheBinarysName) {

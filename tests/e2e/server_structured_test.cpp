@@ -1,0 +1,33 @@
+// Structured outputs end to end: the official openai client and Ajv (tests/e2e/
+// server_structured.mjs) against `edge-infer serve` on a tiny random model: 20 schemas, each
+// sampled five times, all answers valid JSON that Ajv accepts; parse(), json_object,
+// llama.cpp's grammar field, and the 400s for what cannot be honoured. The full
+// 1,000-request run is `node tests/e2e/server_structured.mjs tests/node/node_modules URL 50`.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server_process.h"
+#include "test_support.h"
+
+namespace edge::e2e {
+namespace {
+
+TEST(ServerStructured, EverySampledAnswerValidatesAgainstItsSchema) {
+  if (!have_node_openai())
+    EDGE_SKIP_UNLESS_REQUIRED("node or the openai package (tests/node) is missing");
+  ASSERT_FALSE(tiny_model().empty());
+  ServerProcess server;
+  ASSERT_TRUE(server.start(tiny_model(), {"--max-seqs", "4"}));
+  const CommandResult r = run_node("server_structured.mjs", server.url(), "5");
+  ASSERT_EQ(r.code, 0) << r.out << server.log();
+  const nlohmann::json summary = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << r.out;
+  EXPECT_EQ(summary["requests"], 100);
+  EXPECT_EQ(summary["valid"], 100);
+  EXPECT_TRUE(server.alive());
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
+}  // namespace
+}  // namespace edge::e2e
