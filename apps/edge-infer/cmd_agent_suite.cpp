@@ -67,6 +67,9 @@ void register_agent_suite(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   sub->add_flag("--ui-json", a->model.ui_json,
                 "show the model the UI tree as JSON (default: one line per element)");
+  sub->add_flag("--constrained", a->model.constrained,
+                "tool_choice required, one call per step: the server's constrained decoding holds every reply to a "
+                "well-formed call");
   sub->add_option("--policy", a->policy, "who acts: the model, or a scripted policy (no server)")
       ->check(CLI::IsMember({"model", "oracle", "toggle-all", "loop"}))
       ->capture_default_str();

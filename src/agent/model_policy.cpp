@@ -60,10 +60,11 @@ json step_request(const ModelPolicyOptions& o, const Observation& obs) {
   json req = {{"messages", json::array({{{"role", "system"}, {"content", kSystem}},
                                         {{"role", "user"}, {"content", user}}})},
               {"tools", phone_tools()},
-              {"tool_choice", "auto"},
+              {"tool_choice", o.constrained ? "required" : "auto"},
               {"max_tokens", o.max_tokens},
               {"temperature", o.temperature}};
   if (!o.model.empty()) req["model"] = o.model;
+  if (o.constrained) req["parallel_tool_calls"] = false;  // one action per step
   return req;
 }
 

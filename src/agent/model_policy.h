@@ -18,6 +18,10 @@ struct ModelPolicyOptions {
   double temperature = 0.0;
   int timeout_s = 120;
   bool ui_json = false;  // the screen as the UI tree's JSON instead of one line per element
+  // tool_choice "required" and one call per step: the server holds the reply to a
+  // well-formed call of one of the phone's tools (constrained decoding), so a reply can
+  // no longer fail to parse; "auto" lets the model answer in text.
+  bool constrained = false;
 };
 
 std::unique_ptr<Policy> make_model_policy(const ModelPolicyOptions& o);

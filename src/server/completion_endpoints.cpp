@@ -9,6 +9,7 @@
 #include "server/openai_response.h"
 #include "server/server_context.h"
 #include "server/sse.h"
+#include "server/tool_grammar.h"
 
 namespace edge::server {
 namespace {
@@ -171,6 +172,21 @@ std::optional<ApiError> attach_constraint(ServerContext& ctx, const httplib::Req
   return std::nullopt;
 }
 
+// tool_choice "required" or a named function: the output is held to a call in the template's
+// format (tool_grammar.h), the tools' schemas read in their written order. Not with a
+// response_format, nor for harmony models (their calls are special tokens).
+std::optional<ApiError> forced_tool_call(ServerContext& ctx, const httplib::Request& req,
+                                         const ChatPrompt::Rendered& prompt, ChatRequest& cr) {
+  if (!cr.tool_required || !cr.common.constraint.gbnf.empty() || prompt.harmony || cr.tools.is_null())
+    return std::nullopt;
+  const auto body = nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (!body.is_object() || !body.contains("tools")) return std::nullopt;
+  auto gbnf = tool_call_gbnf(body["tools"], cr.forced_tool, cr.parallel_tool_calls, tool_format_of(ctx.chat->source()));
+  if (!gbnf) return ApiError::bad_request(gbnf.status().message(), "tools", "unsupported_schema");
+  cr.common.constraint = {std::move(*gbnf), "tools", false};
+  return std::nullopt;
+}
+
 // Answers a started generation: as a stream, or (non-streaming) once every choice is done,
 // with the body `build` makes from the results. A non-streaming client that hangs up
 // meanwhile cancels the generation.
@@ -206,11 +222,13 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
       return send_error(res, *e);
   }
   if (auto e = fit_to_context(prompt.ids.size(), ctx.limits, "messages", cr.common)) return send_error(res, *e);
+  if (auto e = forced_tool_call(ctx, req, prompt, cr)) return send_error(res, *e);
   if (auto e = attach_constraint(ctx, req, cr.common)) return send_error(res, *e);
-  // A constrained output is all content: no reasoning section, no tool-call markup.
-  const bool open = !cr.common.grammar;
-  const OutputSetup setup{open, open && prompt.reasoning_open, open && cr.parse_tool_calls ? &cr.tools : nullptr,
-                          open && prompt.harmony};
+  // A constrained output has no reasoning section; it is all content, or (a forced tool
+  // call) all calls.
+  const bool open = !cr.common.grammar, calls = cr.common.constraint.param == "tools";
+  const OutputSetup setup{open || calls, open && prompt.reasoning_open,
+                          (open || calls) && cr.parse_tool_calls ? &cr.tools : nullptr, open && prompt.harmony};
   auto st = std::make_shared<StreamState>();
   if (auto e = start_generation(ctx, req, prompt.ids, cr.common, setup, arrived, *st, media, forwarded))
     return send_error(res, *e);

@@ -162,9 +162,9 @@ bool tool_named(const json& tools, const std::string& name) {
 }
 
 // tools + tool_choice: which tools the template sees and whether output is parsed for
-// calls. "required" and a named choice cannot be enforced without constrained decoding;
-// they are accepted and the output is parsed as with "auto".
+// calls; "required" and a named choice hold the output to a call (tool_grammar.h).
 void read_tools(RequestFields& f, const json& body, ChatRequest& out) {
+  f.boolean("parallel_tool_calls", out.parallel_tool_calls);
   const json& tools = f.array("tools");
   if (tools.is_array()) {
     for (const auto& t : tools)
@@ -184,6 +184,7 @@ void read_tools(RequestFields& f, const json& body, ChatRequest& out) {
         return f.fail(ApiError::bad_request("'tool_choice' must be none, auto, required or a function",
                                             "tool_choice", "invalid_value"));
       none = c == "none";
+      out.tool_required = c == "required";
       if (c == "required" && !have_tools)
         return f.fail(ApiError::bad_request("'tool_choice' is required but no tools were given", "tool_choice",
                                             "invalid_value"));
@@ -192,6 +193,8 @@ void read_tools(RequestFields& f, const json& body, ChatRequest& out) {
       if (!have_tools || !tool_named(tools, tc["function"]["name"].get<std::string>()))
         return f.fail(ApiError::bad_request("'tool_choice' names a function that is not in 'tools'",
                                             "tool_choice", "invalid_value"));
+      out.tool_required = true;
+      out.forced_tool = tc["function"]["name"].get<std::string>();
     } else {
       return f.fail(ApiError::bad_request("'tool_choice' must be none, auto, required or a function",
                                           "tool_choice", "invalid_type"));

@@ -52,6 +52,11 @@ struct ChatRequest {
   nlohmann::json tools;        // null when none (or tool_choice "none")
   nlohmann::json template_kwargs = nlohmann::json::object();
   bool parse_tool_calls = false;
+  // tool_choice "required" (any tool) or a named function: the output is held to a call
+  // (tool_grammar.h); parallel_tool_calls allows more than one.
+  bool tool_required = false;
+  std::string forced_tool;  // the named function ("" for any)
+  bool parallel_tool_calls = true;
   bool logprobs = false;       // chat shape of logprobs (content[].top_logprobs)
   std::vector<MediaInput> media;  // image/audio parts in order; kMediaMarker in the text
 };

@@ -49,6 +49,27 @@ TEST(AgentSuiteCli, DemoModelRunsTheLoopEndToEnd) {
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
+// --constrained: tool_choice "required" with one call per step. The demo model's random
+// weights never write a tool call by themselves; under constrained decoding every step is a
+// well-formed call of a phone tool, with no recovery needed.
+TEST(AgentSuiteCli, ConstrainedModeMakesEveryReplyACall) {
+  ServerProcess server;
+  ASSERT_TRUE(server.start(""));
+  const CommandResult r =
+      run_command(std::string(EDGE_BINARY) + " agent-suite --server " + server.url() +
+                  " -r 1 --tasks wifi_on --variants base,decoys --max-steps 3 --max-tokens 96 --constrained"
+                  " 2>/dev/null");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json j = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["total"]["policy_errors"], 0) << r.out;
+  for (const json& e : j["episodes"]) {
+    for (const json& a : e["actions"]) EXPECT_NE(a.get<std::string>().rfind("none", 0), 0u) << e.dump(2);
+    EXPECT_TRUE(e["recoveries"].empty()) << e.dump(2);
+  }
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
 // No server: each episode ends with a policy error (not a low score) and the exit status is 1.
 TEST(AgentSuiteCli, AnUnreachableServerIsAnErrorNotAScore) {
   const CommandResult r = run_command(std::string(EDGE_BINARY) +

@@ -100,6 +100,32 @@ const g = await client.completions.create({
 });
 assert.match(g.choices[0].text, /^(yes|no)!$/);
 
+// Forced tool calls: tool_choice "required" (parallel calls allowed) and a named function
+// without parallel calls; every call names a tool and its arguments validate.
+const tools = [
+  { type: "function", function: { name: "get_weather", parameters: obj({ city: { type: "string", maxLength: 20 }, days: { type: "integer" } }) } },
+  { type: "function", function: { name: "tap", parameters: obj({ id: { type: "string", maxLength: 12 } }) } },
+];
+summary.tool_calls = 0;
+for (let k = 0; k < perSchema * 2; k++) {
+  const named = k % 2 === 1;
+  const r = await client.chat.completions.create({
+    model, messages, tools, max_tokens: 200, seed: 77 + k,
+    tool_choice: named ? { type: "function", function: { name: "tap" } } : "required",
+    parallel_tool_calls: !named,
+  });
+  const m = r.choices[0].message;
+  assert.equal(r.choices[0].finish_reason, "tool_calls", JSON.stringify(r));
+  assert.ok(m.tool_calls && m.tool_calls.length >= 1, JSON.stringify(m));
+  if (named) assert.equal(m.tool_calls.length, 1);
+  for (const call of m.tool_calls) {
+    const tool = tools.find((t) => t.function.name === call.function.name);
+    assert.ok(tool && (!named || tool.function.name === "tap"), JSON.stringify(call));
+    assert.ok(ajv.validate(tool.function.parameters, JSON.parse(call.function.arguments)), call.function.arguments);
+    summary.tool_calls++;
+  }
+}
+
 // Refusals name the field and the keyword; the server keeps serving.
 await assert.rejects(
   client.chat.completions.create({

@@ -41,11 +41,13 @@ const std::set<std::string>& ignored_keywords() {
 
 class SchemaCompiler {
  public:
-  SchemaCompiler(const json& root, bool strict) : root_(root), strict_(strict) {}
+  SchemaCompiler(const json& root, bool strict, std::string prefix)
+      : root_(root), strict_(strict), prefix_(std::move(prefix)) {}
 
-  Expected<std::string> run() {
+  // The rule `name` for the schema, and the rules it needs (the base rules not included).
+  Expected<std::string> rules(const std::string& name) {
     ASSIGN_OR_RETURN(std::string top, visit(root_, "", 0));
-    std::string out = "root ::= " + top + "\n" + base_rules();
+    std::string out = name + " ::= " + top + "\n";
     for (const std::string& r : rules_) out += r;
     return out;
   }
@@ -58,7 +60,7 @@ class SchemaCompiler {
   std::string add_rule(const std::string& hint, const std::string& body) {
     std::string name;
     for (char c : hint) name += (std::isalnum(static_cast<unsigned char>(c)) ? c : '-');
-    name = fmt::format("s{}-{}", rules_.size(), name.substr(0, 24));
+    name = fmt::format("{}s{}-{}", prefix_, rules_.size(), name.substr(0, 24));
     rules_.push_back(name + " ::= " + body + "\n");
     return name;
   }
@@ -177,7 +179,7 @@ class SchemaCompiler {
     if (!target)
       return refuse(path + "/$ref", fmt::format("'$ref' '{}' names nothing in $defs", r));
     // The rule's name first, its body once visited: a reference inside resolves to it.
-    const std::string name = fmt::format("ref{}", refs_.size());
+    const std::string name = fmt::format("{}ref{}", prefix_, refs_.size());
     refs_[r] = name;
     ASSIGN_OR_RETURN(std::string body, visit(*target, r.substr(1), 1));
     rules_.push_back(name + " ::= " + body + "\n");
@@ -263,6 +265,7 @@ class SchemaCompiler {
 
   const json& root_;
   const bool strict_;
+  const std::string prefix_;  // of every generated rule's name
   std::vector<std::string> rules_;
   std::map<std::string, std::string> refs_;
   int properties_ = 0;
@@ -271,7 +274,17 @@ class SchemaCompiler {
 }  // namespace
 
 Expected<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema, bool strict) {
-  return SchemaCompiler(schema, strict).run();
+  ASSIGN_OR_RETURN(std::string rules, SchemaCompiler(schema, strict, "").rules("root"));
+  return rules + base_rules();
+}
+
+Expected<std::string> json_schema_rules(const nlohmann::ordered_json& schema, bool strict,
+                                        const std::string& name) {
+  return SchemaCompiler(schema, strict, name + "-").rules(name);
+}
+
+std::string json_base_rules() {
+  return base_rules();
 }
 
 std::string json_object_gbnf() {

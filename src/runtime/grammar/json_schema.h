@@ -31,4 +31,12 @@ Expected<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema, 
 // Any JSON object (response_format json_object).
 std::string json_object_gbnf();
 
+// For grammars that embed schemas (tool calls): the rule `name` matching the schema and
+// the rules it needs, every generated name prefixed with `name-`; and the shared JSON rules
+// (ws, string, number, integer, boolean, null, value, object, array) they refer to, to add
+// once.
+Expected<std::string> json_schema_rules(const nlohmann::ordered_json& schema, bool strict,
+                                        const std::string& name);
+std::string json_base_rules();
+
 }  // namespace edge::grammar
