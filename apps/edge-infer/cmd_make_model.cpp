@@ -132,6 +132,9 @@ void register_make_model(CLI::App& app, Context& ctx) {
   sub->add_flag("--tied", a->tied, "output head shares the embedding");
   sub->add_flag("--untied", a->untied, "separate output head");
   sub->add_option("--type", a->type, "f32 | f16 | bf16")->capture_default_str();
+  sub->add_option("--pooling", a->o.pooling_type,
+                  "GGUF pooling_type of an embedding model: 1 mean, 2 cls, 3 last (Qwen3-Embedding)")
+      ->check(CLI::Range(1, 3));
   sub->add_option("--experts-type", a->experts_type,
                   "MoE families: the stacked experts' type, f32 | f16 | bf16 | mxfp4 (default: --type)");
   sub->add_option("--seed", a->o.seed)->capture_default_str();

@@ -425,6 +425,9 @@ void register_serve(CLI::App& app, Context& ctx) {
   sub->add_option("--memory-limit", a->memory_limit,
                   "memory this process may use (e.g. 2GiB; default: MemAvailable and the cgroup limit)");
   sub->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template overriding the model's");
+  sub->add_option("--pooling", a->server.pooling,
+                  "/v1/embeddings pooling: mean | cls | last (default: the model file's pooling_type, else mean)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
   sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
   sub->add_option("--speech-model", a->speech_model,
                   "/v1/audio/speech: a Qwen3-TTS checkpoint directory, or an OuteTTS speech-code LM "

@@ -84,6 +84,11 @@ struct MediaEmbedding {
   bool bidirectional = false;
 };
 
+// How an embedding request turns the final hidden states of its prompt into one vector
+// (llama.cpp's pooling types): their mean, the first position's (BERT's CLS), or the last
+// position's (decoder embedding models such as Qwen3-Embedding, whose prompt ends in EOS).
+enum class Pooling : uint8_t { kNone, kMean, kCls, kLast };
+
 struct GenerateRequest {
   std::vector<int32_t> prompt;  // token ids (already templated / tokenised)
   RequestParams params;
@@ -92,6 +97,13 @@ struct GenerateRequest {
   // {"messages": [...]} with its image and audio parts; `prompt` is then the local
   // rendering, for the context check and the usage count.
   std::string chat;
+  // An embedding request (pooling != kNone): nothing is generated; its prompt runs (never
+  // from the prefix cache for kMean / kCls, which need every position) and the request ends
+  // with one kDone chunk (finish_reason "embedding") carrying the pooled final-normed hidden
+  // state, not normalised. score_ids (kLast only): that chunk also carries the output head's
+  // logits of these ids at the last position (a Qwen3-Reranker's "yes" and "no").
+  Pooling pooling = Pooling::kNone;
+  std::vector<int32_t> score_ids;
 };
 
 struct TokenLogprob {
@@ -109,6 +121,8 @@ struct StreamChunk {
   std::vector<TokenLogprob> logprobs;     // one per token when requested
   std::string finish_reason;              // kDone: "stop" | "length"
   Status error;                           // kError
+  std::vector<float> embedding;           // an embedding request's kDone: [n_embd]
+  std::vector<float> scores;              // and the logits of its score_ids
   // Usage, filled on the final chunk.
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_prompt_tokens = 0;
 };

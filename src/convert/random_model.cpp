@@ -208,6 +208,7 @@ Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
   c.n_ff = o.n_ff > 0 ? o.n_ff : 2 * o.n_embd;
   c.max_ctx = o.ctx;
   c.norm_eps = v->norm_eps;
+  c.pooling_type = o.pooling_type;
   c.rope_style = fam->gguf_rope_style;
   c.act = fam->act;
   c.tied_embeddings = o.tied.value_or(fam->tied_by_default);

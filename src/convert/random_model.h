@@ -50,6 +50,9 @@ struct RandomModelOptions {
   // (tokenizer/outetts_tokens.h) follow the n_vocab synthetic ones; 0.3 is marked by the
   // chat template "outetts-0.3" as llama.cpp does. GGUF only.
   std::string outetts;
+  // GGUF {arch}.pooling_type (-1: none written): an embedding model's pooling, llama.cpp's
+  // numbering (1 mean, 2 cls, 3 last), as Qwen3-Embedding files carry 3.
+  int32_t pooling_type = -1;
   uint64_t seed = 1;
 };
 

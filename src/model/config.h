@@ -88,6 +88,9 @@ struct ModelConfig {
   int32_t n_ff = 0;
   int64_t max_ctx = 0;       // advertised context (never used to size buffers)
   float norm_eps = 1e-5f;
+  // GGUF {arch}.pooling_type, llama.cpp's numbering (-1 unspecified, 0 none, 1 mean, 2 cls,
+  // 3 last, 4 rank): how an embedding model pools its hidden states.
+  int32_t pooling_type = -1;
   RopeStyle rope_style = RopeStyle::kNeox;
   Activation act = Activation::kSwiGlu;
   bool tied_embeddings = false;  // output.weight absent: the head reads token_embd

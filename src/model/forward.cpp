@@ -458,17 +458,22 @@ void ForwardPass::ffn_block(int l) {
 void ForwardPass::compute_logits(std::span<const SeqStep> seqs) {
   const ModelConfig& c = model_->config();
   const KernelTable& k = model_->kernels();
-  int64_t rows = 0, t0 = 0;
-  for (const SeqStep& s : seqs) {
-    const int64_t first = s.logits == SeqStep::Logits::kAll ? t0 : t0 + s.n_tokens - 1;
-    const int64_t count = s.logits == SeqStep::Logits::kAll ? s.n_tokens : s.logits == SeqStep::Logits::kLast ? 1 : 0;
-    k.rmsnorm(x_.data() + first * c.n_embd, model_->weights().output_norm.data(),
-              xn_.data() + rows * c.n_embd, count, c.n_embd, c.norm_eps);
-    rows += count;
-    t0 += s.n_tokens;
+  int64_t rows = 0;
+  // The head's rows first, then the hidden-only ones (embeddings), each in sequence order.
+  for (const bool head : {true, false}) {
+    int64_t t0 = 0;
+    for (const SeqStep& s : seqs) {
+      const bool hidden = s.logits == SeqStep::Logits::kHidden;
+      const int64_t first = s.logits == SeqStep::Logits::kLast ? t0 + s.n_tokens - 1 : t0;
+      const int64_t count = hidden != head ? (s.logits == SeqStep::Logits::kLast ? 1 : s.logits == SeqStep::Logits::kNone ? 0 : s.n_tokens) : 0;
+      k.rmsnorm(x_.data() + first * c.n_embd, model_->weights().output_norm.data(),
+                xn_.data() + rows * c.n_embd, count, c.n_embd, c.norm_eps);
+      rows += count;
+      t0 += s.n_tokens;
+    }
+    if (head && rows > 0) matmul(k, xn_.data(), rows, model_->weights().output, logits_.data(), *pool_);
   }
   hidden_rows_ = rows;
-  if (rows > 0) matmul(k, xn_.data(), rows, model_->weights().output, logits_.data(), *pool_);
 }
 
 // ---- InferenceState -------------------------------------------------------------------

@@ -50,7 +50,9 @@ int64_t splice_chunk_tokens(std::span<const EmbeddingSplice> splices, int64_t po
 
 // One sequence's slice of a step.
 struct SeqStep {
-  enum class Logits : uint8_t { kNone, kLast, kAll };
+  // kHidden: the final-normed hidden rows of every token (hidden()), no logits: pooled by
+  // embedding requests, which never run the output head.
+  enum class Logits : uint8_t { kNone, kLast, kAll, kHidden };
   int64_t pos0 = 0;      // positions already in the cache (the slice starts there)
   int64_t n_tokens = 0;  // tokens of this sequence in the step (consecutive)
   // Logical block -> physical block id, per layer group (kKvGlobal, kKvSliding), covering
@@ -81,9 +83,9 @@ class ForwardPass {
   Expected<std::span<const float>> run(std::span<const int32_t> tokens, std::span<const SeqStep> seqs,
                                        KvStorage& kv);
   int64_t max_tokens() const { return max_tokens_; }
-  // The final-normed hidden rows [rows, n_embd] of the last run, one per logits row (the
-  // input of the output head; Qwen3-TTS feeds the talker's to its code predictor). Valid
-  // until the next run.
+  // The final-normed hidden rows [rows, n_embd] of the last run: one per logits row (the
+  // input of the output head; Qwen3-TTS feeds the talker's to its code predictor), then
+  // the rows of the kHidden sequences, in sequence order. Valid until the next run.
   std::span<const float> hidden() const {
     return std::span<const float>(xn_.data(),
                                   static_cast<size_t>(hidden_rows_ * model_->config().n_embd));

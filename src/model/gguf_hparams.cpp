@@ -22,6 +22,7 @@ void write_common_gguf_hparams(const ModelConfig& c, const LayerConfig& rope_lay
   w.set_f32(a + ".rope.freq_base", rope_layer.rope_theta);
   w.set_u32(a + ".rope.dimension_count", rope_layer.rotary_dim);
   w.set_u32(a + ".vocab_size", c.n_vocab);
+  if (c.pooling_type >= 0) w.set_u32(a + ".pooling_type", static_cast<uint32_t>(c.pooling_type));
   if (c.moe.enabled()) {
     w.set_u32(a + ".expert_count", c.moe.n_expert);
     w.set_u32(a + ".expert_used_count", c.moe.n_expert_used);

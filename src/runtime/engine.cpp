@@ -145,6 +145,11 @@ Status EngineImpl::close_session(SessionId session) {
 Status EngineImpl::validate(const GenerateRequest& req) const {
   const ModelConfig& c = model_->config();
   RETURN_IF_ERROR(validate_request(req, RequestLimits{c.n_vocab, options_.max_model_len}));
+  if (!req.score_ids.empty() && req.pooling != Pooling::kLast)
+    return Status::invalid_argument("score_ids come with last-position pooling");
+  for (int32_t id : req.score_ids)
+    if (id < 0 || id >= c.n_vocab)
+      return Status::invalid_argument(fmt::format("score id {} is outside the vocabulary ({})", id, c.n_vocab));
   return validate_media(req, c.n_embd, options_.max_batched_tokens);
 }
 
@@ -164,6 +169,11 @@ Expected<RequestHandle> EngineImpl::submit(SessionId session, GenerateRequest re
   r->seq.tokens = std::move(req.prompt);
   r->media = std::move(req.media);
   splice_media(r->media, &r->seq);
+  r->pooling = req.pooling;
+  r->score_ids = std::move(req.score_ids);
+  // Mean and first-position pooling read every position's hidden state: none may come
+  // from the prefix cache (which keeps K/V, not hidden states).
+  r->seq.reuse_prefix = req.pooling != Pooling::kMean && req.pooling != Pooling::kCls;
   if (model_->tokenizer() != nullptr) r->decoder.emplace(*model_->tokenizer());
   scheduler_.add(&r->seq);
   stats_.prompt_tokens += static_cast<uint64_t>(r->seq.n_prompt);

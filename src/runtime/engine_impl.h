@@ -36,6 +36,11 @@ struct EngineRequest {
   bool in_flight = false;          // part of the step running now (its KV is in use)
   bool cancel_requested = false;
   bool terminal_pushed = false;    // kDone / kCancelled / kError queued: nothing follows
+  // An embedding request (GenerateRequest::pooling): the pooled rows so far.
+  Pooling pooling = Pooling::kNone;
+  std::vector<int32_t> score_ids;
+  std::vector<double> pooled;   // kMean: the sum; kCls / kLast: the row
+  std::vector<float> scores;
 
   EngineRequest(const RequestParams& p, std::vector<std::string> stops)
       : params(p), sampler(p.sampling), stop_filter(std::move(stops)) {}
@@ -89,6 +94,11 @@ class EngineImpl final : public Engine {
                                    const std::vector<bool>& wants_logits,
                                    std::span<const float> logits) const;
   void emit_token(EngineRequest& r, const Sampled& s);
+  // Adds an embedding request's rows of the step just run (hidden rows from `row`, logits
+  // row `logit_row` when it asked for its scores); mu_ held.
+  void pool_rows(EngineRequest& r, const PlannedSeq& ps, int64_t row, int64_t logit_row,
+                 std::span<const float> logits);
+  void finish_embedding(EngineRequest& r);
   void finish(EngineRequest& r, ChunkKind kind, const std::string& reason, Status error = {});
   void push_chunk(EngineRequest& r, StreamChunk c);
 

@@ -81,6 +81,45 @@ void EngineImpl::emit_token(EngineRequest& r, const Sampled& s) {
   }
 }
 
+void EngineImpl::pool_rows(EngineRequest& r, const PlannedSeq& ps, int64_t row, int64_t logit_row,
+                           std::span<const float> logits) {
+  const int64_t d = model_->config().n_embd;
+  const std::span<const float> hidden = pass_.hidden();
+  auto row_at = [&](int64_t k) { return hidden.subspan(static_cast<size_t>(k * d), static_cast<size_t>(d)); };
+  if (ps.pos0 == 0) r.pooled.assign(static_cast<size_t>(d), 0.0);  // (again, after a preemption)
+  if (r.pooling == Pooling::kMean) {
+    for (int64_t t = 0; t < ps.n_tokens; ++t) {
+      const auto x = row_at(row + t);
+      for (int64_t j = 0; j < d; ++j) r.pooled[static_cast<size_t>(j)] += x[static_cast<size_t>(j)];
+    }
+  } else if (r.pooling == Pooling::kCls && ps.pos0 == 0) {
+    const auto x = row_at(row);
+    r.pooled.assign(x.begin(), x.end());
+  } else if (r.pooling == Pooling::kLast && ps.wants_logits) {
+    const auto x = row_at(row);
+    r.pooled.assign(x.begin(), x.end());
+    const size_t n_vocab = static_cast<size_t>(model_->config().n_vocab);
+    r.scores.clear();
+    for (int32_t id : r.score_ids) r.scores.push_back(logits[static_cast<size_t>(logit_row) * n_vocab + static_cast<size_t>(id)]);
+  }
+}
+
+void EngineImpl::finish_embedding(EngineRequest& r) {
+  StreamChunk c;
+  c.kind = ChunkKind::kDone;
+  const double n = r.pooling == Pooling::kMean ? static_cast<double>(r.seq.n_prompt) : 1.0;
+  c.embedding.reserve(r.pooled.size());
+  for (double v : r.pooled) c.embedding.push_back(static_cast<float>(v / n));
+  c.scores = std::move(r.scores);
+  c.finish_reason = "embedding";
+  c.prompt_tokens = r.seq.n_prompt;
+  c.cached_prompt_tokens = r.seq.cached_prompt;
+  scheduler_.remove(&r.seq);
+  r.terminal_pushed = true;
+  ++stats_.requests_finished;
+  r.queue.push_back(std::move(c));
+}
+
 // Sampling reads only what the loop thread alone writes (the request's sampler, its
 // parameters and token history), so it runs without the engine lock: submit, next and
 // cancel are not held up by a sort over the vocabulary.
@@ -155,10 +194,14 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     st.splices = s.splices;
     st.state_slot = s.kv.state_slot;
     st.logits = ps.wants_logits ? SeqStep::Logits::kLast : SeqStep::Logits::kNone;
+    EngineRequest* r = requests_.at(s.id).get();
+    // An embedding samples nothing: mean / first-position pooling read every row's hidden
+    // state, last-position pooling the last row's (with the head when it wants scores).
+    if (r->pooling == Pooling::kMean || r->pooling == Pooling::kCls) st.logits = SeqStep::Logits::kHidden;
     steps.push_back(st);
-    reqs.push_back(requests_.at(s.id).get());
-    reqs.back()->in_flight = true;
-    wants_logits.push_back(ps.wants_logits);
+    reqs.push_back(r);
+    r->in_flight = true;
+    wants_logits.push_back(ps.wants_logits && r->pooling == Pooling::kNone);
   }
   // The step reads only the planned sequences' block tables and tokens, which nothing
   // else changes while in_flight is set (cancel and close defer to us).
@@ -176,6 +219,19 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
   // Only a step that wrote its KV may publish the blocks' prefix hashes: a failed one ends
   // its requests below, and their blocks go back to the pool unhashed.
   if (logits.ok()) scheduler_.complete(plan);
+  // Hidden rows: the head's rows first (kLast: 1, kAll: n), then the kHidden ones.
+  int64_t head_rows = 0, hidden_row = 0, logit_row = 0;
+  for (const SeqStep& st : steps) head_rows += st.logits == SeqStep::Logits::kLast ? 1 : 0;
+  hidden_row = head_rows;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EngineRequest& r = *reqs[i];
+    const SeqStep& st = steps[i];
+    const int64_t at = st.logits == SeqStep::Logits::kLast ? logit_row : hidden_row;
+    if (logits.ok() && r.pooling != Pooling::kNone && !r.terminal_pushed && !r.cancel_requested)
+      pool_rows(r, plan.seqs[i], at, logit_row, *logits);
+    if (st.logits == SeqStep::Logits::kLast) ++logit_row;
+    if (st.logits == SeqStep::Logits::kHidden) hidden_row += st.n_tokens;
+  }
   for (size_t i = 0; i < reqs.size(); ++i) {
     EngineRequest& r = *reqs[i];
     r.in_flight = false;
@@ -185,6 +241,8 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
       finish(r, ChunkKind::kCancelled, "cancelled");
     } else if (!logits.ok()) {
       finish(r, ChunkKind::kError, "error", logits.status());
+    } else if (r.pooling != Pooling::kNone) {
+      if (plan.seqs[i].wants_logits) finish_embedding(r);  // the prompt is done
     } else if (sampled[i].token >= 0) {
       emit_token(r, sampled[i]);
     }

@@ -82,7 +82,7 @@ StepPlan Scheduler::schedule() {
   while (budget > 0 && prefill_budget > 0 && !waiting_.empty() &&
          static_cast<int32_t>(running_.size()) < config_.max_seqs) {
     SchedSeq* s = waiting_.front();
-    if (s->kv.blocks[0].empty() && s->kv.blocks[1].empty()) {
+    if (s->kv.blocks[0].empty() && s->kv.blocks[1].empty() && s->reuse_prefix) {
       s->n_computed = kv_->attach_prefix(s->kv, s->tokens);
       if (!s->admitted_once) s->cached_prompt = s->n_computed, s->window_miss = s->kv.window_miss;
     }

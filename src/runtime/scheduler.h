@@ -39,6 +39,7 @@ struct SchedSeq {
   SeqKv kv;
   State state = State::kWaiting;
   bool paused = false;          // its consumer is behind: keep the KV, do not schedule
+  bool reuse_prefix = true;     // may start from the prefix cache (not embeddings that pool every position)
   bool admitted_once = false;
 
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }

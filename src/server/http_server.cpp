@@ -64,6 +64,9 @@ void add_routes(httplib::Server& svr, ServerContext& ctx) {
   using Res = httplib::Response;
   svr.Post("/v1/chat/completions", [&ctx](const Req& q, Res& s) { handle_chat_completions(ctx, q, s); });
   svr.Post("/v1/completions", [&ctx](const Req& q, Res& s) { handle_completions(ctx, q, s); });
+  svr.Post("/v1/embeddings", [&ctx](const Req& q, Res& s) { handle_embeddings(ctx, q, s); });
+  svr.Post("/v1/rerank", [&ctx](const Req& q, Res& s) { handle_rerank(ctx, q, s); });
+  svr.Post("/rerank", [&ctx](const Req& q, Res& s) { handle_rerank(ctx, q, s); });
   svr.Post("/v1/audio/speech", [&ctx](const Req& q, Res& s) { handle_speech(ctx, q, s); });
   svr.Get("/v1/audio/voices", [&ctx](const Req& q, Res& s) { handle_voices(ctx, q, s); });
   svr.Get("/v1/models", [&ctx](const Req& q, Res& s) { handle_models(ctx, q, s); });

@@ -35,6 +35,9 @@ struct ServerOptions {
   // /v1/audio/speech: DIR/VOICE.json is the speaker profile of voice VOICE (OuteTTS JSON);
   // OpenAI's voice names without a file speak with the model's own voice. "": none.
   std::string voices_dir;
+  // /v1/embeddings: how the model's hidden states are pooled, "mean" | "cls" | "last";
+  // "" takes the model file's pooling_type (mean where it has none).
+  std::string pooling;
 };
 
 // The voices of a speech graph whose model names its speakers (Qwen3-TTS CustomVoice):

@@ -55,6 +55,9 @@ ApiError not_ready_error(Lifecycle::State state);
 void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_models(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /v1/embeddings and POST /v1/rerank (embedding_endpoints.cpp).
+void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_rerank(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // POST /v1/audio/speech (speech_endpoint.cpp).

@@ -46,6 +46,7 @@ Status gguf_common_hparams(const GgufFile& f, const std::string& arch, ModelConf
                                "attention.key_length", &c->head_dim));
   c->max_ctx = f.get_int_or(arch + ".context_length", 2048);
   c->norm_eps = static_cast<float>(f.get_float_or(arch + ".attention.layer_norm_rms_epsilon", 1e-5));
+  c->pooling_type = static_cast<int32_t>(f.get_int_or(arch + ".pooling_type", -1));
 
   int64_t vocab = f.get_int_or(arch + ".vocab_size", 0);
   if (vocab <= 0) {

@@ -136,6 +136,9 @@ class GraphEngine final : public Engine {
   // What the engine would refuse (the runtime's rules), refused here before the graph sees
   // it; logprobs cannot cross the process boundary at all.
   Status check(const GenerateRequest& req) const {
+    if (req.pooling != Pooling::kNone)
+      return Status::unsupported(fmt::format(
+          "embeddings: stage '{}' runs in another process, which returns text only", stage_));
     if (req.params.guide)
       return Status::unsupported(fmt::format(
           "constrained output (response_format, grammar): stage '{}' runs in another process, "
