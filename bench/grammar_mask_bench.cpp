@@ -11,6 +11,8 @@
 //     bench/grammar_schemas.json 10
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -72,8 +74,12 @@ int main(int argc, char** argv) {
     compiles.push_back(quantile(c, 0.5));
     std::vector<double> steps;
     int complete = 0;
+    // As the server does: the walks (requests) of one schema share its mask cache; with
+    // SHARED=0 in the environment each walk has its own.
+    const bool shared = !std::getenv("SHARED") || std::string(std::getenv("SHARED")) != "0";
+    auto masks = std::make_shared<grammar::MaskCache>();
     for (int w = 0; w < walks; ++w) {
-      grammar::GrammarGuide guide(g, trie, 256);
+      grammar::GrammarGuide guide(g, trie, 256, shared ? masks : nullptr);
       std::vector<int32_t> generated;
       for (;;) {
         t0 = Clock::now();

@@ -167,7 +167,8 @@ std::optional<ApiError> attach_constraint(ServerContext& ctx, const httplib::Req
                                  common.constraint.param, "no_tokenizer");
   auto g = ctx.grammars.get(common.constraint.gbnf);
   if (!g) return ApiError::bad_request(g.status().message(), common.constraint.param, "invalid_grammar");
-  common.grammar = std::move(*g);
+  common.grammar = std::move(g->grammar);
+  common.masks = std::move(g->masks);
   common.trie = ctx.grammars.trie(*tok);
   return std::nullopt;
 }

@@ -323,7 +323,7 @@ std::optional<ApiError> fit_to_context(size_t prompt_tokens, const ServingLimits
 RequestParams params_for_choice(const CommonRequest& req, int32_t index) {
   RequestParams p = req.params;
   if (req.grammar && req.trie)  // a guide keeps state: one per choice
-    p.guide = std::make_shared<grammar::GrammarGuide>(req.grammar, req.trie, p.max_tokens);
+    p.guide = std::make_shared<grammar::GrammarGuide>(req.grammar, req.trie, p.max_tokens, req.masks);
   if (req.seed) {
     p.sampling.seed = *req.seed + static_cast<uint64_t>(index);
   } else {

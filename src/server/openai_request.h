@@ -43,6 +43,7 @@ struct CommonRequest {
   OutputConstraint constraint;
   std::shared_ptr<const grammar::Grammar> grammar;
   std::shared_ptr<const grammar::TokenTrie> trie;
+  std::shared_ptr<grammar::MaskCache> masks;
 };
 
 struct ChatRequest {

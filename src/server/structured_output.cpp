@@ -81,7 +81,7 @@ std::optional<ApiError> schema_in_written_order(const std::string& raw_body,
   return output_constraint(body, out);
 }
 
-Expected<std::shared_ptr<const grammar::Grammar>> GrammarCache::get(const std::string& gbnf) {
+Expected<GrammarCache::Entry> GrammarCache::get(const std::string& gbnf) {
   {
     std::lock_guard<std::mutex> l(mu_);
     for (auto it = recent_.begin(); it != recent_.end(); ++it)
@@ -93,12 +93,13 @@ Expected<std::shared_ptr<const grammar::Grammar>> GrammarCache::get(const std::s
   // Compiled outside the lock: a large schema does not hold up other requests.
   auto g = grammar::compile_gbnf(gbnf);
   if (!g) return g.status();
-  auto shared = std::make_shared<const grammar::Grammar>(std::move(*g));
+  Entry e{std::make_shared<const grammar::Grammar>(std::move(*g)),
+          std::make_shared<grammar::MaskCache>()};
   std::lock_guard<std::mutex> l(mu_);
   ++compiled_;
-  recent_.emplace_front(gbnf, shared);
+  recent_.emplace_front(gbnf, e);
   if (recent_.size() > kCapacity) recent_.pop_back();
-  return shared;
+  return e;
 }
 
 std::shared_ptr<const grammar::TokenTrie> GrammarCache::trie(const Tokenizer& tok) {

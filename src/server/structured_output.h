@@ -39,14 +39,17 @@ std::optional<ApiError> schema_in_written_order(const std::string& raw_body, Out
 class GrammarCache {
  public:
   static constexpr size_t kCapacity = 64;
-  Expected<std::shared_ptr<const grammar::Grammar>> get(const std::string& gbnf);
+  struct Entry {
+    std::shared_ptr<const grammar::Grammar> grammar;
+    std::shared_ptr<grammar::MaskCache> masks;  // its token masks, shared by its requests
+  };
+  Expected<Entry> get(const std::string& gbnf);
   std::shared_ptr<const grammar::TokenTrie> trie(const Tokenizer& tok);
   uint64_t compiled() const;  // grammars compiled so far (cache misses)
 
  private:
   mutable std::mutex mu_;
-  std::list<std::pair<std::string, std::shared_ptr<const grammar::Grammar>>>
-      recent_;  // newest first
+  std::list<std::pair<std::string, Entry>> recent_;  // newest first
   std::shared_ptr<const grammar::TokenTrie> trie_;
   uint64_t compiled_ = 0;
 };

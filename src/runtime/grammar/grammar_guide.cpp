@@ -7,8 +7,6 @@ namespace edge::grammar {
 
 namespace {
 constexpr size_t kCompactAbove = size_t{1} << 16;  // arena nodes kept before compacting
-constexpr size_t kMaxMasks = 256;                  // masks cached per guide
-constexpr size_t kMaxCachedIds = size_t{1} << 20;  // their ids together (4 MiB)
 }  // namespace
 
 TokenTrie::TokenTrie(const Tokenizer& tok) : strips_leading_space_(tok.strips_leading_space()) {
@@ -58,13 +56,38 @@ TokenTrie::TokenTrie(const Tokenizer& tok) : strips_leading_space_(tok.strips_le
   }
 }
 
+std::shared_ptr<const Mask> MaskCache::find(uint64_t key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = masks_.find(key);
+  if (it == masks_.end()) return nullptr;
+  ++hits_;
+  return it->second;
+}
+
+void MaskCache::put(uint64_t key, std::shared_ptr<const Mask> mask) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (masks_.size() >= kMaxMasks || ids_ + mask->size() > kMaxIds) {
+    masks_.clear();  // guides holding a mask keep it alive
+    ids_ = 0;
+  }
+  ids_ += mask->size();
+  masks_[key] = std::move(mask);
+}
+
+uint64_t MaskCache::hits() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return hits_;
+}
+
 GrammarGuide::GrammarGuide(std::shared_ptr<const Grammar> grammar,
-                           std::shared_ptr<const TokenTrie> trie, int32_t max_tokens)
+                           std::shared_ptr<const TokenTrie> trie, int32_t max_tokens,
+                           std::shared_ptr<MaskCache> masks)
     : grammar_(std::move(grammar)),
       trie_(std::move(trie)),
       max_tokens_(max_tokens),
       matcher_(*grammar_),
-      state_(matcher_.initial()) {}
+      state_(matcher_.initial()),
+      masks_(masks ? std::move(masks) : std::make_shared<MaskCache>()) {}
 
 void GrammarGuide::consume(int32_t id) {
   if (id < 0 || id >= trie_->n_vocab()) return;
@@ -110,20 +133,17 @@ void GrammarGuide::walk(uint32_t node, const Matcher::State& s, bool at_start) {
 
 // Every token the state allows, with the effort left after it: walked once per distinct
 // state, then cached.
-const std::vector<GrammarGuide::Candidate>& GrammarGuide::candidates() {
+std::shared_ptr<const Mask> GrammarGuide::candidates() {
   const bool at_start = !started_ && trie_->strips_leading_space();
   const uint64_t key = matcher_.signature(state_) ^ (at_start ? 0x9e3779b97f4a7c15ull : 0);
-  if (auto hit = masks_.find(key); hit != masks_.end()) return hit->second;
+  if (auto hit = masks_->find(key)) return hit;
   cands_.clear();
   const Matcher::Mark m = matcher_.mark();
   walk(0, state_, at_start);
   matcher_.rewind(m);
-  if (masks_.size() >= kMaxMasks || cached_ids_ + cands_.size() > kMaxCachedIds) {
-    masks_.clear();
-    cached_ids_ = 0;
-  }
-  cached_ids_ += cands_.size();
-  return masks_.emplace(key, cands_).first->second;
+  auto mask = std::make_shared<const Mask>(cands_);
+  masks_->put(key, mask);
+  return mask;
 }
 
 std::span<const int32_t> GrammarGuide::allowed(std::span<const int32_t> generated) {
@@ -137,7 +157,8 @@ std::span<const int32_t> GrammarGuide::allowed(std::span<const int32_t> generate
     const int64_t after = max_tokens_ > 0
                               ? int64_t{max_tokens_} - static_cast<int64_t>(generated.size()) - 2
                               : INT64_MAX;
-    const std::vector<Candidate>& cands = candidates();
+    const std::shared_ptr<const Mask> mask = candidates();
+    const Mask& cands = *mask;
     int32_t least = INT32_MAX;
     for (const Candidate& c : cands) {
       if (c.effort <= after) allowed_.push_back(c.id);

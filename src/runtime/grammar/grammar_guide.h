@@ -4,8 +4,8 @@
 //
 // The vocabulary is a byte trie of the tokens' pieces (TokenTrie, built once per
 // tokenizer and shared): one walk from the current state visits each prefix once and
-// drops a whole subtree as soon as its prefix is dead. A state seen before (by its
-// signature) reuses its mask.
+// drops a whole subtree as soon as its prefix is dead. A state seen before, by this request
+// or another of the same grammar (MaskCache), reuses its mask.
 //
 // Budget: with max_tokens known, the guide keeps the output completable. A token is allowed
 // only if the fewest tokens that complete the match after it (one code point, or one byte of
@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -55,25 +56,50 @@ class TokenTrie {
   bool strips_leading_space_ = false;
 };
 
+// The tokens a state allows, each with the fewest tokens that can complete the match after
+// it (its effort).
+struct MaskCandidate {
+  int32_t id;
+  int32_t effort;
+};
+using Mask = std::vector<MaskCandidate>;
+
+// Masks by state signature (Matcher::signature), shared by every guide of one grammar over
+// one trie: a signature hashes grammar positions only, so it means the same state in every
+// request, and a state one request walked is free for the next. Thread-safe; bounded (it
+// starts over when full).
+class MaskCache {
+ public:
+  static constexpr size_t kMaxMasks = 1024;
+  static constexpr size_t kMaxIds = size_t{1} << 23;  // 64 MiB of candidates
+  std::shared_ptr<const Mask> find(uint64_t key) const;
+  void put(uint64_t key, std::shared_ptr<const Mask> mask);
+  uint64_t hits() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<const Mask>> masks_;
+  size_t ids_ = 0;
+  mutable uint64_t hits_ = 0;
+};
+
 class GrammarGuide final : public TokenGuide {
  public:
-  // max_tokens <= 0: no budget.
+  // max_tokens <= 0: no budget. `masks`: shared with other guides of the same grammar and
+  // trie (null: a cache of its own).
   GrammarGuide(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
-               int32_t max_tokens);
+               int32_t max_tokens, std::shared_ptr<MaskCache> masks = nullptr);
   std::span<const int32_t> allowed(std::span<const int32_t> generated) override;
 
   // The state after the tokens so far: whether they form a complete match.
   bool complete() const { return state_.accept; }
 
  private:
-  struct Candidate {
-    int32_t id;
-    int32_t effort;  // tokens that at least are needed after it to complete the match
-  };
+  using Candidate = MaskCandidate;
   void consume(int32_t id);
   static int32_t effort(const Matcher::State& s);
   void walk(uint32_t node, const Matcher::State& s, bool at_start);
-  const std::vector<Candidate>& candidates();
+  std::shared_ptr<const Mask> candidates();
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
@@ -84,11 +110,9 @@ class GrammarGuide final : public TokenGuide {
   bool started_ = false;  // a non-empty piece has been generated (the leading-space strip)
   bool broken_ = false;   // a token outside the grammar arrived (not from this guide)
   std::vector<int32_t> allowed_;
-  // Masks by state signature: inside a string or a repeated structure the same state comes
-  // back token after token, and its mask is the same.
+  // Inside a string or a repeated structure the same state comes back token after token.
   std::vector<Candidate> cands_;
-  std::unordered_map<uint64_t, std::vector<Candidate>> masks_;
-  size_t cached_ids_ = 0;
+  std::shared_ptr<MaskCache> masks_;
 };
 
 }  // namespace edge::grammar

@@ -21,7 +21,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-
 Grammar schema_grammar(const json& schema, bool strict = false) {
   auto text = json_schema_to_gbnf(schema, strict);
   EXPECT_TRUE(text.ok()) << text.status().to_string();
@@ -153,6 +152,33 @@ TEST(GrammarGuide, RandomWalksAlwaysEndInValidJsonWithinTheBudget) {
       EXPECT_FALSE(json::parse(text, nullptr, false).is_discarded()) << text;
     }
   }
+}
+
+// Guides of one grammar share their masks: a second request walking the same states finds
+// them cached, and gets the same tokens allowed.
+TEST(GrammarGuide, RequestsOfOneGrammarShareTheirMasks) {
+  auto vocab = make_synthetic_vocab(1200, 4);
+  ASSERT_TRUE(vocab.ok());
+  auto tok = Tokenizer::from_vocab(std::move(*vocab));
+  ASSERT_TRUE(tok.ok());
+  auto trie = std::make_shared<const TokenTrie>(*tok);
+  auto g = std::make_shared<const Grammar>(schema_grammar(kPerson));
+  auto masks = std::make_shared<MaskCache>();
+  auto follow = [&](std::vector<std::vector<int32_t>>& seen) {
+    GrammarGuide guide(g, trie, 100, masks);
+    std::vector<int32_t> generated;
+    for (int step = 0; step < 12; ++step) {
+      auto allowed = guide.allowed(generated);
+      seen.emplace_back(allowed.begin(), allowed.end());
+      generated.push_back(allowed[allowed.size() / 2]);  // the same choices both times
+    }
+  };
+  std::vector<std::vector<int32_t>> first, second;
+  follow(first);
+  const uint64_t hits = masks->hits();
+  follow(second);
+  EXPECT_EQ(first, second);
+  EXPECT_GE(masks->hits(), hits + 12);
 }
 
 TEST(GrammarGuide, AnEndIsAllowedOnlyOnACompleteMatch) {
