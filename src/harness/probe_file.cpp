@@ -26,7 +26,8 @@ bool graph_has_speech(const pipeline::PipelineSpec& spec) {
 bool graph_has_text(const pipeline::PipelineSpec& spec) {
   for (const pipeline::Route& r : spec.routes) {
     const pipeline::StageSpec* s = spec.stage(r.from.stage);
-    if (r.to.stage == "output" && s && s->contract.name == "text.generate") return true;
+    if (r.to.stage == "output" && s && (s->contract.name == "text.generate" || s->contract.name == "chat.generate"))
+      return true;
   }
   return false;
 }

@@ -79,8 +79,16 @@ constexpr double kPromptEndS = 5.0;  // "at once": generous for a loaded 2-core 
 std::map<std::string, pipeline::PortValue> id_inputs(const pipeline::PipelineSpec& spec,
                                                      const std::vector<int32_t>& ids) {
   std::map<std::string, pipeline::PortValue> in;
-  for (const pipeline::Route& r : spec.routes)
-    if (r.from.stage == "input") in[r.from.port] = pipeline::PortValue{"", ids, {}};
+  for (const pipeline::Route& r : spec.routes) {
+    if (r.from.stage != "input") continue;
+    // A chat stage's conversation and media ports are optional; its prompt goes as text
+    // (llama-server with a projector takes no token ids on /v1/completions).
+    const pipeline::StageSpec* s = spec.stage(r.to.stage);
+    const bool chat = s && s->contract.name == "chat.generate";
+    if (chat && r.to.port != "prompt") continue;
+    in[r.from.port] = chat ? pipeline::PortValue{"Once upon a time, in a small town, there lived", {}, {}}
+                           : pipeline::PortValue{"", ids, {}};
+  }
   return in;
 }
 
@@ -189,7 +197,7 @@ void TextProbe::worker_killed() {
   std::string stage;
   bool external = false;
   for (const auto& s : rt_.spec().stages)
-    if (s.contract.name == "text.generate" &&
+    if ((s.contract.name == "text.generate" || s.contract.name == "chat.generate") &&
         (s.placement == pipeline::Placement::kWorker || s.placement == pipeline::Placement::kExternal)) {
       stage = s.name;
       external = s.placement == pipeline::Placement::kExternal;

@@ -75,7 +75,7 @@ const std::map<std::string, Shipped>& shipped() {
       {"vision-language-external.yaml",
        {"--input image=image:" + kDir +
             "media/gradient.png --input 'prompt=What is in the picture?' -n 8",
-        true, false, false}},
+        true, false, true}},
       {"audio-language.yaml",
        {"--input pcm=wav:" + kDir + "media/tone.wav --input 'prompt=What do you hear?' -n 8", true,
         false, false}},
@@ -157,7 +157,7 @@ TEST_P(ProbedPipeline, PassesTheProbes) {
   EXPECT_EQ(j["failed"].get<int>(), 0);
   std::set<std::string> names;
   for (const auto& c : j["checks"]) names.insert(c["name"].get<std::string>());
-  if (GetParam() == "text-external.yaml") {  // the server it spawned, killed by pid
+  if (GetParam() == "text-external.yaml" || GetParam() == "vision-language-external.yaml") {  // killed by pid
     EXPECT_TRUE(names.count("text.server_killed")) << r.out;
     EXPECT_TRUE(names.count("text.after_server_killed")) << r.out;
   }
@@ -235,13 +235,14 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& i) {
 
 INSTANTIATE_TEST_SUITE_P(Files, ShippedPipeline,
                          ::testing::Values("text-worker.yaml", "text-external.yaml", "speech.yaml",
-                                           "vision-language.yaml", "audio-language.yaml",
-                                           "voice-note.yaml"),
+                                           "vision-language.yaml", "vision-language-external.yaml",
+                                           "audio-language.yaml", "voice-note.yaml"),
                          test_name);
-// The headers that name `probe --pipeline`: text in a worker and in an external server, and
-// speech with its vocoder in a worker.
+// The headers that name `probe --pipeline`: text in a worker and in an external server (with
+// and without the vision encoder), and speech with its vocoder in a worker.
 INSTANTIATE_TEST_SUITE_P(Files, ProbedPipeline,
-                         ::testing::Values("text-worker.yaml", "text-external.yaml", "speech.yaml"),
+                         ::testing::Values("text-worker.yaml", "text-external.yaml", "speech.yaml",
+                                           "vision-language-external.yaml"),
                          test_name);
 
 }  // namespace
