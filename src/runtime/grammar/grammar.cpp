@@ -73,6 +73,7 @@ namespace {
 
 constexpr int32_t kInf = std::numeric_limits<int32_t>::max() / 4;
 constexpr size_t kMaxRules = 20000;
+constexpr size_t kMaxElements = size_t{1} << 20;  // a request's grammar stays small in memory
 constexpr int kMaxNesting = 64;  // parenthesised groups inside one another
 
 // One parsed item of a sequence: a set, a rule named, or a group; with its repetition.
@@ -423,6 +424,10 @@ class Lowering {
   Status lower_item(const std::string& base, const Item& it, std::vector<Element>& out) {
     if (it.min == 0 && it.max == 0) return Status();
     ASSIGN_OR_RETURN(Element e, once(base, it));
+    elements_ += static_cast<size_t>(it.min) + 1;
+    if (elements_ > kMaxElements)
+      return Status::invalid_argument(
+          fmt::format("grammar: more than {} elements once repetitions are expanded", kMaxElements));
     for (int k = 0; k < it.min; ++k) out.push_back(e);
     if (it.max == it.min) return Status();
     if (it.max < 0) {  // star ::= e star | (empty)
@@ -450,6 +455,7 @@ class Lowering {
   std::vector<std::vector<std::vector<Element>>> rules_;
   std::vector<CharSet> sets_;
   size_t defined_ = 0;
+  size_t elements_ = 0;  // emitted so far, repetitions counted
 };
 
 // Fewest code points per rule (kInf: matches nothing), by fixpoint; then per element.

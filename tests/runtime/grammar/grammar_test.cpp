@@ -130,6 +130,8 @@ TEST(Grammar, RefusalsNameTheProblem) {
   refused("root ::= [b-a]", "grammar line 1");
   refused("root := \"a\"", "'::='");
   refused("start ::= \"a\"", "no rule 'root'");
+  refused("root ::= \"a\"{900000} \"b\"{900000}", "elements once repetitions are expanded");
+  refused("root ::= [a-z]{0,5}{0,5}{0,5}{0,5}{0,5}{0,5}{0,5}{0,5}", "grammar line");
 }
 
 TEST(Grammar, LiteralsQuoteWhatTheyHold) {
