@@ -8,7 +8,7 @@ namespace edge::grammar {
 
 namespace {
 
-constexpr int kMaxDepth = 512;       // expansion without consuming (nested rules)
+constexpr int kMaxDepth = 12000;  // expansion without consuming (a schema of 5000 optional properties nests 5000)
 constexpr size_t kMaxLeaves = 4096;  // ways one text can continue; more are dropped
 
 uint64_t mix(uint64_t x) {

@@ -249,18 +249,28 @@ class SchemaCompiler {
       list.push_back({gbnf_literal(json(name).dump()) + " ws \":\" ws " + value + " ws",
                       required.count(name) > 0});
     }
-    // The first property present is any one up to the first required; after it, each
-    // required one comes with its comma and each optional one may.
-    std::string alts;
-    for (size_t first = 0; first < list.size(); ++first) {
-      std::string seq = list[first].pair;
-      for (size_t j = first + 1; j < list.size(); ++j)
-        seq += list[j].required ? " \",\" ws " + list[j].pair : " (\",\" ws " + list[j].pair + ")?";
-      alts += (alts.empty() ? "" : " | ") + ("(" + seq + ")");
-      if (list[first].required) break;
+    const bool all_required = required.size() == list.size();
+    if (all_required) {  // the strict case: one sequence
+      std::string seq = list[0].pair;
+      for (size_t j = 1; j < list.size(); ++j) seq += " \",\" ws " + list[j].pair;
+      return add_rule("object", "\"{\" ws " + seq + " \"}\"");
     }
-    const bool all_optional = required.empty();
-    return add_rule("object", "\"{\" ws (" + alts + ")" + (all_optional ? "?" : "") + " \"}\"");
+    // With optional properties, as rules (linear in their number): after_j, the properties
+    // from j on once one is written (each required one with its comma, each optional one
+    // maybe); from_k, the properties when the first written is at k or later.
+    const size_t n = list.size();
+    std::vector<std::string> after(n + 1), from(n + 1);
+    after[n] = add_rule("after", "\"\"");
+    for (size_t j = n; j-- > 0;) {
+      const std::string item = "\",\" ws " + list[j].pair;
+      after[j] =
+          add_rule("after", (list[j].required ? item : "(" + item + ")?") + " " + after[j + 1]);
+    }
+    from[n] = add_rule("from", "\"\"");  // reached only when every property is optional
+    for (size_t k = n; k-- > 0;)
+      from[k] = add_rule("from", list[k].pair + " " + after[k + 1] +
+                                     (list[k].required ? "" : " | " + from[k + 1]));
+    return add_rule("object", "\"{\" ws " + from[0] + " \"}\"");
   }
 
   const json& root_;

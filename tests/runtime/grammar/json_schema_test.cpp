@@ -73,6 +73,20 @@ TEST(JsonSchema, OptionalPropertiesKeepTheirCommasRight) {
   EXPECT_EQ(run(none, R"({"a":null})"), 1);
 }
 
+// Many optional properties: the grammar grows with their number, not its square.
+TEST(JsonSchema, OptionalPropertiesCostLinearly) {
+  json props = json::object();
+  for (int i = 0; i < 3000; ++i) props["p" + std::to_string(i)] = {{"type", "integer"}};
+  auto text = json_schema_to_gbnf(json{{"type", "object"}, {"properties", props}, {"required", {"p1500"}}}, false);
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  EXPECT_LT(text->size(), size_t{1} << 20);
+  auto g = compile_gbnf(*text);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(run(*g, R"({"p1500":1})"), 1);
+  EXPECT_EQ(run(*g, R"({"p3":1,"p2999":2})"), -1);  // p1500 is required
+  EXPECT_EQ(run(*g, R"({"p3":1,"p1500":2,"p2999":3})"), 1);
+}
+
 TEST(JsonSchema, DefsAndRecursiveReferences) {
   const json tree = json::parse(R"({
     "$defs": {"node": {"type": "object", "properties": {
