@@ -239,6 +239,7 @@ std::optional<ApiError> parse_chat_request(const json& body, const ServingLimits
   if (auto e = normalize_messages(body.contains("messages") ? body["messages"] : json(nullptr), out.messages, out.media))
     return e;
   read_tools(f, body, out);
+  f.boolean("return_tokens", out.return_tokens);
   const json& kwargs = f.object("chat_template_kwargs");
   if (kwargs.is_object()) out.template_kwargs = kwargs;
   // OpenAI's reasoning_effort reaches the template as a variable (harmony's system message

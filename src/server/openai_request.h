@@ -59,6 +59,7 @@ struct ChatRequest {
   std::string forced_tool;  // the named function ("" for any)
   bool parallel_tool_calls = true;
   bool logprobs = false;       // chat shape of logprobs (content[].top_logprobs)
+  bool return_tokens = false;  // each stream chunk's choice also carries its token ids (as completions)
   std::vector<MediaInput> media;  // image/audio parts in order; kMediaMarker in the text
 };
 

@@ -59,12 +59,15 @@ class MultimodalExternal : public ::testing::Test {
     c.set_read_timeout(120, 0);
     return c.Post("/v1/chat/completions", body.dump(), "application/json");
   }
+  // The answer's text; every answer has its 8 tokens counted (through a pipeline too: the
+  // backend's stream carries their ids).
   static std::string answer(const ServerProcess& s, const json& body) {
     auto r = post(s, body);
     EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no response");
-    return r && r->status == 200
-               ? json::parse(r->body)["choices"][0]["message"]["content"].get<std::string>()
-               : "";
+    if (!r || r->status != 200) return "";
+    const json j = json::parse(r->body);
+    EXPECT_EQ(j["usage"]["completion_tokens"], 8) << r->body;
+    return j["choices"][0]["message"]["content"].get<std::string>();
   }
 
   static inline std::string model_, projector_;
