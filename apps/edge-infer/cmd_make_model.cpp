@@ -1,10 +1,11 @@
 // edge-infer make-model --arch llama|qwen2|qwen3|gemma3|spark|qwen3moe|gpt-oss|outetts|qwen3-tts|
-//   qwen3-tts-tokenizer|wavtokenizer-dec [--layers N --dim D ...]
+//   qwen3-tts-tokenizer|wavtokenizer-dec|bert|nomic-bert [--layers N --dim D ...]
 //   --type f32|f16|bf16 -o FILE.gguf|DIR
 // Deterministic random weights: the same flags give the same bytes.
 #include <cstdio>
 
 #include "commands.h"
+#include "convert/random_bert.h"
 #include "convert/random_model.h"
 #include "convert/random_qwen3_tts.h"
 #include "convert/random_qwen3_tts_codec.h"
@@ -24,6 +25,7 @@ struct MakeModelArgs {
   int proj_dim = 0;  // projectors: the LM's embedding width (0: --dim)
   int image_size = 64, patch_size = 4;  // vision projectors
   bool no_class_embd = false;           // clip-mlp: a SigLIP tower (no CLS, no pre-LN)
+  bool rerank = false;                  // bert: a cross-encoder (classification head)
   RandomQwen3TtsOptions tts;            // qwen3-tts: the code predictor and text sizes
   std::string codec_size = "small";     // qwen3-tts-tokenizer: small | published
   CLI::App* sub = nullptr;              // which flags were given
@@ -60,6 +62,27 @@ int make_qwen3_tts(MakeModelArgs& a) {
   return 0;
 }
 
+// bert | nomic-bert: a text encoder (embeddings; --rerank: a cross-encoder).
+int make_bert(const MakeModelArgs& a) {
+  RandomBertOptions b;
+  b.arch = a.o.arch;
+  b.n_layer = a.o.n_layer;
+  b.n_embd = a.o.n_embd;
+  b.n_head = a.o.n_head;
+  b.n_ff = a.o.n_ff;
+  b.n_vocab = a.o.n_vocab;
+  b.ctx = a.o.ctx;
+  b.pooling_type = a.o.pooling_type;
+  b.rerank = a.rerank;
+  b.dtype = a.o.dtype;
+  b.seed = a.o.seed;
+  Status s = write_random_bert(b, a.out);
+  if (!s.ok()) return report_error(s);
+  std::fprintf(stderr, "edge-infer: wrote %s %s (random weights) to %s\n", b.arch.c_str(),
+               b.rerank ? "cross-encoder" : "encoder", a.out.c_str());
+  return 0;
+}
+
 int run_make_model(MakeModelArgs& a) {
   // clip-<vision projector type> (the projector table); --type may be q8_0 here.
   if (a.o.arch.starts_with("clip-") && find_vision_projector(a.o.arch.substr(5)))
@@ -68,7 +91,9 @@ int run_make_model(MakeModelArgs& a) {
   auto dt = dtype_from_name(a.type);
   if (!dt) return report_error(dt.status());
   const bool audio = a.o.arch == "clip-ultravox" || a.o.arch == "clip-qwen2a";  // q8_0 too
-  if (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16 && !(audio && *dt == DType::Q8_0))
+  const bool encoder = a.o.arch == "bert" || a.o.arch == "nomic-bert";            // q8_0 too
+  if (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16 &&
+      !((audio || encoder) && *dt == DType::Q8_0))
     return report_error(Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
   a.o.dtype = *dt;
   if (!a.experts_type.empty()) {
@@ -76,6 +101,8 @@ int run_make_model(MakeModelArgs& a) {
     if (!et) return report_error(et.status());
     a.o.experts_dtype = *et;
   }
+  if (encoder) return make_bert(a);
+  if (a.rerank) return report_error(Status::invalid_argument("--rerank is for --arch bert"));
   if (a.o.arch == "wavtokenizer-dec") return make_vocoder(a.o, a.out);
   if (a.o.arch == "qwen3-tts") return make_qwen3_tts(a);
   if (a.o.arch == "qwen3-tts-tokenizer")
@@ -108,7 +135,7 @@ void register_make_model(CLI::App& app, Context& ctx) {
                   archs +
                       " | outetts | qwen3-tts | qwen3-tts-tokenizer | wavtokenizer-dec | clip-ultravox | "
                       "clip-qwen2a | "
-                      "clip-gemma3 | clip-mlp")
+                      "clip-gemma3 | clip-mlp | bert | nomic-bert")
       ->capture_default_str();
   sub->add_option("--proj-dim", a->proj_dim, "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
   sub->add_option("--image-size", a->image_size, "vision projectors (clip-gemma3 | clip-mlp): input side")
@@ -133,8 +160,11 @@ void register_make_model(CLI::App& app, Context& ctx) {
   sub->add_flag("--untied", a->untied, "separate output head");
   sub->add_option("--type", a->type, "f32 | f16 | bf16")->capture_default_str();
   sub->add_option("--pooling", a->o.pooling_type,
-                  "GGUF pooling_type of an embedding model: 1 mean, 2 cls, 3 last (Qwen3-Embedding)")
-      ->check(CLI::Range(1, 3));
+                  "GGUF pooling_type of an embedding model: 1 mean, 2 cls, 3 last (Qwen3-Embedding), "
+                  "4 rank (bert --rerank)")
+      ->check(CLI::Range(1, 4));
+  sub->add_flag("--rerank", a->rerank,
+                "bert: a cross-encoder (BGE-reranker style classification head; pooling 4)");
   sub->add_option("--experts-type", a->experts_type,
                   "MoE families: the stacked experts' type, f32 | f16 | bf16 | mxfp4 (default: --type)");
   sub->add_option("--seed", a->o.seed)->capture_default_str();

@@ -87,7 +87,9 @@ struct MediaEmbedding {
 // How an embedding request turns the final hidden states of its prompt into one vector
 // (llama.cpp's pooling types): their mean, the first position's (BERT's CLS), or the last
 // position's (decoder embedding models such as Qwen3-Embedding, whose prompt ends in EOS).
-enum class Pooling : uint8_t { kNone, kMean, kCls, kLast };
+// kRank: a cross-encoder's relevance score, its first position through the classification
+// head (text encoders with one only: runtime/encoder_engine.h); the chunk's scores[0].
+enum class Pooling : uint8_t { kNone, kMean, kCls, kLast, kRank };
 
 struct GenerateRequest {
   std::vector<int32_t> prompt;  // token ids (already templated / tokenised)

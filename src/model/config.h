@@ -91,6 +91,9 @@ struct ModelConfig {
   // GGUF {arch}.pooling_type, llama.cpp's numbering (-1 unspecified, 0 none, 1 mean, 2 cls,
   // 3 last, 4 rank): how an embedding model pools its hidden states.
   int32_t pooling_type = -1;
+  // A BERT-family text encoder (arch/bert.h): non-causal, no output head, no KV cache. It
+  // embeds (an encoder engine serves it); the decoder forward pass refuses it.
+  bool encoder_only = false;
   RopeStyle rope_style = RopeStyle::kNeox;
   Activation act = Activation::kSwiGlu;
   bool tied_embeddings = false;  // output.weight absent: the head reads token_embd

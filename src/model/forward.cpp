@@ -131,6 +131,10 @@ Expected<ForwardPass> ForwardPass::create(const Model& model, int64_t max_tokens
                                           ThreadPool* pool) {
   if (max_tokens <= 0)
     return Status::invalid_argument(fmt::format("tokens per step {} must be positive", max_tokens));
+  if (model.config().encoder_only)
+    return Status::unsupported(fmt::format(
+        "'{}' is a text encoder: it embeds (serve it for /v1/embeddings), it does not generate",
+        model.config().arch));
   try {
     return ForwardPass(model, max_tokens, pool ? pool : &model.pool());
   } catch (const std::bad_alloc&) {

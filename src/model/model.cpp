@@ -95,7 +95,7 @@ void Model::charge_ledger(const TensorSet& in_use) {
         (t.name.find(".ffn_") != std::string::npos && std::count(t.name.begin(), t.name.end(), '.') == 4))
       memory_.expert_ranges.emplace_back(t.data, t.nbytes);
   }
-  const int64_t vectors = vector_bytes(weights_);
+  const int64_t vectors = vector_bytes(weights_) + (encoder_ ? encoder_->weights.vector_bytes() : 0);
   memory_.weights_anon = repacked + vectors;
   source_->mapped_charge.set(MemCategory::kWeightsMapped, memory_.weights_mapped);
   source_->vectors_charge.set(MemCategory::kWeights, vectors);
@@ -184,6 +184,14 @@ Status Model::load_gguf(const LoadOptions& o) {
   const int64_t metadata_bytes = metadata_heap.bytes();
   const GgufFile& g = *source_->gguf;
   ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
+  if (is_text_encoder_arch(arch)) {
+    const int threads = o.n_threads > 0 ? o.n_threads : ThreadPool::default_threads();
+    ASSIGN_OR_RETURN(source_->prepared, prepare_gguf_tensors(g, threads));
+    RETURN_IF_ERROR(load_text_encoder(g, arch));
+    RETURN_IF_ERROR(load_gguf_tokenizer(g, o, metadata_bytes));
+    charge_ledger(source_->prepared.tensors);
+    return Status();
+  }
   const ArchFamily* fam = find_family_gguf(arch);
   if (!fam)
     return Status::unsupported("unsupported architecture '" + arch + "' (known: " +
@@ -202,6 +210,24 @@ Status Model::load_gguf(const LoadOptions& o) {
   if (act != "f32" && act != "int8")
     return Status::invalid_argument("activations must be auto, f32 or int8 (got " + act + ")");
   int8_activations_ = act == "int8";
+  RETURN_IF_ERROR(load_gguf_tokenizer(g, o, metadata_bytes));
+  charge_ledger(source_->prepared.tensors);
+  return Status();
+}
+
+// An encoder's matrices run with float activations: its GGUF block types are repacked for
+// the kernels like a decoder's, and the model's default (W4A16 for packed weights) holds.
+Status Model::load_text_encoder(const GgufFile& g, const std::string& arch) {
+  auto enc = std::make_unique<Encoder>();
+  ASSIGN_OR_RETURN(config_, bert_config_from_gguf(g, arch, &enc->hparams));
+  RETURN_IF_ERROR(validate_config(config_));
+  RETURN_IF_ERROR(bert_schema(config_, enc->hparams).check(source_->prepared.tensors));
+  ASSIGN_OR_RETURN(enc->weights, bind_bert_weights(config_, enc->hparams, source_->prepared.tensors));
+  encoder_ = std::move(enc);
+  return Status();
+}
+
+Status Model::load_gguf_tokenizer(const GgufFile& g, const LoadOptions& o, int64_t metadata_bytes) {
   if (o.load_tokenizer && g.find("tokenizer.ggml.model")) {
     HeapDelta tokenizer_heap;
     ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::from_gguf(g));
@@ -214,7 +240,6 @@ Status Model::load_gguf(const LoadOptions& o) {
     memory_.tokenizer = metadata_bytes;
     memory_.tokenizer_measured = true;
   }
-  charge_ledger(source_->prepared.tensors);
   return Status();
 }
 

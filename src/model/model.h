@@ -18,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "formats/model_format.h"
 #include "kernels/api.h"
+#include "model/arch/bert.h"
 #include "model/config.h"
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"
@@ -78,6 +79,10 @@ class Model {
   ModelFormat format() const { return format_; }
   const std::string& path() const { return path_; }
   const ModelMemory& memory() const { return memory_; }
+  // A BERT-family text encoder (config().encoder_only): its extras and weights, which an
+  // encoder engine runs with bert_encode; null for every decoder.
+  const BertHparams* encoder_hparams() const { return encoder_ ? &encoder_->hparams : nullptr; }
+  const BertWeights* encoder_weights() const { return encoder_ ? &encoder_->weights : nullptr; }
 
  private:
   struct Source;  // the open file(s) the weight views point into
@@ -87,6 +92,8 @@ class Model {
                                                          const LoadOptions& o);
   Status load_gguf(const LoadOptions& o);
   Status load_hf(const LoadOptions& o);
+  Status load_text_encoder(const GgufFile& g, const std::string& arch);
+  Status load_gguf_tokenizer(const GgufFile& g, const LoadOptions& o, int64_t metadata_bytes);
   Status load_llama2c();
 
   std::string path_;
@@ -102,6 +109,11 @@ class Model {
   KernelTable kernel_table_;  // the selected table plus this model's activation mode
   bool int8_activations_ = false;
   ModelMemory memory_;
+  struct Encoder {
+    BertHparams hparams;
+    BertWeights weights;
+  };
+  std::unique_ptr<Encoder> encoder_;
 };
 
 }  // namespace edge

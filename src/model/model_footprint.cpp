@@ -10,6 +10,7 @@
 #include "formats/hf_config.h"
 #include "formats/llama2c.h"
 #include "formats/model_format.h"
+#include "model/arch/bert.h"
 #include "model/arch/llama2c_config.h"
 #include "model/packed_weights.h"
 #include "model/registry.h"
@@ -67,10 +68,16 @@ uint64_t file_size_or_zero(const std::string& path) {
 Status read_gguf(const std::string& path, ModelFootprint& m) {
   ASSIGN_OR_RETURN(GgufFile g, GgufFile::open(path, packed_gguf_types()));
   ASSIGN_OR_RETURN(std::string arch, g.get_string("general.architecture"));
-  const ArchFamily* fam = find_family_gguf(arch);
-  if (!fam)
-    return Status::unsupported("unsupported architecture '" + arch + "' (known: " + known_architectures() + ")");
-  ASSIGN_OR_RETURN(m.config, fam->from_gguf(g, arch));
+  if (is_text_encoder_arch(arch)) {  // a BERT-family encoder (arch/bert.h)
+    BertHparams extras;
+    ASSIGN_OR_RETURN(m.config, bert_config_from_gguf(g, arch, &extras));
+  } else {
+    const ArchFamily* fam = find_family_gguf(arch);
+    if (!fam)
+      return Status::unsupported("unsupported architecture '" + arch + "' (known: " +
+                                 known_architectures() + ")");
+    ASSIGN_OR_RETURN(m.config, fam->from_gguf(g, arch));
+  }
   for (const TensorView& t : g.tensors().all()) add_tensor(m, footprint_of(t, true));
   m.file_bytes = g.mapped().size();
   if (g.find("tokenizer.ggml.model")) {

@@ -45,7 +45,7 @@ std::string known_architectures() {
   std::string s;
   for (const ArchFamily* f : all_families())
     for (const std::string& a : f->gguf_archs) s += (s.empty() ? "" : ", ") + a;
-  return s;
+  return s + ", bert, nomic-bert (text encoders)";
 }
 
 }  // namespace edge

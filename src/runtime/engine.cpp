@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "model/model_footprint.h"
+#include "runtime/encoder_engine.h"
 #include "runtime/engine_impl.h"
 #include "runtime/media_splice.h"
 #include "runtime/memory_plan.h"
@@ -25,6 +26,7 @@ namespace {
 
 Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_ptr<Model> owned,
                                                const EngineOptions& o) {
+  if (model.config().encoder_only) return make_encoder_engine(model, std::move(owned), o);
   if (o.max_model_len <= 0) return Status::invalid_argument("max_model_len must be positive");
   if (o.max_seqs <= 0) return Status::invalid_argument("max_seqs must be positive");
   if (o.max_batched_tokens <= 0) return Status::invalid_argument("max_batched_tokens must be positive");
@@ -145,6 +147,10 @@ Status EngineImpl::close_session(SessionId session) {
 Status EngineImpl::validate(const GenerateRequest& req) const {
   const ModelConfig& c = model_->config();
   RETURN_IF_ERROR(validate_request(req, RequestLimits{c.n_vocab, options_.max_model_len}));
+  if (req.pooling == Pooling::kRank)
+    return Status::invalid_argument(
+        "rank pooling needs a cross-encoder (a text encoder with a classification head); a "
+        "decoder reranker scores its yes/no logits (score_ids)");
   if (!req.score_ids.empty() && req.pooling != Pooling::kLast)
     return Status::invalid_argument("score_ids come with last-position pooling");
   for (int32_t id : req.score_ids)

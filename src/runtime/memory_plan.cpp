@@ -255,6 +255,17 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   set(MemCategory::kScratch, plan_scratch_bytes(c, p.max_batched_tokens, o.max_seqs) + o.encoder_scratch);
   // The per-step cos/sin tables of the forward pass (model/forward.h).
   set(MemCategory::kRope, ForwardPass::rope_table_bytes(c, p.max_batched_tokens));
+  if (c.encoder_only) {
+    // A text encoder keeps no KV, no state and no RoPE tables: one step's activations, the
+    // longest sequence's attention scores among them (runtime/encoder_engine.h).
+    set(MemCategory::kKv, 0);
+    set(MemCategory::kState, 0);
+    set(MemCategory::kRope, 0);
+    p.kv_needed_per_seq = 0;
+    const int64_t longest = std::min<int64_t>(p.max_batched_tokens, c.max_ctx > 0 ? c.max_ctx : o.ctx);
+    set(MemCategory::kScratch, bert_scratch_floats(c, p.max_batched_tokens, longest) *
+                                   static_cast<int64_t>(sizeof(float)) + o.encoder_scratch);
+  }
   set(MemCategory::kTokenizer, m.tokenizer_bytes);
   set(MemCategory::kRuntime, plan_runtime_bytes(o.n_threads));
   plan_file_backed_experts(m, &p);

@@ -6,7 +6,9 @@
 // first N values and normalises again; encoding_format "base64" is the float32 values'
 // little-endian bytes. Rerank with a decoder (Qwen3-Reranker's recipe): each document
 // becomes the judge prompt below and its relevance is P(yes) from the head's "yes" and
-// "no" logits at the last position, sigmoid(yes - no).
+// "no" logits at the last position, sigmoid(yes - no). A text encoder (BERT family) is
+// served by the encoder engine: embeddings pooled as its file says, and with a
+// classification head the cross-encoder's raw score per (query, document) pair.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -85,6 +87,7 @@ Expected<Pooling> served_pooling(const ServerContext& ctx) {
   if (!o.empty()) return Status::invalid_argument("pooling '" + o + "' is not mean, cls or last");
   switch (ctx.engine().config().pooling_type) {
     case 2:
+    case 4:  // a cross-encoder's embeddings: its first position, the head's input
       return Pooling::kCls;
     case 3:
       return Pooling::kLast;
@@ -242,6 +245,72 @@ std::optional<ApiError> read_documents(const json& body, std::vector<std::string
   return std::nullopt;
 }
 
+struct Scored {
+  size_t index;
+  double score;
+};
+
+// The results best first, cut to top_n.
+void send_ranked(ServerContext& ctx, std::vector<Scored> scored, const std::vector<std::string>& docs,
+                 std::optional<int64_t> top_n, bool return_documents, int64_t tokens,
+                 httplib::Response& res) {
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const Scored& a, const Scored& b) { return a.score > b.score; });
+  if (top_n && static_cast<size_t>(*top_n) < scored.size())
+    scored.resize(static_cast<size_t>(*top_n));
+  json results = json::array();
+  for (const Scored& s : scored) {
+    json r = {{"index", s.index}, {"relevance_score", s.score}};
+    if (return_documents) r["document"] = {{"text", docs[s.index]}};
+    results.push_back(std::move(r));
+  }
+  send_json(res, 200,
+            {{"object", "list"},
+             {"model", ctx.limits.reported_model_name()},
+             {"results", results},
+             {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+}
+
+// A cross-encoder (BGE-reranker style, a text encoder with a classification head): each
+// pair is [BOS] query [EOS] [SEP] document [EOS], as llama.cpp's server lays it out (BERT
+// vocabularies: [CLS] q [SEP] [SEP] d [SEP]), and its relevance is the head's raw score.
+void rerank_cross_encoder(ServerContext& ctx, const std::string& query,
+                          const std::vector<std::string>& docs, std::optional<int64_t> top_n,
+                          bool return_documents, httplib::Response& res) {
+  const Tokenizer& tok = *ctx.engine().tokenizer();
+  const Vocab& v = tok.vocab();
+  const int32_t bos = v.bos_id >= 0 ? v.bos_id : v.cls_id, eos = v.eos_id >= 0 ? v.eos_id : v.sep_id;
+  const int32_t sep = v.sep_id >= 0 ? v.sep_id : eos;
+  if (bos < 0 || eos < 0)
+    return send_error(res, ApiError::bad_request(
+                               "this model's vocabulary has no [CLS]/[SEP] (BOS/EOS) to pair texts",
+                               "", "no_tokenizer"));
+  const std::vector<int32_t> q = tok.encode(query, false);
+  std::vector<std::vector<int32_t>> prompts;
+  for (const std::string& d : docs) {
+    std::vector<int32_t> p{bos};
+    p.insert(p.end(), q.begin(), q.end());
+    p.push_back(eos);
+    p.push_back(sep);
+    const std::vector<int32_t> dt = tok.encode(d, false);
+    p.insert(p.end(), dt.begin(), dt.end());
+    p.push_back(eos);
+    prompts.push_back(std::move(p));
+  }
+  auto in_flight = ctx.lifecycle.enter();
+  if (!in_flight) return send_error(res, not_ready_error(ctx.lifecycle.state()));
+  std::vector<StreamChunk> chunks;
+  if (auto e = run_pooled(ctx, std::move(prompts), Pooling::kRank, {}, chunks))
+    return send_error(res, *e);
+  std::vector<Scored> scored;
+  int64_t tokens = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    scored.push_back({i, static_cast<double>(chunks[i].scores.at(0))});
+    tokens += chunks[i].prompt_tokens;
+  }
+  send_ranked(ctx, std::move(scored), docs, top_n, return_documents, tokens, res);
+}
+
 }  // namespace
 
 void handle_rerank(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -268,6 +337,8 @@ void handle_rerank(ServerContext& ctx, const httplib::Request& req, httplib::Res
   if (!tok)
     return send_error(res,
                       ApiError::bad_request("this model has no tokenizer", "", "no_tokenizer"));
+  if (ctx.engine().config().encoder_only)
+    return rerank_cross_encoder(ctx, *query, docs, top_n, return_documents, res);
   const std::vector<int32_t> yes = tok->encode("yes", false), no = tok->encode("no", false);
   if (yes.empty() || no.empty())
     return send_error(
@@ -282,10 +353,6 @@ void handle_rerank(ServerContext& ctx, const httplib::Request& req, httplib::Res
   std::vector<StreamChunk> chunks;
   if (auto e = run_pooled(ctx, std::move(prompts), Pooling::kLast, {yes[0], no[0]}, chunks))
     return send_error(res, *e);
-  struct Scored {
-    size_t index;
-    double score;
-  };
   std::vector<Scored> scored;
   int64_t tokens = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
@@ -293,21 +360,7 @@ void handle_rerank(ServerContext& ctx, const httplib::Request& req, httplib::Res
     scored.push_back({i, 1.0 / (1.0 + std::exp(static_cast<double>(s[1]) - s[0]))});
     tokens += chunks[i].prompt_tokens;
   }
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const Scored& a, const Scored& b) { return a.score > b.score; });
-  if (top_n && static_cast<size_t>(*top_n) < scored.size())
-    scored.resize(static_cast<size_t>(*top_n));
-  json results = json::array();
-  for (const Scored& s : scored) {
-    json r = {{"index", s.index}, {"relevance_score", s.score}};
-    if (return_documents) r["document"] = {{"text", docs[s.index]}};
-    results.push_back(std::move(r));
-  }
-  send_json(res, 200,
-            {{"object", "list"},
-             {"model", ctx.limits.reported_model_name()},
-             {"results", results},
-             {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+  send_ranked(ctx, std::move(scored), docs, top_n, return_documents, tokens, res);
 }
 
 }  // namespace edge::server

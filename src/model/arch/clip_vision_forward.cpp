@@ -19,9 +19,7 @@ using Vec = std::vector<float>;
 // y [t][out] = x [t][in] . w^T (+ b).
 void affine(const ClipVisionExec& ex, const float* x, int64_t t, const TensorView& w, const Vec& b,
             float* y) {
-  matmul(ex.kernels, x, t, w, y, ex.pool);
-  const int64_t out = w.shape[0];
-  for (int64_t i = 0; i < t; ++i) ex.kernels.add(y + i * out, b.data(), out);
+  linear_rows(ex.kernels, ex.pool, x, t, w, b, y);
 }
 
 // GELU (tanh form, ggml_gelu) or quick GELU x * sigmoid(1.702 x) (CLIP), in place.

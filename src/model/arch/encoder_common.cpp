@@ -43,6 +43,14 @@ Status WeightBinder::operator()(const std::string& name, TensorView* out) const 
   return Status();
 }
 
+void linear_rows(const KernelTable& k, ThreadPool& pool, const float* x, int64_t t,
+                 const TensorView& w, const std::vector<float>& b, float* y) {
+  matmul(k, x, t, w, y, pool);
+  const int64_t out = w.shape[0];
+  if (!b.empty())
+    for (int64_t i = 0; i < t; ++i) k.add(y + i * out, b.data(), out);
+}
+
 void gelu_erf(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678f));
 }

@@ -34,6 +34,11 @@ class WeightBinder {
   const TensorSet& t_;
 };
 
+// y [t][out] = x [t][in] . w^T (+ b [out] when b is not empty): a weight view of any
+// kernel dtype, through the dispatched matmul.
+void linear_rows(const KernelTable& k, ThreadPool& pool, const float* x, int64_t t,
+                 const TensorView& w, const std::vector<float>& b, float* y);
+
 // Exact GELU, x * Phi(x) (PyTorch nn.GELU(), ggml_gelu_erf), in place.
 void gelu_erf(float* x, int64_t n);
 
