@@ -13,10 +13,11 @@ std::string random_id(const char* prefix) {
 }
 
 ChoiceOutput::ChoiceOutput(bool split_reasoning, bool reasoning_open, const nlohmann::json* tools,
-                           bool harmony)
+                           bool harmony, const std::string& harmony_prefix)
     : split_reasoning_(split_reasoning), reasoning_(reasoning_open) {
   if (harmony) {
     harmony_.emplace(tools != nullptr);
+    (void)harmony_->push(harmony_prefix);  // a header: nothing to emit yet
   } else if (tools) {
     tools_.emplace(*tools);
   }

@@ -31,8 +31,9 @@ class ChoiceOutput {
   // split_reasoning: chat output (completions are raw text). reasoning_open: the prompt
   // opened a <think> block. tools: parse tool calls with these tools (null: do not).
   // harmony: the model speaks harmony (tokenizer/harmony.h); its channels decide.
+  // harmony_prefix: harmony text of the reply already in the prompt (read, not emitted).
   ChoiceOutput(bool split_reasoning, bool reasoning_open, const nlohmann::json* tools,
-               bool harmony = false);
+               bool harmony = false, const std::string& harmony_prefix = "");
   OutputDelta push(const std::string& text);
   OutputDelta finish();
   int tool_calls_seen() const { return n_calls_; }

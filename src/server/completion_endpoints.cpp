@@ -179,25 +179,37 @@ std::optional<ApiError> attach_constraint(ServerContext& ctx, const httplib::Req
     return ApiError::bad_request(
         "structured output needs the model's tokenizer; this model has none",
         common.constraint.param, "no_tokenizer");
-  auto g = ctx.grammars.get(common.constraint.gbnf);
+  const bool harmony = common.constraint.harmony_tokens;
+  auto g = ctx.grammars.get(common.constraint.gbnf, harmony);
   if (!g)
     return ApiError::bad_request(g.status().message(), common.constraint.param, "invalid_grammar");
   common.grammar = std::move(g->grammar);
   common.masks = std::move(g->masks);
-  common.trie = ctx.grammars.trie(*tok);
+  common.trie = ctx.grammars.trie(*tok, harmony);
   return std::nullopt;
 }
 
 // tool_choice "required" or a named function: the output is held to a call in the template's
 // format (tool_grammar.h), the tools' schemas read in their written order. Not with a
-// response_format, nor for harmony models (their calls are special tokens).
+// response_format. A harmony model's reply is started in the prompt (the call's header, as
+// far as the choice allows) and `harmony_prefix` gets that text for the output's parser.
 std::optional<ApiError> forced_tool_call(ServerContext& ctx, const httplib::Request& req,
-                                         const ChatPrompt::Rendered& prompt, ChatRequest& cr) {
-  if (!cr.tool_required || !cr.common.constraint.gbnf.empty() || prompt.harmony ||
-      cr.tools.is_null())
+                                         ChatPrompt::Rendered& prompt, ChatRequest& cr,
+                                         std::string& harmony_prefix) {
+  if (!cr.tool_required || !cr.common.constraint.gbnf.empty() || cr.tools.is_null())
     return std::nullopt;
   const auto body = nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (!body.is_object() || !body.contains("tools")) return std::nullopt;
+  if (prompt.harmony) {
+    auto call = harmony_call_gbnf(body["tools"], cr.forced_tool);
+    if (!call) return ApiError::bad_request(call.status().message(), "tools", "unsupported_schema");
+    const std::vector<int32_t> head =
+        ctx.engine().tokenizer()->encode(call->prefix, /*add_special=*/false, /*parse_special=*/true);
+    prompt.ids.insert(prompt.ids.end(), head.begin(), head.end());
+    harmony_prefix = call->prefix;
+    cr.common.constraint = {std::move(call->gbnf), "tools", false, true};
+    return std::nullopt;
+  }
   auto gbnf = tool_call_gbnf(body["tools"], cr.forced_tool, cr.parallel_tool_calls,
                              tool_format_of(ctx.chat->source()));
   if (!gbnf) return ApiError::bad_request(gbnf.status().message(), "tools", "unsupported_schema");
@@ -243,16 +255,17 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req,
                                     cr.media, prompt.ids, media))
       return send_error(res, *e);
   }
+  std::string harmony_prefix;  // a forced harmony call's header, already in the prompt
+  if (auto e = forced_tool_call(ctx, req, prompt, cr, harmony_prefix)) return send_error(res, *e);
   if (auto e = fit_to_context(prompt.ids.size(), ctx.limits, "messages", cr.common))
     return send_error(res, *e);
-  if (auto e = forced_tool_call(ctx, req, prompt, cr)) return send_error(res, *e);
   if (auto e = attach_constraint(ctx, req, cr.common)) return send_error(res, *e);
   // A constrained output has no reasoning section; it is all content, or (a forced tool
   // call) all calls.
   const bool open = !cr.common.grammar, calls = cr.common.constraint.param == "tools";
   const OutputSetup setup{open || calls, open && prompt.reasoning_open,
                           (open || calls) && cr.parse_tool_calls ? &cr.tools : nullptr,
-                          open && prompt.harmony};
+                          (open || calls) && prompt.harmony, harmony_prefix};
   auto st = std::make_shared<StreamState>();
   if (auto e =
           start_generation(ctx, req, prompt.ids, cr.common, setup, arrived, *st, media, forwarded))

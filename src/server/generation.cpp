@@ -17,7 +17,8 @@ std::optional<ApiError> Generation::start(Engine& engine, const std::vector<int3
     r.chat = chat;
     auto h = engine.submit(*session, std::move(r));
     if (!h) return api_error_from_status(h.status());  // ~Generation cancels the others
-    ChoiceOutput output(setup.split_reasoning, setup.reasoning_open, setup.tools, setup.harmony);
+    ChoiceOutput output(setup.split_reasoning, setup.reasoning_open, setup.tools, setup.harmony,
+                        setup.harmony_prefix);
     g->choices_.push_back(Choice{*h, std::move(output), false, arrived, 0});
   }
   metrics.on_prompt_tokens(static_cast<int64_t>(prompt.size()) * req.n);

@@ -25,6 +25,9 @@ struct OutputSetup {
   bool reasoning_open = false;            // the prompt opened <think>
   const nlohmann::json* tools = nullptr;  // parse tool calls (null: do not)
   bool harmony = false;                   // the model speaks harmony (ChatPrompt::Rendered)
+  // Harmony text the prompt already wrote of the reply (a forced call's header): the
+  // parser reads it first, so the generated body lands in that message.
+  std::string harmony_prefix;
 };
 
 struct ChoiceEvent {

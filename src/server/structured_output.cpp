@@ -81,11 +81,13 @@ std::optional<ApiError> schema_in_written_order(const std::string& raw_body,
   return output_constraint(body, out);
 }
 
-Expected<GrammarCache::Entry> GrammarCache::get(const std::string& gbnf) {
+Expected<GrammarCache::Entry> GrammarCache::get(const std::string& gbnf, bool harmony_tokens) {
+  // Masks belong to one trie: the same text over the harmony trie is another entry.
+  const std::string key = (harmony_tokens ? "harmony\n" : "\n") + gbnf;
   {
     std::lock_guard<std::mutex> l(mu_);
     for (auto it = recent_.begin(); it != recent_.end(); ++it)
-      if (it->first == gbnf) {
+      if (it->first == key) {
         recent_.splice(recent_.begin(), recent_, it);
         return it->second;
       }
@@ -97,15 +99,25 @@ Expected<GrammarCache::Entry> GrammarCache::get(const std::string& gbnf) {
           std::make_shared<grammar::MaskCache>()};
   std::lock_guard<std::mutex> l(mu_);
   ++compiled_;
-  recent_.emplace_front(gbnf, e);
+  recent_.emplace_front(key, e);
   if (recent_.size() > kCapacity) recent_.pop_back();
   return e;
 }
 
-std::shared_ptr<const grammar::TokenTrie> GrammarCache::trie(const Tokenizer& tok) {
+std::shared_ptr<const grammar::TokenTrie> GrammarCache::trie(const Tokenizer& tok,
+                                                              bool harmony_tokens) {
   std::lock_guard<std::mutex> l(mu_);
-  if (!trie_) trie_ = std::make_shared<const grammar::TokenTrie>(tok);
-  return trie_;
+  if (!harmony_tokens) {
+    if (!trie_) trie_ = std::make_shared<const grammar::TokenTrie>(tok);
+    return trie_;
+  }
+  if (!harmony_trie_) {
+    std::vector<int32_t> header;  // a forced call's header tokens (tool_grammar.h)
+    for (const char* t : {"<|constrain|>", "<|message|>"})
+      if (const int32_t id = tok.vocab().find(t); id >= 0) header.push_back(id);
+    harmony_trie_ = std::make_shared<const grammar::TokenTrie>(tok, header);
+  }
+  return harmony_trie_;
 }
 
 uint64_t GrammarCache::compiled() const {

@@ -23,6 +23,9 @@ struct OutputConstraint {
   std::string gbnf;
   std::string param;    // the field it came from, for errors ("response_format", "grammar")
   bool schema = false;  // from a json_schema
+  // A harmony forced call (tool_grammar.h): its grammar runs over the harmony trie, where the
+  // header's special tokens have their text as pieces.
+  bool harmony_tokens = false;
 };
 
 // Reads response_format ({"type": "text" | "json_object" | "json_schema"}, the latter with
@@ -43,14 +46,15 @@ class GrammarCache {
     std::shared_ptr<const grammar::Grammar> grammar;
     std::shared_ptr<grammar::MaskCache> masks;  // its token masks, shared by its requests
   };
-  Expected<Entry> get(const std::string& gbnf);
-  std::shared_ptr<const grammar::TokenTrie> trie(const Tokenizer& tok);
+  // harmony_tokens: the grammar runs over the harmony trie (its token masks are its own).
+  Expected<Entry> get(const std::string& gbnf, bool harmony_tokens = false);
+  std::shared_ptr<const grammar::TokenTrie> trie(const Tokenizer& tok, bool harmony_tokens = false);
   uint64_t compiled() const;  // grammars compiled so far (cache misses)
 
  private:
   mutable std::mutex mu_;
   std::list<std::pair<std::string, Entry>> recent_;  // newest first
-  std::shared_ptr<const grammar::TokenTrie> trie_;
+  std::shared_ptr<const grammar::TokenTrie> trie_, harmony_trie_;
   uint64_t compiled_ = 0;
 };
 

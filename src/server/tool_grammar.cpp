@@ -97,4 +97,43 @@ Expected<std::string> tool_call_gbnf(const json& tools, const std::string& only,
   return root + "\ncall ::= " + calls + "\n" + rules + grammar::json_base_rules();
 }
 
+Expected<HarmonyForcedCall> harmony_call_gbnf(const json& tools, const std::string& only) {
+  constexpr const char* kOpen = "<|channel|>commentary to=functions.";
+  constexpr const char* kBody = " <|constrain|>json<|message|>";
+  std::vector<size_t> callable;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& t = tools[i];
+    if (!t.contains("function") || !t["function"].is_object() ||
+        !t["function"].value("name", json()).is_string())
+      continue;
+    if (only.empty() || t["function"]["name"].get<std::string>() == only) callable.push_back(i);
+  }
+  if (callable.empty()) return Status::invalid_argument("no tool to call");
+  HarmonyForcedCall out;
+  std::string rules, calls;
+  for (size_t i : callable) {
+    const std::string name = tools[i]["function"]["name"].get<std::string>();
+    const std::string rule = fmt::format("tool{}", i);
+    auto args = grammar::json_schema_rules(parameters_of(tools[i]), false, rule + "-args");
+    if (!args)
+      return args.status().with_context(fmt::format("tools[{}] ('{}') parameters", i, name));
+    rules += *args;
+    if (callable.size() == 1) {  // the whole header goes in the prompt
+      out.prefix = kOpen + name + kBody;
+      calls = rule + "-args";
+    } else {
+      rules += rule + " ::= " + gbnf_literal(name + kBody) + " " + rule + "-args\n";
+      calls += (calls.empty() ? "" : " | ") + rule;
+    }
+  }
+  if (out.prefix.empty()) out.prefix = kOpen;
+  // A raw '<' in a string could begin "<|message|>", which the trie lets a special token spell:
+  // strings write it as \u003c instead (the same value), so no tag appears inside the body.
+  std::string base = grammar::json_base_rules();
+  const size_t at = base.find("char ::= [^");
+  if (at != std::string::npos) base.insert(at + 11, "<");
+  out.gbnf = "root ::= " + calls + "\n" + rules + base;
+  return out;
+}
+
 }  // namespace edge::server

@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "convert/synthetic_vocab.h"
 #include "runtime/grammar/grammar_guide.h"
 #include "runtime/grammar/match.h"
+#include "server/harmony.h"
 #include "server/tool_calls.h"
 
 namespace edge::server {
@@ -143,6 +145,60 @@ TEST(ToolGrammar, RandomWalksAlwaysGiveValidCalls) {
       }
     }
   }
+}
+
+// Harmony (GPT-OSS): the reply starts in the prompt (the header up to the choice) and random
+// walks under the guide, over a trie where <|constrain|> and <|message|> have their text,
+// always end as one call the harmony parser reads, with valid arguments.
+TEST(ToolGrammar, HarmonyRandomWalksAlwaysGiveOneValidCall) {
+  auto vocab = make_synthetic_harmony_vocab(1500, 4);
+  ASSERT_TRUE(vocab.ok());
+  auto tok = Tokenizer::from_vocab(std::move(*vocab));
+  ASSERT_TRUE(tok.ok());
+  std::vector<int32_t> header;
+  for (const char* t : {"<|constrain|>", "<|message|>"}) header.push_back(tok->vocab().find(t));
+  ASSERT_GE(header[0], 0);
+  auto trie = std::make_shared<const grammar::TokenTrie>(*tok, header);
+  std::mt19937 rng(9);
+  for (const std::string only : {"", "tap"}) {
+    auto call = harmony_call_gbnf(kTools, only);
+    ASSERT_TRUE(call.ok()) << call.status().to_string();
+    EXPECT_EQ(call->prefix, only.empty() ? "<|channel|>commentary to=functions."
+                                         : "<|channel|>commentary to=functions.tap "
+                                           "<|constrain|>json<|message|>");
+    auto g = grammar::compile_gbnf(call->gbnf);
+    ASSERT_TRUE(g.ok()) << g.status().to_string() << "\n" << call->gbnf;
+    auto gp = std::make_shared<const grammar::Grammar>(std::move(*g));
+    std::set<std::string> names;
+    for (int walk = 0; walk < 20; ++walk) {
+      grammar::GrammarGuide guide(gp, trie, 150);
+      std::vector<int32_t> out;
+      while (out.size() < 150) {
+        auto allowed = guide.allowed(out);
+        const int32_t id = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+        if (tok->is_eog(id)) break;
+        out.push_back(id);
+      }
+      const std::string text = call->prefix + tok->decode(out, /*special=*/true);
+      HarmonyParser parser(/*with_tools=*/true);
+      HarmonyDelta d = parser.push(text);
+      HarmonyDelta end = parser.finish();
+      d.calls.insert(d.calls.end(), end.calls.begin(), end.calls.end());
+      EXPECT_EQ(d.content + end.content + d.reasoning + end.reasoning, "") << text;
+      ASSERT_EQ(d.calls.size(), 1u) << text;
+      const nlohmann::json args = nlohmann::json::parse(d.calls[0].arguments, nullptr, false);
+      ASSERT_TRUE(args.is_object()) << text;
+      names.insert(d.calls[0].name);
+      if (d.calls[0].name == "get_weather") {
+        EXPECT_TRUE(args.contains("city") && args["days"].is_number_integer()) << text;
+      } else {
+        EXPECT_EQ(d.calls[0].name, "tap");
+        EXPECT_TRUE(args["id"].is_string()) << text;
+      }
+    }
+    if (!only.empty()) EXPECT_EQ(names, std::set<std::string>{only});
+  }
+  EXPECT_FALSE(harmony_call_gbnf(kTools, "delete_all").ok());
 }
 
 }  // namespace

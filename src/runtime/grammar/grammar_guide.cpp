@@ -9,7 +9,8 @@ namespace {
 constexpr size_t kCompactAbove = size_t{1} << 16;  // arena nodes kept before compacting
 }  // namespace
 
-TokenTrie::TokenTrie(const Tokenizer& tok) : strips_leading_space_(tok.strips_leading_space()) {
+TokenTrie::TokenTrie(const Tokenizer& tok, std::span<const int32_t> specials_as_text)
+    : strips_leading_space_(tok.strips_leading_space()) {
   const int32_t n = tok.n_vocab();
   pieces_.resize(static_cast<size_t>(n));
   for (int32_t id = 0; id < n; ++id) {
@@ -19,6 +20,8 @@ TokenTrie::TokenTrie(const Tokenizer& tok) : strips_leading_space_(tok.strips_le
     }
     pieces_[static_cast<size_t>(id)] = tok.token_piece(id);
   }
+  for (int32_t id : specials_as_text)
+    if (id >= 0 && id < n && !tok.is_eog(id)) pieces_[static_cast<size_t>(id)] = tok.token_text(id);
   // Sorting the pieces makes every node's subtree a contiguous run: nodes are laid out in
   // depth-first order with their children and tokens in one place each.
   std::vector<int32_t> order;

@@ -30,7 +30,9 @@ namespace edge::grammar {
 
 class TokenTrie {
  public:
-  explicit TokenTrie(const Tokenizer& tok);
+  // specials_as_text: special tokens that stand for their text (a harmony call header's
+  // <|message|>), so a grammar can ask for them; every other special token has no piece.
+  explicit TokenTrie(const Tokenizer& tok, std::span<const int32_t> specials_as_text = {});
   struct Node {
     uint32_t first_child = 0, n_children = 0;  // children_[first, first + n)
     uint32_t first_token = 0, n_tokens = 0;    // tokens_[first, first + n): pieces ending here
