@@ -14,6 +14,7 @@
 #include "model_source.h"
 #include "plan_options.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace edge::cli {
 namespace {
@@ -36,6 +37,8 @@ struct GenerateArgs {
   SamplingParams sampling;
   std::string mmproj, audio;  // --mmproj P --audio FILE: a clip before the prompt text
   std::string image;          // --mmproj P --image FILE: an image before the prompt text
+  std::string spec;           // --spec ngram: speculative decoding with prompt-lookup drafts
+  int draft_max = 4;          // --draft-max: most tokens drafted per step
 };
 
 void add_common_options(CLI::App* sub, GenerateArgs& a) {
@@ -109,7 +112,24 @@ struct Generated {
   std::vector<int32_t> ids;
   std::string text;
   double prompt_ms = 0, gen_ms = 0;
+  std::optional<SpeculativeStats> spec;  // when decoding was speculative
+  std::string spec_off;                  // why --spec was not used ("" when it was, or not asked)
 };
+
+// Streams one token's text (or id) unless --json; whether decoding goes on.
+bool emit_token(const GenerateArgs& a, const Tokenizer* tok, std::optional<Tokenizer::StreamDecoder>& stream,
+                Generated& g, int32_t id) {
+  const bool first = g.ids.empty();
+  g.ids.push_back(id);
+  std::string piece = stream ? stream->push(id) : "";
+  g.text += piece;
+  if (!a.json) {
+    if (stream) std::fputs(piece.c_str(), stdout);
+    else std::printf("%s%d", first ? "" : " ", id);
+    std::fflush(stdout);
+  }
+  return !(tok && !a.ignore_eos && tok->is_eog(id));
+}
 
 // Prefills the prompt, then samples up to n_predict tokens (one forward per token but the
 // last), streaming the text (or the ids, without a tokenizer) to stdout unless --json.
@@ -129,18 +149,24 @@ Expected<Generated> generate_tokens(const GenerateArgs& a, const Model& model,
   if (!logits) return logits.status();
   g.prompt_ms = ms_since(t_prompt);
   auto t_gen = Clock::now();
-  for (int i = 0; i < a.n_predict; ++i) {
+  if (!a.spec.empty()) {
+    if (!speculation_supported(a.sampling, state))
+      g.spec_off = "speculation needs greedy sampling (--temp 0) and a model without recurrent layers";
+    else if (media.audio || media.image)
+      g.spec_off = "speculation is not used with media input";
+  }
+  if (!a.spec.empty() && g.spec_off.empty() && a.n_predict > 0) {
+    NgramDrafter drafter;
+    DraftController control(a.draft_max);
+    g.spec.emplace();
+    RETURN_IF_ERROR(decode_speculative(
+        state, *logits, history, a.n_predict, sampler, drafter, control,
+        [&](int32_t id) { return emit_token(a, tok, stream, g, id); }, &*g.spec));
+  }
+  for (int i = 0; !g.spec && i < a.n_predict; ++i) {
     int32_t id = sampler.sample(*logits, history);
-    g.ids.push_back(id);
     history.push_back(id);
-    std::string piece = stream ? stream->push(id) : "";
-    g.text += piece;
-    if (!a.json) {
-      if (stream) std::fputs(piece.c_str(), stdout);
-      else std::printf("%s%d", i ? " " : "", id);
-      std::fflush(stdout);
-    }
-    if (tok && !a.ignore_eos && tok->is_eog(id)) break;
+    if (!emit_token(a, tok, stream, g, id)) break;
     if (state.n_past() >= state.n_ctx()) break;  // context full
     if (i + 1 == a.n_predict) break;             // no forward for a token nobody samples
     logits = state.forward(std::span<const int32_t>(&id, 1));
@@ -179,6 +205,17 @@ nlohmann::json generate_report(const Model& model, const Loaded& l, const MediaP
                   {"generate_ms", g.gen_ms},
                   {"generate_tokens_per_s", decode_tokens_per_s(g)},
                   {"n_threads", model.pool().size()}};
+  if (g.spec)
+    j["speculative"] = {{"drafter", "ngram"},
+                        {"verify_steps", g.spec->verify_steps},
+                        {"plain_steps", g.spec->plain_steps},
+                        {"drafted", g.spec->drafted},
+                        {"accepted", g.spec->accepted},
+                        {"acceptance", g.spec->acceptance()},
+                        {"mean_accepted", g.spec->mean_accepted()},
+                        {"tokens_per_pass", g.spec->tokens_per_pass()}};
+  else if (!g.spec_off.empty())
+    j["speculative"] = {{"off", g.spec_off}};
   return j;
 }
 
@@ -200,6 +237,14 @@ int run_generate(const GenerateArgs& a) {
         "edge-infer: prompt %zu tokens in %.1f ms, generated %zu tokens in %.1f ms (%.2f tok/s)\n",
         l->prompt.size(), g->prompt_ms, g->ids.size(), g->gen_ms,
         g->ids.size() > 1 ? (g->ids.size() - 1) * 1000.0 / g->gen_ms : 0.0);
+    if (g->spec)
+      std::fprintf(stderr,
+                   "edge-infer: speculative (ngram): %lld drafted, %lld accepted (%.2f), %.2f "
+                   "tokens per pass\n",
+                   static_cast<long long>(g->spec->drafted), static_cast<long long>(g->spec->accepted),
+                   g->spec->acceptance(), g->spec->tokens_per_pass());
+    else if (!g->spec_off.empty())
+      std::fprintf(stderr, "edge-infer: --spec not used: %s\n", g->spec_off.c_str());
     return 0;
   }
   const nlohmann::json j = generate_report(model, *l, *media, *g);
@@ -245,6 +290,13 @@ void register_generate(CLI::App& app, Context& ctx) {
   sub->add_option("--mmproj", a->mmproj, "projector GGUF (llama.cpp clip conventions) for media input");
   sub->add_option("--audio", a->audio, "WAV clip put before the prompt text (needs --mmproj)");
   sub->add_option("--image", a->image, "PNG/JPEG image put before the prompt text (needs --mmproj)");
+  sub->add_option("--spec", a->spec,
+                  "speculative decoding: ngram (drafts looked up in the prompt and the output; "
+                  "greedy only, the same tokens as without)")
+      ->check(CLI::IsMember({"ngram"}));
+  sub->add_option("--draft-max", a->draft_max, "--spec: most tokens drafted per step")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
   sub->callback([a, &ctx] { ctx.exit_code = run_generate(*a); });
 }
 

@@ -96,6 +96,29 @@ TEST(Cli, Stories260KGreedyAndLogitsMatchReference) {
     ASSERT_NEAR(lj["logits"][i].get<double>(), ref["first_logits"][i].get<double>(), 1e-4) << i;
 }
 
+// Speculative decoding with prompt-lookup drafts gives llama2.c's own greedy tokens too, and
+// reports what it drafted; random sampling says why it is not used.
+TEST(Cli, SpeculativeGenerateGivesTheReferenceGreedyTokens) {
+  const std::string model = shared_data() + "/stories260K/stories260K.bin";
+  for (const char* file : {"greedy_p1.json", "greedy_bos.json"}) {
+    auto ref = nlohmann::json::parse(slurp(shared_data() + "/stories260K/" + file));
+    std::string ids;
+    for (auto& v : ref["prompt"]) ids += (ids.empty() ? "" : ",") + std::to_string(v.get<int>());
+    RunResult g = run("generate -m " + model + " --prompt-ids " + ids + " -n " +
+                      std::to_string(ref["greedy"].size()) + " --temp 0 --json --spec ngram");
+    ASSERT_EQ(g.code, 0) << g.err;
+    auto j = nlohmann::json::parse(g.out);
+    EXPECT_EQ(j["generated_ids"], ref["greedy"]) << file;
+    ASSERT_TRUE(j["speculative"].is_object()) << g.out;
+    EXPECT_EQ(j["speculative"]["drafter"], "ngram");
+    EXPECT_GE(j["speculative"]["tokens_per_pass"].get<double>(), 1.0);
+  }
+  RunResult hot = run("generate -m " + model + " --prompt-ids 1 -n 4 --temp 0.8 --json --spec ngram");
+  ASSERT_EQ(hot.code, 0) << hot.err;
+  EXPECT_NE(nlohmann::json::parse(hot.out)["speculative"]["off"].get<std::string>().find("greedy"),
+            std::string::npos);
+}
+
 TEST(Cli, TokenizeVocabTestMatchesOutFile) {
   std::string base = shared_data() + "/tokenizer/ggml-vocab-llama-spm.gguf";
   RunResult r = run("tokenize -m " + base + " --vocab-test " + base + ".inp");
