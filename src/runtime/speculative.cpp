@@ -28,8 +28,12 @@ std::vector<int32_t> NgramDrafter::draft(std::span<const int32_t> history, int32
     // The most recent earlier occurrence: scan back from the one just before the tail.
     for (int64_t at = len - n - 1; at >= 0; --at) {
       if (!std::equal(tail.begin(), tail.end(), history.begin() + at)) continue;
-      const int64_t from = at + n, to = std::min(len, from + max_tokens);
-      if (from < to) return {history.begin() + from, history.begin() + to};
+      // Copy what followed; where that runs into the end of the history, the copy goes on
+      // from what it already drafted (a repeating stretch repeats on).
+      std::vector<int32_t> out;
+      for (int64_t src = at + n; static_cast<int32_t>(out.size()) < max_tokens; ++src)
+        out.push_back(src < len ? history[static_cast<size_t>(src)] : out[static_cast<size_t>(src - len)]);
+      return out;
     }
   }
   return {};

@@ -28,6 +28,8 @@ TEST(NgramDrafter, DraftsWhatFollowedTheLatestEarlierOccurrence) {
   EXPECT_EQ(d.draft(h, 1), (std::vector<int32_t>{7}));
   const std::vector<int32_t> longer = {4, 1, 2, 3, 6, 1, 2, 3};  // the 3-gram wins
   EXPECT_EQ(d.draft(longer, 2), (std::vector<int32_t>{6, 1}));
+  // A repeating stretch repeats on past the end of the history.
+  EXPECT_EQ(d.draft(std::vector<int32_t>{7, 1, 2, 1, 2}, 5), (std::vector<int32_t>{1, 2, 1, 2, 1}));
   EXPECT_TRUE(d.draft(std::vector<int32_t>{1, 2, 3, 4}, 4).empty());
   EXPECT_TRUE(d.draft(std::vector<int32_t>{1}, 4).empty());
 }
