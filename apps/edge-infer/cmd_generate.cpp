@@ -150,17 +150,18 @@ Expected<Generated> generate_tokens(const GenerateArgs& a, const Model& model,
   g.prompt_ms = ms_since(t_prompt);
   auto t_gen = Clock::now();
   if (!a.spec.empty()) {
-    if (!speculation_supported(a.sampling, state))
-      g.spec_off = "speculation needs greedy sampling (--temp 0) and a model without recurrent layers";
+    if (!speculation_supported(state))
+      g.spec_off = "speculation needs a model without recurrent layers (their state has no rollback yet)";
     else if (media.audio || media.image)
       g.spec_off = "speculation is not used with media input";
   }
   if (!a.spec.empty() && g.spec_off.empty() && a.n_predict > 0) {
     NgramDrafter drafter;
     DraftController control(a.draft_max);
+    StepCostTable costs;
     g.spec.emplace();
     RETURN_IF_ERROR(decode_speculative(
-        state, *logits, history, a.n_predict, sampler, drafter, control,
+        state, *logits, history, a.n_predict, sampler, drafter, control, costs,
         [&](int32_t id) { return emit_token(a, tok, stream, g, id); }, &*g.spec));
   }
   for (int i = 0; !g.spec && i < a.n_predict; ++i) {
@@ -213,7 +214,8 @@ nlohmann::json generate_report(const Model& model, const Loaded& l, const MediaP
                         {"accepted", g.spec->accepted},
                         {"acceptance", g.spec->acceptance()},
                         {"mean_accepted", g.spec->mean_accepted()},
-                        {"tokens_per_pass", g.spec->tokens_per_pass()}};
+                        {"tokens_per_pass", g.spec->tokens_per_pass()},
+                        {"verify_cost", g.spec->verify_cost()}};
   else if (!g.spec_off.empty())
     j["speculative"] = {{"off", g.spec_off}};
   return j;
@@ -292,7 +294,7 @@ void register_generate(CLI::App& app, Context& ctx) {
   sub->add_option("--image", a->image, "PNG/JPEG image put before the prompt text (needs --mmproj)");
   sub->add_option("--spec", a->spec,
                   "speculative decoding: ngram (drafts looked up in the prompt and the output; "
-                  "greedy only, the same tokens as without)")
+                  "greedy gives the same tokens as without, sampling the same distribution)")
       ->check(CLI::IsMember({"ngram"}));
   sub->add_option("--draft-max", a->draft_max, "--spec: most tokens drafted per step")
       ->check(CLI::Range(1, 16))

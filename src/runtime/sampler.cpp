@@ -103,15 +103,19 @@ size_t tail_cut(const std::vector<Sampler::Candidate>& c, size_t n, size_t sorte
 // Cost is O(vocab) plus the sort of the head the cuts keep (partial selection, widened
 // until the cut lies inside it): a 150k vocabulary is never sorted whole. Logits are made
 // finite first (NaN -> lowest, +-inf clamped) so every comparison is a strict weak order.
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
-                        std::span<const int32_t> allowed) {
+size_t Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history,
+                             std::span<const int32_t> allowed) {
   const SamplingParams& p = params_;
   cands_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) cands_[i] = {static_cast<int32_t>(i), logits[i], 0.f};
   apply_penalties(cands_, history);
   if (!allowed.empty()) restrict_to(allowed);
   for (Candidate& c : cands_) c.logit = finite_logit(c.logit);
-  if (p.temperature <= 0.f) return std::min_element(cands_.begin(), cands_.end(), by_logit)->id;
+  if (p.temperature <= 0.f) {  // one candidate, certain: the greedy choice
+    const Candidate best = *std::min_element(cands_.begin(), cands_.end(), by_logit);
+    cands_[0] = {best.id, best.logit, 1.f};
+    return 1;
+  }
 
   size_t n = cands_.size();
   if (p.top_k > 0 && static_cast<size_t>(p.top_k) < n) {
@@ -136,15 +140,48 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
       }
     }
   }
+  return n;
+}
+
+int32_t Sampler::draw(size_t n) {
   double total = 0.0;
   for (size_t i = 0; i < n; ++i) total += cands_[i].p;
   std::uniform_real_distribution<double> uni(0.0, total);
   double r = uni(rng_);
   for (size_t i = 0; i < n; ++i) {
     r -= cands_[i].p;
-    if (r <= 0.0) return cands_[i].id;
+    if (r <= 0.0 && cands_[i].p > 0.f) return cands_[i].id;
   }
-  return cands_[n - 1].id;
+  for (size_t i = n; i-- > 0;)  // rounding left r above 0: the last candidate with mass
+    if (cands_[i].p > 0.f) return cands_[i].id;
+  return cands_[0].id;
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                        std::span<const int32_t> allowed) {
+  const size_t n = distribution(logits, history, allowed);
+  return params_.temperature <= 0.f ? cands_[0].id : draw(n);
+}
+
+// The rejection rule for a draft that was proposed with certainty (q(draft) = 1): accept it
+// with probability p(draft); otherwise draw from p with the draft removed, renormalised
+// (max(0, p - q) normalised is exactly that). The token that comes out is distributed as p,
+// whatever the drafter proposed. Greedy: p is one-hot on the argmax.
+int32_t Sampler::verify(std::span<const float> logits, std::span<const int32_t> history, int32_t draft,
+                        std::span<const int32_t> allowed) {
+  const size_t n = distribution(logits, history, allowed);
+  if (params_.temperature <= 0.f) return cands_[0].id;
+  double total = 0.0, p_draft = 0.0;
+  size_t at = n;
+  for (size_t i = 0; i < n; ++i) {
+    total += cands_[i].p;
+    if (cands_[i].id == draft) p_draft = cands_[i].p, at = i;
+  }
+  if (at == n) return draw(n);  // the draft has no probability: never accepted
+  std::uniform_real_distribution<double> uni(0.0, 1.0);
+  if (uni(rng_) * total < p_draft) return draft;
+  cands_[at].p = 0.f;
+  return draw(n);
 }
 
 }  // namespace edge

@@ -54,6 +54,11 @@ class Sampler {
   // ignored.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
                  std::span<const int32_t> allowed = {});
+  // Speculative verification of one drafted token at this position: returns `draft` when
+  // the rejection rule accepts it, otherwise a replacement drawn so that the result is
+  // distributed exactly as sample() would draw (greedy: the argmax, accepted iff equal).
+  int32_t verify(std::span<const float> logits, std::span<const int32_t> history, int32_t draft,
+                 std::span<const int32_t> allowed = {});
   const SamplingParams& params() const { return params_; }
 
   struct Candidate {
@@ -63,6 +68,11 @@ class Sampler {
   };
 
  private:
+  // Fills cands_[0, n) with the candidates sampling may draw and their (unnormalised)
+  // probabilities; returns n. Greedy: n = 1, the argmax with p = 1.
+  size_t distribution(std::span<const float> logits, std::span<const int32_t> history,
+                      std::span<const int32_t> allowed);
+  int32_t draw(size_t n);  // one draw from cands_[0, n) by p
   void apply_penalties(std::vector<Candidate>& cands, std::span<const int32_t> history) const;
   void restrict_to(std::span<const int32_t> allowed);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/check.h"
 
@@ -39,60 +40,111 @@ std::vector<int32_t> NgramDrafter::draft(std::span<const int32_t> history, int32
   return {};
 }
 
-int32_t DraftController::next_length() {
+void StepCostTable::record(int32_t n_tokens, double ms) {
+  if (n_tokens < 1 || n_tokens > kMaxTokens || !(ms > 0)) return;
+  average(ms_[n_tokens], ms);
+}
+
+bool StepCostTable::measured(int32_t n_tokens) const {
+  return n_tokens >= 1 && n_tokens <= kMaxTokens && ms_[n_tokens] > 0;
+}
+
+double StepCostTable::ms(int32_t n_tokens) const {
+  n_tokens = std::clamp(n_tokens, 1, kMaxTokens);
+  if (ms_[n_tokens] > 0) return ms_[n_tokens];
+  int32_t lo = n_tokens - 1, hi = n_tokens + 1;
+  while (lo >= 1 && ms_[lo] <= 0) --lo;
+  while (hi <= kMaxTokens && ms_[hi] <= 0) ++hi;
+  if (lo >= 1 && hi <= kMaxTokens)
+    return ms_[lo] + (ms_[hi] - ms_[lo]) * (n_tokens - lo) / double(hi - lo);
+  if (lo < 1 && hi > kMaxTokens) return 0;
+  if (lo < 1) return ms_[hi];  // below every measurement: no cheaper than the smallest
+  // Past the largest: the slope of the two largest, or the optimistic prior.
+  int32_t below = lo - 1;
+  while (below >= 1 && ms_[below] <= 0) --below;
+  const double slope = below >= 1 ? std::max(0.0, (ms_[lo] - ms_[below]) / (lo - below)) : 0.1 * ms_[lo] / lo;
+  return ms_[lo] + slope * (n_tokens - lo);
+}
+
+double expected_tokens(double alpha, int32_t k) {
+  if (alpha >= 1.0) return k + 1.0;
+  return (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
+}
+
+double DraftController::alpha() const {
+  return taken_ + refused_ > 0 ? taken_ / (taken_ + refused_) : 0.5;
+}
+
+int32_t DraftController::next_length(const StepCostTable& costs) {
   if (off_steps_ > 0) {
     --off_steps_;
     return 0;
   }
-  return k_;
-}
-
-void DraftController::on_plain(double ms) { average(plain_ms_, ms); }
-
-void DraftController::on_verify(int32_t drafted, int32_t accepted, double ms) {
-  average(verify_ms_, ms);
-  if (accepted_mean_ < 0) accepted_mean_ = accepted;
-  average(accepted_mean_, accepted, 0.3);
-  // Grow the draft while every draft is taken; shrink it towards what is taken.
-  if (accepted == drafted) {
-    k_ = std::min(max_draft_, k_ + 1);
-  } else {
-    k_ = std::max(1, std::min(k_, accepted + 1));
+  if (probe_) {  // after a cooldown: one draft, and the estimate starts again from it
+    probe_ = false;
+    taken_ = refused_ = 0;
+    return std::min(1, max_draft_);
   }
-  // Worth it while (1 + mean accepted) tokens per verify beat a plain step per token. Until a
-  // plain step has been timed, acceptance alone decides (nothing accepted: not worth it).
-  const double cost = plain_ms_ > 0 ? verify_ms_ / plain_ms_ : 1.0;
-  if ((1.0 + accepted_mean_) / std::max(cost, 1e-9) < 1.0 || (plain_ms_ <= 0 && accepted_mean_ < 0.05)) {
+  const double plain = costs.ms(1);
+  if (plain <= 0) return 0;  // time a plain step first: every other cost is relative to it
+  const double a = alpha();
+  int32_t best = 0;
+  double best_rate = 1.0 / plain;
+  for (int32_t k = 1; k <= max_draft_; ++k) {
+    const double rate = expected_tokens(a, k) / costs.ms(1 + k);
+    if (rate > best_rate) best = k, best_rate = rate;
+  }
+  if (best == 0 && taken_ + refused_ > 0) {  // measured not to pay: off for a while
     off_steps_ = cooldown_;
-    k_ = 1;               // the probe after the cooldown drafts one token
-    accepted_mean_ = -1;  // and is judged afresh
+    probe_ = true;
   }
+  return best;
 }
 
-bool speculation_supported(const SamplingParams& p, const InferenceState& state) {
-  return p.temperature <= 0.f && !state.kv_layout().has_state();
+void DraftController::on_verify(int32_t drafted, int32_t accepted) {
+  // Decayed counts: about the last five verify steps speak (acceptance drifts with the text).
+  constexpr double kKeep = 0.8;
+  taken_ = kKeep * taken_ + accepted;
+  refused_ = kKeep * refused_ + (accepted < drafted ? 1.0 : 0.0);
 }
+
+bool speculation_supported(const InferenceState& state) { return !state.kv_layout().has_state(); }
+
+namespace {
+
+// Position bookkeeping of decode_speculative: emits a token and says whether decoding goes on.
+struct Emitter {
+  std::vector<int32_t>& history;
+  const std::function<bool(int32_t)>& on_token;
+  SpeculativeStats& st;
+  int32_t n_predict;
+  int32_t produced = 0;
+  bool operator()(int32_t id) {
+    history.push_back(id);
+    ++st.tokens;
+    return on_token(id) && ++produced < n_predict;
+  }
+};
+
+}  // namespace
 
 Status decode_speculative(InferenceState& state, std::span<const float> logits,
                           std::vector<int32_t> history, int32_t n_predict, Sampler& sampler,
-                          Drafter& drafter, DraftController& control,
+                          Drafter& drafter, DraftController& control, StepCostTable& costs,
                           const std::function<bool(int32_t)>& on_token, SpeculativeStats* stats) {
+  CHECK(speculation_supported(state));
   SpeculativeStats local;
   SpeculativeStats& st = stats ? *stats : local;
-  std::vector<float> row(logits.begin(), logits.end());  // the next position's logits
-  const int64_t n_vocab = static_cast<int64_t>(row.size());
-  int32_t produced = 0;
+  Emitter emit{history, on_token, st, n_predict};
+  const int64_t n_vocab = static_cast<int64_t>(logits.size());
+  int32_t next = sampler.sample(logits, history);
   for (;;) {
-    const int32_t id = sampler.sample(row, history);
-    history.push_back(id);
-    ++st.tokens;
     // As plain decoding: stop at the limit, or when the context has no position left.
-    if (!on_token(id) || ++produced >= n_predict || state.n_past() >= state.n_ctx())
-      return Status();
+    if (!emit(next) || state.n_past() >= state.n_ctx()) return Status();
     const int32_t room = static_cast<int32_t>(
-        std::min<int64_t>(int64_t{n_predict - produced}, state.n_ctx() - state.n_past()));
-    const int32_t want = std::min(control.next_length(), room - 1);
-    std::vector<int32_t> step{id};
+        std::min<int64_t>(int64_t{n_predict - emit.produced}, state.n_ctx() - state.n_past()));
+    const int32_t want = std::min(control.next_length(costs), room - 1);
+    std::vector<int32_t> step{next};
     if (want > 0) {
       const std::vector<int32_t> d = drafter.draft(history, want);
       step.insert(step.end(), d.begin(), d.end());
@@ -102,34 +154,39 @@ Status decode_speculative(InferenceState& state, std::span<const float> logits,
     auto out = state.forward(step, /*all_logits=*/step.size() > 1);
     if (!out) return out.status();
     const double ms = ms_since(t);
+    costs.record(static_cast<int32_t>(step.size()), ms);
+    (step.size() == 1 ? st.plain_ms : st.verify_ms) += ms;
     if (step.size() == 1) {
       ++st.plain_steps;
-      control.on_plain(ms);
-      row.assign(out->begin(), out->end());
+      next = sampler.sample(*out, history);
       continue;
     }
-    // Row i holds the logits after step[i]; draft step[i + 1] stands while the model, sampled
-    // as plain decoding would, picks it there.
+    // Row i holds the logits after step[i]: the draft step[i + 1] stands when the rejection
+    // rule takes it there; otherwise the replacement drawn there is the next token.
     const int32_t drafted = static_cast<int32_t>(step.size()) - 1;
+    auto row = [&](int32_t i) {
+      return out->subspan(static_cast<size_t>(i * n_vocab), static_cast<size_t>(n_vocab));
+    };
     int32_t accepted = 0;
+    next = -1;
     for (; accepted < drafted; ++accepted) {
-      const std::span<const float> r = out->subspan(static_cast<size_t>(accepted * n_vocab),
-                                                    static_cast<size_t>(n_vocab));
-      const int32_t next = sampler.sample(r, history);
-      if (next != step[static_cast<size_t>(accepted) + 1]) break;
-      history.push_back(next);
-      ++st.tokens;
-      if (!on_token(next) || ++produced >= n_predict) {
+      const int32_t draft = step[static_cast<size_t>(accepted) + 1];
+      const int32_t got = sampler.verify(row(accepted), history, draft);
+      if (got != draft) {
+        next = got;
+        break;
+      }
+      if (!emit(draft)) {  // finished inside the draft: keep what was emitted
         ++st.verify_steps, st.drafted += drafted, st.accepted += accepted + 1;
         return state.truncate(base + accepted + 2);
       }
     }
+    if (next < 0) next = sampler.sample(row(drafted), history);  // every draft taken
     ++st.verify_steps;
     st.drafted += drafted;
     st.accepted += accepted;
-    control.on_verify(drafted, accepted, ms);
-    row.assign(out->begin() + accepted * n_vocab, out->begin() + (accepted + 1) * n_vocab);
-    // Keep id and the accepted drafts; the rejected drafts' positions are dropped.
+    control.on_verify(drafted, accepted);
+    // Keep the step's first token and the accepted drafts; the rejected drafts' positions go.
     RETURN_IF_ERROR(state.truncate(base + 1 + accepted));
   }
 }

@@ -1,15 +1,17 @@
-// Speculative decoding for one sequence (issue 39, first part): a drafter proposes the next
-// few tokens, one forward pass over [last token, drafts] verifies them, and every draft the
-// model agrees with is a token gained for the price of that one pass over the weights.
+// Speculative decoding for one sequence: a drafter proposes the next few tokens, one forward
+// pass over [last token, drafts] verifies them, and every draft the model agrees with is a
+// token gained for the price of that one pass over the weights.
 //
 // What is here: the prompt-lookup (n-gram) drafter, the adaptive draft length that turns
-// speculation off for a sequence where it does not pay (measured acceptance and measured step
-// costs), and deterministic-sampling verification on an InferenceState: greedy decoding with
-// any repetition penalties gives exactly the tokens plain decoding gives, because each
-// verified position is sampled from the model's own logits with the history it would have had.
+// speculation off for a sequence where it does not pay (estimated acceptance against the
+// measured cost of verify steps of each length), and verification on an InferenceState by
+// the rejection rule (Sampler::verify): each verified position is judged from the model's own
+// logits with the history it would have had, so greedy decoding (with any penalties) gives
+// exactly plain decoding's tokens and sampling gives plain sampling's distribution.
 // Rejected drafts' KV is dropped by moving the sequence's end back (InferenceState::truncate:
-// nothing is copied). Models whose state cannot move back (recurrent layers) and random
-// sampling decode without speculation (the caller asks speculation_supported()).
+// nothing is copied). Models whose state cannot move back (recurrent layers) decode without
+// speculation (the caller asks speculation_supported()). The engine's scheduler runs the same
+// controller per sequence (runtime/engine_loop.cpp).
 #pragma once
 
 #include <cstdint>
@@ -43,34 +45,58 @@ class NgramDrafter final : public Drafter {
   int32_t min_n_, max_n_;
 };
 
-// The draft length of one sequence, from what speculation has earned on it. A step that
-// verifies k drafts costs verify_ms; a plain decode step plain_ms (both moving averages of
-// measured steps). Expected tokens per verify step are 1 + the mean accepted; speculation pays
-// while that, divided by verify_ms / plain_ms, stays above 1. When it does not, the sequence
-// decodes plainly for `cooldown` steps and then probes again with one draft.
+// Measured cost of a forward step by the number of tokens in it (1: a plain decode step;
+// 1 + k: verifying k drafts). Moving averages per count; a count never measured is
+// interpolated between its measured neighbours, or extrapolated past the largest with the
+// slope of the two largest (with one point, an optimistic prior of 10% of a decode step per
+// extra token, so a longer draft gets tried and measured).
+class StepCostTable {
+ public:
+  static constexpr int32_t kMaxTokens = 64;
+  void record(int32_t n_tokens, double ms);
+  double ms(int32_t n_tokens) const;  // 0 while nothing is measured
+  bool measured(int32_t n_tokens) const;
+
+ private:
+  double ms_[kMaxTokens + 1] = {};
+};
+
+// The draft length of one sequence, from what speculation has earned on it. The per-token
+// acceptance alpha (the chance a draft is taken once the drafts before it were) is
+// estimated from recent verify steps; k drafts then give (1 - alpha^(k+1)) / (1 - alpha)
+// tokens for a step of measured cost ms(1 + k), against 1 token for ms(1). The controller
+// asks for the k with the most tokens per millisecond; when that is k = 0 the sequence
+// decodes plainly for `cooldown` steps and then probes with one draft, judged afresh.
 class DraftController {
  public:
   explicit DraftController(int32_t max_draft, int32_t cooldown = 16)
-      : max_draft_(max_draft), cooldown_(cooldown), k_(max_draft) {}
+      : max_draft_(max_draft), cooldown_(cooldown) {}
   // Drafts to ask for this step (0: decode plainly).
-  int32_t next_length();
-  void on_verify(int32_t drafted, int32_t accepted, double ms);
-  void on_plain(double ms);
-  double plain_ms() const { return plain_ms_; }
-  double verify_ms() const { return verify_ms_; }
+  int32_t next_length(const StepCostTable& costs);
+  void on_verify(int32_t drafted, int32_t accepted);
+  double alpha() const;  // the acceptance estimate (0.5 before any verify step)
+  bool off() const { return off_steps_ > 0; }
 
  private:
   int32_t max_draft_, cooldown_;
-  int32_t k_;
-  int32_t off_steps_ = 0;           // plain steps left before the next probe
-  double accepted_mean_ = -1;       // moving average of accepted per verify step (-1: none yet)
-  double plain_ms_ = 0, verify_ms_ = 0;
+  int32_t off_steps_ = 0;  // plain steps left before the next probe
+  bool probe_ = false;     // the next drafted step is a probe after a cooldown
+  double taken_ = 0, refused_ = 0;  // decayed counts of accepted and rejected drafts
 };
+
+// Expected tokens of a verify step of k drafts at per-token acceptance alpha (the accepted
+// drafts and the one token every step yields).
+double expected_tokens(double alpha, int32_t k);
 
 struct SpeculativeStats {
   int64_t verify_steps = 0, plain_steps = 0;
   int64_t drafted = 0, accepted = 0;
   int64_t tokens = 0;  // tokens produced by the steps (accepted drafts + one per step)
+  double verify_ms = 0, plain_ms = 0;  // time in verify steps and in plain steps
+  // A verify step's cost in plain decode steps (0 until both were timed).
+  double verify_cost() const {
+    return verify_steps && plain_steps ? (verify_ms / verify_steps) / (plain_ms / plain_steps) : 0.0;
+  }
   double acceptance() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
   // Tokens per pass over the weights (1 without speculation).
   double tokens_per_pass() const {
@@ -80,17 +106,19 @@ struct SpeculativeStats {
   double mean_accepted() const { return verify_steps ? double(accepted) / double(verify_steps) : 0.0; }
 };
 
-// Whether decoding with these sampling parameters on this state can be speculative: the
-// sampling is deterministic (greedy) and the state can move its end back.
-bool speculation_supported(const SamplingParams& p, const InferenceState& state);
+// Whether decoding on this state can be speculative: its end can move back (no recurrent
+// layers, whose state would need a checkpoint per draft).
+bool speculation_supported(const InferenceState& state);
 
 // Decodes from `logits` (the last prompt position's, [n_vocab]) with `history` (the prompt)
 // until on_token returns false or n_predict tokens: each step samples the next token, and
-// while the controller asks for drafts, verifies them in one forward. on_token sees every
-// token in order, as plain decoding would give them. CHECKs speculation_supported().
+// while the controller asks for drafts, verifies them in one forward (Sampler::verify: the
+// rejection rule). Greedy gives exactly plain decoding's tokens; sampling gives tokens
+// distributed as plain sampling's. on_token sees every token in order. `costs` learns the
+// step costs (shared by the sequences of one machine). CHECKs speculation_supported().
 Status decode_speculative(InferenceState& state, std::span<const float> logits,
                           std::vector<int32_t> history, int32_t n_predict, Sampler& sampler,
-                          Drafter& drafter, DraftController& control,
+                          Drafter& drafter, DraftController& control, StepCostTable& costs,
                           const std::function<bool(int32_t)>& on_token, SpeculativeStats* stats);
 
 }  // namespace edge

@@ -1,14 +1,18 @@
-// Speculative decoding (runtime/speculative.h): the prompt-lookup drafter, the adaptive draft
-// length switching itself off where drafts are not taken, and verification that gives exactly
-// the tokens plain decoding gives: on the trained stories260K checkpoint with the n-gram
-// drafter (greedy, and greedy with a repetition penalty), and on a random model with an oracle
-// drafter replaying the plain output with every other draft wrong. Models with recurrent
-// layers and random sampling are reported as not supported.
+// Speculative decoding (runtime/speculative.h): the prompt-lookup drafter, the step cost table
+// and the draft length chosen from it (switching itself off where drafts are not taken), and
+// verification that gives exactly the tokens plain decoding gives: on the trained stories260K
+// checkpoint with the n-gram drafter (greedy, and greedy with a repetition penalty), and on a
+// random model with an oracle drafter replaying the plain output with every other draft wrong.
+// Sampling: the rejection rule draws the sampling distribution (chi-square), alone and through
+// whole speculative decodes.
 #include "runtime/speculative.h"
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -34,19 +38,82 @@ TEST(NgramDrafter, DraftsWhatFollowedTheLatestEarlierOccurrence) {
   EXPECT_TRUE(d.draft(std::vector<int32_t>{1}, 4).empty());
 }
 
-TEST(DraftController, TurnsItselfOffWhereDraftsAreNotTakenAndProbesAgain) {
+TEST(StepCostTable, InterpolatesBetweenAndExtrapolatesPastWhatWasMeasured) {
+  StepCostTable t;
+  EXPECT_EQ(t.ms(1), 0.0);
+  t.record(1, 10.0);
+  EXPECT_DOUBLE_EQ(t.ms(3), 12.0);  // one point: the optimistic prior, +10% per token
+  t.record(3, 16.0);
+  EXPECT_DOUBLE_EQ(t.ms(2), 13.0);  // between
+  EXPECT_DOUBLE_EQ(t.ms(5), 22.0);  // past the largest: the slope of the two largest
+  EXPECT_TRUE(t.measured(3));
+  EXPECT_FALSE(t.measured(2));
+}
+
+TEST(DraftController, DraftsWhatPaysAndTurnsItselfOffWhereNothingIsTaken) {
+  EXPECT_DOUBLE_EQ(expected_tokens(0.0, 4), 1.0);
+  EXPECT_DOUBLE_EQ(expected_tokens(1.0, 4), 5.0);
+  EXPECT_NEAR(expected_tokens(0.8, 4), 3.3616, 1e-9);
+  StepCostTable costs;
   DraftController c(4, 5);
-  EXPECT_EQ(c.next_length(), 4);
-  c.on_plain(10.0);
-  c.on_verify(4, 0, 12.0);  // nothing taken, a dearer step: not worth it
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(c.next_length(), 0) << i;
-  EXPECT_EQ(c.next_length(), 1);  // the probe
-  c.on_verify(1, 1, 10.5);        // taken: keep going, longer
-  EXPECT_EQ(c.next_length(), 2);
-  c.on_verify(2, 2, 11.0);
-  EXPECT_EQ(c.next_length(), 3);
-  c.on_verify(3, 1, 11.0);  // one of three: back to two
-  EXPECT_EQ(c.next_length(), 2);
+  EXPECT_EQ(c.next_length(costs), 0);  // no plain step timed yet
+  costs.record(1, 10.0);
+  // alpha 0.5 a priori, +10% a token a priori: 1.75 tokens for 1.2 steps is the best rate.
+  EXPECT_EQ(c.next_length(costs), 2);
+  costs.record(3, 11.0), costs.record(5, 13.0);
+  c.on_verify(4, 4);
+  EXPECT_EQ(c.next_length(costs), 4);  // everything taken and verify steps cheap: all four
+  // Flat up to three tokens, dear beyond (a register tile's edge): at alpha ~0.8 two drafts
+  // give the most tokens per millisecond.
+  StepCostTable dear;
+  dear.record(1, 10.0), dear.record(3, 11.0), dear.record(5, 30.0);
+  for (int i = 0; i < 4; ++i) c.on_verify(4, 3);
+  EXPECT_NEAR(c.alpha(), 0.78, 0.01);
+  EXPECT_EQ(c.next_length(dear), 2);
+  // Nothing taken for a while: off for the cooldown, then a one-draft probe.
+  for (int i = 0; i < 20; ++i) c.on_verify(2, 0);
+  EXPECT_LT(c.alpha(), 0.05);
+  EXPECT_EQ(c.next_length(dear), 0);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(c.next_length(dear), 0) << i;
+  EXPECT_EQ(c.next_length(dear), 1);  // the probe
+  c.on_verify(1, 1);                  // taken: judged afresh from it
+  EXPECT_DOUBLE_EQ(c.alpha(), 1.0);
+  EXPECT_EQ(c.next_length(dear), 2);
+}
+
+// The rejection rule draws exactly the sampling distribution whatever the draft: 200000
+// verifications of a likely and of an unlikely draft against softmax(logits / T), by
+// Pearson's chi-square (7 degrees of freedom; 40 is exceeded with probability ~1e-6).
+TEST(SamplerVerify, TheRejectionRuleDrawsTheSamplingDistribution) {
+  const std::vector<float> logits = {2.0f, 1.5f, 0.2f, -0.5f, 1.0f, 0.0f, -1.0f, 0.7f};
+  SamplingParams p;
+  p.temperature = 0.9f, p.top_k = 0, p.top_p = 1.0f, p.min_p = 0.0f, p.seed = 7;
+  std::vector<double> want(logits.size());
+  double z = 0;
+  for (size_t i = 0; i < logits.size(); ++i) z += want[i] = std::exp(logits[i] / p.temperature);
+  for (double& w : want) w /= z;
+  for (int32_t draft : {0, 6}) {
+    Sampler s(p);
+    std::vector<int64_t> seen(logits.size(), 0);
+    constexpr int kDraws = 200000;
+    int64_t taken = 0;
+    for (int i = 0; i < kDraws; ++i) {
+      const int32_t got = s.verify(logits, {}, draft);
+      ++seen[static_cast<size_t>(got)];
+      taken += got == draft;
+    }
+    double chi2 = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double e = want[i] * kDraws;
+      chi2 += (seen[i] - e) * (seen[i] - e) / e;
+    }
+    EXPECT_LT(chi2, 40.0) << "draft " << draft;
+    EXPECT_NEAR(double(taken) / kDraws, want[static_cast<size_t>(draft)], 0.005);
+  }
+  // Greedy: the argmax, taken only when the draft is it.
+  Sampler g(SamplingParams::greedy());
+  EXPECT_EQ(g.verify(logits, {}, 0), 0);
+  EXPECT_EQ(g.verify(logits, {}, 4), 0);
 }
 
 struct Decoded {
@@ -75,13 +142,14 @@ Decoded speculative(const Model& m, const std::vector<int32_t>& prompt, int n, c
                 Drafter& d) {
   auto st = InferenceState::create(m, m.config().max_ctx);
   EXPECT_TRUE(st.ok());
-  EXPECT_TRUE(speculation_supported(p, *st));
+  EXPECT_TRUE(speculation_supported(*st));
   Sampler s(p);
   auto logits = st->forward(prompt);
   EXPECT_TRUE(logits.ok());
   DraftController c(4);
+  StepCostTable costs;
   Decoded r;
-  const Status done = decode_speculative(*st, *logits, prompt, n, s, d, c,
+  const Status done = decode_speculative(*st, *logits, prompt, n, s, d, c, costs,
                                          [&](int32_t id) {
                                            r.tokens.push_back(id);
                                            return true;
@@ -141,16 +209,23 @@ class OracleDrafter final : public Drafter {
   int64_t count_ = 0;
 };
 
-TEST(Speculative, OracleDraftsOnARandomModelGiveThePlainTokens) {
+// A small random model (64 wide, 512 tokens), written to a temporary file and loaded.
+Expected<std::unique_ptr<Model>> random_model(const char* arch, int32_t n_layer, int32_t ctx) {
   const auto dir = std::filesystem::temp_directory_path() / ("edge_spec_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   RandomModelOptions o;
-  o.arch = "qwen3";
-  o.n_layer = 2, o.n_embd = 64, o.n_head = 4, o.n_head_kv = 2, o.n_vocab = 512, o.ctx = 256;
-  const std::string path = (dir / "q.gguf").string();
-  ASSERT_TRUE(write_random_model(o, path).ok());
+  o.arch = arch;
+  o.n_layer = n_layer, o.n_embd = 64, o.n_head = 4, o.n_head_kv = 2, o.n_vocab = 512, o.ctx = ctx;
+  const std::string path = (dir / (std::string(arch) + ".gguf")).string();
+  RETURN_IF_ERROR(write_random_model(o, path));
   auto m = Model::load(path, LoadOptions{});
-  ASSERT_TRUE(m.ok());
+  std::filesystem::remove_all(dir);  // loaded: the mapping keeps the pages
+  return m;
+}
+
+TEST(Speculative, OracleDraftsOnARandomModelGiveThePlainTokens) {
+  auto m = random_model("qwen3", 2, 256);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
   const std::vector<int32_t> prompt = {1, 20, 30, 40, 50};
   const SamplingParams p = SamplingParams::greedy();
   const Decoded want = plain(**m, prompt, 120, p);
@@ -169,10 +244,62 @@ TEST(Speculative, OracleDraftsOnARandomModelGiveThePlainTokens) {
   const Decoded edge_plain = plain(**m, prompt, 400, p);
   OracleDrafter d(prompt, edge_plain.tokens, 0, 512);
   EXPECT_EQ(speculative(**m, prompt, 400, p, d).tokens, edge_plain.tokens);
-  SamplingParams hot;
+}
+
+// Sampled speculative decoding: the first three tokens' joint distribution over 4000 seeds
+// matches plain sampling's over 4000 other seeds (two-sample chi-square over the cells both
+// runs saw at least 20 times in all; the bound is the 1e-6 quantile for those degrees of
+// freedom, approximated as df + 5.5 sqrt(2 df)).
+TEST(Speculative, SampledDraftsGiveThePlainSamplingDistribution) {
+  auto m = random_model("llama", 1, 64);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const std::vector<int32_t> prompt = {1, 5, 9};
+  const std::vector<int32_t> greedy = plain(**m, prompt, 3, SamplingParams::greedy()).tokens;
+  SamplingParams p;
+  p.temperature = 1.0f, p.top_k = 3, p.top_p = 1.0f, p.min_p = 0.0f;
   auto st = InferenceState::create(**m, 64);
-  EXPECT_FALSE(speculation_supported(hot, *st));  // random sampling: not (yet) speculative
-  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(st.ok());
+  constexpr int kRuns = 4000;
+  std::map<std::vector<int32_t>, std::array<int64_t, 2>> cells;
+  SpeculativeStats total;
+  for (int run = 0; run < 2 * kRuns; ++run) {
+    const bool spec = run % 2 == 1;
+    p.seed = static_cast<uint64_t>(run);
+    Sampler s(p);
+    st->reset();
+    auto logits = st->forward(prompt);
+    ASSERT_TRUE(logits.ok());
+    std::vector<int32_t> got;
+    if (spec) {
+      OracleDrafter d(prompt, greedy, 0, 512);  // drafts the greedy path: often refused
+      DraftController c(3);
+      StepCostTable costs;
+      costs.record(1, 1.0), costs.record(4, 1.0);  // drafting always pays: verify every step
+      ASSERT_TRUE(decode_speculative(*st, *logits, prompt, 3, s, d, c, costs,
+                                     [&](int32_t id) { return got.push_back(id), true; }, &total)
+                      .ok());
+    } else {
+      std::vector<int32_t> history = prompt;
+      for (int i = 0; i < 3; ++i) {
+        const int32_t id = s.sample(*logits, history);
+        history.push_back(id), got.push_back(id);
+        if (i < 2) logits = st->forward(std::span<const int32_t>(&id, 1));
+      }
+    }
+    ASSERT_EQ(got.size(), 3u);
+    ++cells[got][spec ? 1 : 0];
+  }
+  EXPECT_GT(total.accepted, 0);
+  EXPECT_LT(total.accepted, total.drafted);
+  double chi2 = 0;
+  int df = -1;
+  for (const auto& [k, c] : cells) {
+    if (c[0] + c[1] < 20) continue;
+    chi2 += double(c[0] - c[1]) * double(c[0] - c[1]) / double(c[0] + c[1]);
+    ++df;
+  }
+  ASSERT_GT(df, 5);
+  EXPECT_LT(chi2, df + 5.5 * std::sqrt(2.0 * df)) << df << " degrees of freedom";
 }
 
 }  // namespace
