@@ -18,7 +18,9 @@ double ms_since(Clock::time_point t) {
 }
 
 // Moving average with a short memory: costs and acceptance drift with the text.
-void average(double& avg, double v, double w = 0.2) { avg = avg <= 0 ? v : avg + w * (v - avg); }
+void average(double& avg, double v, double w = 0.2) {
+  avg = avg <= 0 ? v : avg + w * (v - avg);
+}
 
 }  // namespace
 
@@ -33,7 +35,8 @@ std::vector<int32_t> NgramDrafter::draft(std::span<const int32_t> history, int32
       // from what it already drafted (a repeating stretch repeats on).
       std::vector<int32_t> out;
       for (int64_t src = at + n; static_cast<int32_t>(out.size()) < max_tokens; ++src)
-        out.push_back(src < len ? history[static_cast<size_t>(src)] : out[static_cast<size_t>(src - len)]);
+        out.push_back(src < len ? history[static_cast<size_t>(src)]
+                                : out[static_cast<size_t>(src - len)]);
       return out;
     }
   }
@@ -62,7 +65,8 @@ double StepCostTable::ms(int32_t n_tokens) const {
   // Past the largest: the slope of the two largest, or the optimistic prior.
   int32_t below = lo - 1;
   while (below >= 1 && ms_[below] <= 0) --below;
-  const double slope = below >= 1 ? std::max(0.0, (ms_[lo] - ms_[below]) / (lo - below)) : 0.1 * ms_[lo] / lo;
+  const double slope =
+      below >= 1 ? std::max(0.0, (ms_[lo] - ms_[below]) / (lo - below)) : 0.1 * ms_[lo] / lo;
   return ms_[lo] + slope * (n_tokens - lo);
 }
 
@@ -71,8 +75,12 @@ double expected_tokens(double alpha, int32_t k) {
   return (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
 }
 
+// The posterior mean under Jeffreys' prior (half a draft taken, half refused): one refused
+// draft alone does not turn speculation off, and with the decayed counts below it can still
+// fall under 5% (Laplace's prior of one each stops at 1/12, above the break-even of a cheap
+// verify step, so a sequence that never takes a draft kept drafting).
 double DraftController::alpha() const {
-  return taken_ + refused_ > 0 ? taken_ / (taken_ + refused_) : 0.5;
+  return (taken_ + 0.5) / (taken_ + refused_ + 1.0);
 }
 
 int32_t DraftController::next_length(const StepCostTable& costs) {
@@ -80,35 +88,49 @@ int32_t DraftController::next_length(const StepCostTable& costs) {
     --off_steps_;
     return 0;
   }
-  if (probe_) {  // after a cooldown: one draft, and the estimate starts again from it
+  if (probe_) {  // after a cooldown: one draft, judged with the evidence so far
     probe_ = false;
-    taken_ = refused_ = 0;
+    probing_ = true;
     return std::min(1, max_draft_);
   }
   const double plain = costs.ms(1);
   if (plain <= 0) return 0;  // time a plain step first: every other cost is relative to it
   const double a = alpha();
+  // Drafting must beat plain decoding by 3%: step costs are measured on a noisy machine, and
+  // the margin bounds the loss where drafts are never taken but a verify step is nearly free
+  // (the estimate cannot fall below 0.045 with these counts).
   int32_t best = 0;
-  double best_rate = 1.0 / plain;
+  double best_rate = 1.03 / plain;
   for (int32_t k = 1; k <= max_draft_; ++k) {
     const double rate = expected_tokens(a, k) / costs.ms(1 + k);
     if (rate > best_rate) best = k, best_rate = rate;
   }
-  if (best == 0 && taken_ + refused_ > 0) {  // measured not to pay: off for a while
-    off_steps_ = cooldown_;
-    probe_ = true;
-  }
+  if (best == 0) go_off(cooldown_);  // measured not to pay: off for a while
   return best;
 }
 
-void DraftController::on_verify(int32_t drafted, int32_t accepted) {
-  // Decayed counts: about the last five verify steps speak (acceptance drifts with the text).
-  constexpr double kKeep = 0.8;
-  taken_ = kKeep * taken_ + accepted;
-  refused_ = kKeep * refused_ + (accepted < drafted ? 1.0 : 0.0);
+void DraftController::go_off(int32_t steps) {
+  off_steps_ = steps;
+  backoff_ = steps;
+  probe_ = true;
 }
 
-bool speculation_supported(const InferenceState& state) { return !state.kv_layout().has_state(); }
+void DraftController::on_verify(int32_t drafted, int32_t accepted) {
+  // Decayed counts: about the last ten verify steps speak (acceptance drifts with the text;
+  // a shorter memory made the draft length follow chance runs of refusals).
+  constexpr double kKeep = 0.9;
+  taken_ = kKeep * taken_ + accepted;
+  refused_ = kKeep * refused_ + (accepted < drafted ? 1.0 : 0.0);
+  if (!probing_) return;
+  probing_ = false;
+  // A refused probe: off again at once, each time twice as long (up to 8 cooldowns), so a
+  // sequence whose drafts are never taken pays one cheap verify step in ever longer stretches.
+  if (accepted == 0) go_off(std::min(2 * backoff_, 8 * cooldown_));
+}
+
+bool speculation_supported(const InferenceState& state) {
+  return !state.kv_layout().has_state();
+}
 
 namespace {
 

@@ -63,10 +63,11 @@ class StepCostTable {
 
 // The draft length of one sequence, from what speculation has earned on it. The per-token
 // acceptance alpha (the chance a draft is taken once the drafts before it were) is
-// estimated from recent verify steps; k drafts then give (1 - alpha^(k+1)) / (1 - alpha)
-// tokens for a step of measured cost ms(1 + k), against 1 token for ms(1). The controller
-// asks for the k with the most tokens per millisecond; when that is k = 0 the sequence
-// decodes plainly for `cooldown` steps and then probes with one draft, judged afresh.
+// estimated from recent verify steps (decayed counts, Jeffreys' prior); k drafts then give
+// (1 - alpha^(k+1)) / (1 - alpha) tokens for a step of measured cost ms(1 + k), against 1
+// token for ms(1). The controller asks for the k with the most tokens per millisecond; when
+// that is k = 0 the sequence decodes plainly for `cooldown` steps and then probes with one
+// draft; a refused probe doubles the time off (up to 8 cooldowns).
 class DraftController {
  public:
   explicit DraftController(int32_t max_draft, int32_t cooldown = 16)
@@ -78,9 +79,13 @@ class DraftController {
   bool off() const { return off_steps_ > 0; }
 
  private:
+  void go_off(int32_t steps);
+
   int32_t max_draft_, cooldown_;
-  int32_t off_steps_ = 0;  // plain steps left before the next probe
-  bool probe_ = false;     // the next drafted step is a probe after a cooldown
+  int32_t off_steps_ = 0;           // plain steps left before the next probe
+  int32_t backoff_ = 0;             // the length of the last time off
+  bool probe_ = false;              // the next drafted step is a probe after a cooldown
+  bool probing_ = false;            // the verify step under way is a probe
   double taken_ = 0, refused_ = 0;  // decayed counts of accepted and rejected drafts
 };
 
@@ -95,7 +100,8 @@ struct SpeculativeStats {
   double verify_ms = 0, plain_ms = 0;  // time in verify steps and in plain steps
   // A verify step's cost in plain decode steps (0 until both were timed).
   double verify_cost() const {
-    return verify_steps && plain_steps ? (verify_ms / verify_steps) / (plain_ms / plain_steps) : 0.0;
+    return verify_steps && plain_steps ? (verify_ms / verify_steps) / (plain_ms / plain_steps)
+                                       : 0.0;
   }
   double acceptance() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
   // Tokens per pass over the weights (1 without speculation).
@@ -103,7 +109,9 @@ struct SpeculativeStats {
     const int64_t passes = verify_steps + plain_steps;
     return passes ? double(tokens) / double(passes) : 0.0;
   }
-  double mean_accepted() const { return verify_steps ? double(accepted) / double(verify_steps) : 0.0; }
+  double mean_accepted() const {
+    return verify_steps ? double(accepted) / double(verify_steps) : 0.0;
+  }
 };
 
 // Whether decoding on this state can be speculative: its end can move back (no recurrent

@@ -12,8 +12,8 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "convert/random_model.h"
@@ -71,14 +71,32 @@ TEST(DraftController, DraftsWhatPaysAndTurnsItselfOffWhereNothingIsTaken) {
   EXPECT_NEAR(c.alpha(), 0.78, 0.01);
   EXPECT_EQ(c.next_length(dear), 2);
   // Nothing taken for a while: off for the cooldown, then a one-draft probe.
-  for (int i = 0; i < 20; ++i) c.on_verify(2, 0);
+  for (int i = 0; i < 60; ++i) c.on_verify(2, 0);
   EXPECT_LT(c.alpha(), 0.05);
   EXPECT_EQ(c.next_length(dear), 0);
+  EXPECT_TRUE(c.off());
   for (int i = 0; i < 5; ++i) EXPECT_EQ(c.next_length(dear), 0) << i;
   EXPECT_EQ(c.next_length(dear), 1);  // the probe
-  c.on_verify(1, 1);                  // taken: judged afresh from it
-  EXPECT_DOUBLE_EQ(c.alpha(), 1.0);
-  EXPECT_EQ(c.next_length(dear), 2);
+  c.on_verify(1, 1);                  // taken: drafting goes on
+  EXPECT_FALSE(c.off());
+  EXPECT_EQ(c.next_length(dear), 1);
+}
+
+// A sequence whose drafts are never taken: a few verify steps, then off, each refused probe
+// doubling the time off up to eight cooldowns.
+TEST(DraftController, RefusedProbesBackOffFurther) {
+  StepCostTable costs;
+  costs.record(1, 10.0), costs.record(2, 10.6), costs.record(3, 12.0), costs.record(5, 14.7);
+  DraftController c(4, 5);
+  int verify_steps = 0;
+  while (c.next_length(costs) > 0 && verify_steps < 50) c.on_verify(1, 0), ++verify_steps;
+  EXPECT_LE(verify_steps, 8);  // 1.06 a verify step: off once the estimate is under ~9%
+  for (int32_t off : {5, 10, 20, 40, 40}) {
+    for (int i = 0; i < off; ++i) ASSERT_EQ(c.next_length(costs), 0) << off << " " << i;
+    ASSERT_EQ(c.next_length(costs), 1) << off;
+    c.on_verify(1, 0);
+    EXPECT_TRUE(c.off());
+  }
 }
 
 // The rejection rule draws exactly the sampling distribution whatever the draft: 200000
@@ -138,8 +156,8 @@ Decoded plain(const Model& m, const std::vector<int32_t>& prompt, int n, const S
   return r;
 }
 
-Decoded speculative(const Model& m, const std::vector<int32_t>& prompt, int n, const SamplingParams& p,
-                Drafter& d) {
+Decoded speculative(const Model& m, const std::vector<int32_t>& prompt, int n,
+                    const SamplingParams& p, Drafter& d) {
   auto st = InferenceState::create(m, m.config().max_ctx);
   EXPECT_TRUE(st.ok());
   EXPECT_TRUE(speculation_supported(*st));
@@ -149,12 +167,13 @@ Decoded speculative(const Model& m, const std::vector<int32_t>& prompt, int n, c
   DraftController c(4);
   StepCostTable costs;
   Decoded r;
-  const Status done = decode_speculative(*st, *logits, prompt, n, s, d, c, costs,
-                                         [&](int32_t id) {
-                                           r.tokens.push_back(id);
-                                           return true;
-                                         },
-                                         &r.stats);
+  const Status done = decode_speculative(
+      *st, *logits, prompt, n, s, d, c, costs,
+      [&](int32_t id) {
+        r.tokens.push_back(id);
+        return true;
+      },
+      &r.stats);
   EXPECT_TRUE(done.ok()) << done.to_string();
   // The cache holds the prompt and every token but the last, as after plain decoding.
   EXPECT_EQ(st->n_past(), static_cast<int64_t>(prompt.size() + r.tokens.size()) - 1);
@@ -168,7 +187,8 @@ TEST(Speculative, Stories260KNgramDraftsGiveThePlainGreedyTokens) {
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   for (const char* file : {"greedy_bos.json", "greedy_p1.json", "greedy_p2.json"}) {
     std::ifstream f(kStories + "/" + file);
-    const std::vector<int32_t> prompt = nlohmann::json::parse(f)["prompt"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> prompt =
+        nlohmann::json::parse(f)["prompt"].get<std::vector<int32_t>>();
     for (float penalty : {1.0f, 1.1f}) {
       SamplingParams p = SamplingParams::greedy();
       p.repeat_penalty = penalty;
@@ -179,9 +199,10 @@ TEST(Speculative, Stories260KNgramDraftsGiveThePlainGreedyTokens) {
       EXPECT_EQ(got.stats.tokens, static_cast<int64_t>(got.tokens.size()));
       if (penalty == 1.0f) {  // children's stories repeat themselves: drafts get taken
         EXPECT_GT(got.stats.accepted, 0) << file;
-        std::printf("[ stories ] %s: %lld drafted, %lld accepted (%.2f), %.2f tokens per pass\n", file,
-                    static_cast<long long>(got.stats.drafted), static_cast<long long>(got.stats.accepted),
-                    got.stats.acceptance(), got.stats.tokens_per_pass());
+        std::printf("[ stories ] %s: %lld drafted, %lld accepted (%.2f), %.2f tokens per pass\n",
+                    file, static_cast<long long>(got.stats.drafted),
+                    static_cast<long long>(got.stats.accepted), got.stats.acceptance(),
+                    got.stats.tokens_per_pass());
       }
     }
   }
@@ -190,11 +211,16 @@ TEST(Speculative, Stories260KNgramDraftsGiveThePlainGreedyTokens) {
 // Replays a known continuation, every `wrong_every`-th draft token replaced by a wrong one.
 class OracleDrafter final : public Drafter {
  public:
-  OracleDrafter(std::vector<int32_t> prompt, std::vector<int32_t> future, int wrong_every, int32_t n_vocab)
-      : n0_(prompt.size()), future_(std::move(future)), wrong_every_(wrong_every), n_vocab_(n_vocab) {}
+  OracleDrafter(std::vector<int32_t> prompt, std::vector<int32_t> future, int wrong_every,
+                int32_t n_vocab)
+      : n0_(prompt.size()),
+        future_(std::move(future)),
+        wrong_every_(wrong_every),
+        n_vocab_(n_vocab) {}
   std::vector<int32_t> draft(std::span<const int32_t> history, int32_t max_tokens) override {
     std::vector<int32_t> out;
-    for (size_t i = history.size() - n0_; i < future_.size() && out.size() < size_t(max_tokens); ++i) {
+    for (size_t i = history.size() - n0_; i < future_.size() && out.size() < size_t(max_tokens);
+         ++i) {
       const bool wrong = wrong_every_ > 0 && ++count_ % wrong_every_ == 0;
       out.push_back(wrong ? (future_[i] + 1) % n_vocab_ : future_[i]);
     }
@@ -211,7 +237,8 @@ class OracleDrafter final : public Drafter {
 
 // A small random model (64 wide, 512 tokens), written to a temporary file and loaded.
 Expected<std::unique_ptr<Model>> random_model(const char* arch, int32_t n_layer, int32_t ctx) {
-  const auto dir = std::filesystem::temp_directory_path() / ("edge_spec_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("edge_spec_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   RandomModelOptions o;
   o.arch = arch;
@@ -235,7 +262,8 @@ TEST(Speculative, OracleDraftsOnARandomModelGiveThePlainTokens) {
     EXPECT_EQ(got.tokens, want.tokens) << wrong_every;
     if (wrong_every == 0) {
       EXPECT_EQ(got.stats.accepted, got.stats.drafted);
-      EXPECT_GT(got.stats.tokens_per_pass(), 3.0);
+      // How many drafts pay depends on the measured step costs; any drafting gives 2 or more.
+      EXPECT_GT(got.stats.tokens_per_pass(), 1.5);
     } else {
       EXPECT_LT(got.stats.accepted, got.stats.drafted);
     }
@@ -275,8 +303,9 @@ TEST(Speculative, SampledDraftsGiveThePlainSamplingDistribution) {
       DraftController c(3);
       StepCostTable costs;
       costs.record(1, 1.0), costs.record(4, 1.0);  // drafting always pays: verify every step
-      ASSERT_TRUE(decode_speculative(*st, *logits, prompt, 3, s, d, c, costs,
-                                     [&](int32_t id) { return got.push_back(id), true; }, &total)
+      ASSERT_TRUE(decode_speculative(
+                      *st, *logits, prompt, 3, s, d, c, costs,
+                      [&](int32_t id) { return got.push_back(id), true; }, &total)
                       .ok());
     } else {
       std::vector<int32_t> history = prompt;
