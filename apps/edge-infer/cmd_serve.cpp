@@ -6,11 +6,13 @@
 // An OpenAI-compatible HTTP server (src/server) over a pipeline: the graph of a pipeline
 // file, or `-m MODEL` as a one-stage graph (one code path: the chat and completion
 // endpoints drive the engine of the graph's in-process text stage). Without -m or
-// --pipeline it serves the built-in demo model (random weights: its text is noise). It listens before loading
+// --pipeline it serves the built-in demo model (random weights: its text is noise). It listens
+// before loading
 // (/health/live answers, /health/ready is 503 until the model is loaded) and prints
 // "edge-infer: listening on http://HOST:PORT" once it is ready (--port 0 picks a free
 // port). SIGINT / SIGTERM drain it: no new connections, in-flight requests finish (or are
 // cancelled after --drain-timeout), then it exits 0.
+#include <edge_build_info.h>
 #include <signal.h>
 
 #include <chrono>
@@ -18,15 +20,14 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
-#include <edge_build_info.h>
 
 #include "commands.h"
 #include "core/cpu_info.h"
 #include "core/mapped_file.h"
 #include "core/memory_ledger.h"
 #include "edge/engine.h"
-#include "kernels/isa.h"
 #include "formats/hf_config.h"
+#include "kernels/isa.h"
 #include "model/arch/clip_vision.h"
 #include "model/arch/qwen3_tts.h"
 #include "model/arch/whisper_enc.h"
@@ -60,6 +61,8 @@ struct ServeArgs {
   double itl_target_ms = 0;
   bool no_prefix_cache = false;
   int32_t state_checkpoints = 4;
+  std::string spec;  // --spec ngram: speculative decoding in the scheduler
+  int32_t draft_max = 4;
   double drain_timeout_s = 10;
   // /v1/audio/speech: this pair (the demo's when serving the demo model), vocoder where.
   std::string speech_model, vocoder;
@@ -73,8 +76,8 @@ struct ServeArgs {
   // worker process).
   std::string vision_placement = "server";
   std::string audio_placement = "server";  // likewise for the audio encoder
-  std::string mmproj_audio;          // a second projector file for input_audio parts
-  double max_audio_seconds = 300.0;  // longer clips are refused (400 audio_too_long)
+  std::string mmproj_audio;                // a second projector file for input_audio parts
+  double max_audio_seconds = 300.0;        // longer clips are refused (400 audio_too_long)
 };
 
 // For the signal-waiting thread: the server to drain (null once it is being destroyed).
@@ -88,8 +91,8 @@ void drain_on_signals(sigset_t set, std::chrono::milliseconds grace) {
   if (sigwait(&set, &sig) != 0) return;
   std::lock_guard<std::mutex> l(g_server_mu);
   if (!g_server) return;
-  std::printf("edge-infer: %s: draining (in-flight requests get up to %.1f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-              static_cast<double>(grace.count()) / 1000.0);
+  std::printf("edge-infer: %s: draining (in-flight requests get up to %.1f s)\n",
+              sig == SIGINT ? "SIGINT" : "SIGTERM", static_cast<double>(grace.count()) / 1000.0);
   std::fflush(stdout);
   g_server->drain(grace);
 }
@@ -111,8 +114,11 @@ Status plan_before_load(const ServeArgs& a, const std::string& path) {
   pa.max_batched_tokens = a.max_batched_tokens;
   pa.memory_limit = a.memory_limit;
   const int64_t model_ctx = fp.config.max_ctx > 0 ? fp.config.max_ctx : 4096;
-  ASSIGN_OR_RETURN(PlanOptions o, plan_options_from(pa, a.ctx > 0 ? a.ctx : std::min<int64_t>(model_ctx, 4096), a.threads));
-  if (!a.mmproj.empty() && mmproj_has_vision(a.mmproj)) {  // the vision encoder's weights and one encode's activations
+  ASSIGN_OR_RETURN(
+      PlanOptions o,
+      plan_options_from(pa, a.ctx > 0 ? a.ctx : std::min<int64_t>(model_ctx, 4096), a.threads));
+  if (!a.mmproj.empty() &&
+      mmproj_has_vision(a.mmproj)) {  // the vision encoder's weights and one encode's activations
     ASSIGN_OR_RETURN(VisionFootprint v, vision_encoder_footprint(a.mmproj));
     o.encoder_weights_mapped += static_cast<int64_t>(v.weights_mapped);
     o.encoder_weights_anon += static_cast<int64_t>(v.weights_anon);
@@ -147,6 +153,8 @@ Expected<pipeline::PipelineSpec> served_graph(const ServeArgs& a, const std::str
   e.itl_target_ms = a.itl_target_ms;
   e.prefix_cache = !a.no_prefix_cache;
   e.state_checkpoints = a.state_checkpoints;
+  e.speculative = a.spec;
+  e.draft_max = a.draft_max;
   if (!a.kv_budget.empty()) {
     ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_byte_size(a.kv_budget));
   }
@@ -180,12 +188,14 @@ Status load_encoder_stages(const ServeArgs& a, Loaded& out) {
     return p == "worker" ? pipeline::Placement::kWorker : pipeline::Placement::kInProcess;
   };
   if (a.vision_placement != "server" && !a.mmproj.empty() && mmproj_has_vision(a.mmproj)) {
-    ASSIGN_OR_RETURN(pipeline::PipelineSpec spec, pipeline::vision_pipeline(a.mmproj, placement(a.vision_placement)));
+    ASSIGN_OR_RETURN(pipeline::PipelineSpec spec,
+                     pipeline::vision_pipeline(a.mmproj, placement(a.vision_placement)));
     ASSIGN_OR_RETURN(out.vision, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
   }
   const std::string audio = audio_projector(a);
   if (a.audio_placement != "server" && !audio.empty()) {
-    ASSIGN_OR_RETURN(pipeline::PipelineSpec spec, pipeline::audio_pipeline(audio, placement(a.audio_placement)));
+    ASSIGN_OR_RETURN(pipeline::PipelineSpec spec,
+                     pipeline::audio_pipeline(audio, placement(a.audio_placement)));
     ASSIGN_OR_RETURN(out.audio, pipeline::PipelineRuntime::start(spec, *out.ledger, o));
   }
   return Status();
@@ -233,19 +243,22 @@ Status load_graph(const ServeArgs& a, const pipeline::PipelineSpec& spec, Loaded
 }
 
 // --served-model-name (aliases), else --name, else the model's file name.
-Status resolve_model_names(const ServeArgs& a, const std::string& path, std::vector<std::string>& out) {
+Status resolve_model_names(const ServeArgs& a, const std::string& path,
+                           std::vector<std::string>& out) {
   if (!a.served_names.empty() && !a.name.empty())
     return Status::invalid_argument("--name and --served-model-name both name the model: use one");
   for (const auto& n : a.served_names)
     if (n.empty()) return Status::invalid_argument("--served-model-name: an empty name");
   out = !a.served_names.empty() ? a.served_names
-        : !a.name.empty()       ? std::vector<std::string>{a.name}
-                                : std::vector<std::string>{std::filesystem::path(path).filename().string()};
+        : !a.name.empty()
+            ? std::vector<std::string>{a.name}
+            : std::vector<std::string>{std::filesystem::path(path).filename().string()};
   return Status();
 }
 
 // Serves until drained: listens first, loads, then reports ready.
-int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const sigset_t& signals) {
+int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph,
+                        const sigset_t& signals) {
   auto srv = server::HttpServer::create(a.server);
   if (!srv) return report_error(srv.status());
   RETURN_CODE_IF_ERROR((*srv)->bind());
@@ -254,7 +267,8 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
     g_server = srv->get();
   }
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
-  std::thread waiter(drain_on_signals, signals, grace);  // NOLINT: detached, ends at the first signal
+  std::thread waiter(drain_on_signals, signals,
+                     grace);  // NOLINT: detached, ends at the first signal
   waiter.detach();
   Status served;
   std::thread http([&] { served = (*srv)->run(); });
@@ -270,8 +284,8 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
   bool images = false;  // image parts accepted (a vision encoder loaded)
   if (st.ok() && (!a.mmproj.empty() || !a.mmproj_audio.empty())) {
     const std::string& first = a.mmproj.empty() ? a.mmproj_audio : a.mmproj;
-    auto media = server::load_media_encoders(first, a.threads > 0 ? a.threads : 2, 0, loaded.vision.get(),
-                                             loaded.audio.get());
+    auto media = server::load_media_encoders(first, a.threads > 0 ? a.threads : 2, 0,
+                                             loaded.vision.get(), loaded.audio.get());
     st = media.status();
     if (media) {
       (*media)->image_limits.max_pixels = a.max_image_pixels;
@@ -286,28 +300,32 @@ int serve_until_drained(ServeArgs& a, const pipeline::PipelineSpec& graph, const
   if (st.ok()) {
     const pipeline::StageSpec& text = *loaded.graph->text_stage();
     const int64_t ctx = text.engine.ctx > 0 ? text.engine.ctx : loaded.graph->options().ctx;
-    std::printf("edge-infer: serving %s (context %lld, up to %d sequences; graph '%s', %zu stages, "
-                "%s reserved)\n",
-                a.server.model_names[0].c_str(), static_cast<long long>(ctx), text.capacity, graph.name.c_str(),
-                graph.stages.size(), format_bytes(loaded.ledger->reserved()).c_str());
+    std::printf(
+        "edge-infer: serving %s (context %lld, up to %d sequences; graph '%s', %zu stages, "
+        "%s reserved)\n",
+        a.server.model_names[0].c_str(), static_cast<long long>(ctx), text.capacity,
+        graph.name.c_str(), graph.stages.size(), format_bytes(loaded.ledger->reserved()).c_str());
     // The placement proof an orchestrator reads (a pipeline's external stage): where the
     // weights actually are. Always the CPU here; llama-server reports offloaded layers.
     std::printf("edge-infer: placement cpu (%s; dense kernels %s)\n", cpu_info().model_name.c_str(),
                 dense_variant_for(cpu_info()).c_str());
     // The vision encoder's too (a pipeline's multimodal external stage proves both).
     if (images)
-      std::printf("edge-infer: vision placement cpu (%s; %s)\n", std::filesystem::path(a.mmproj).filename().c_str(),
+      std::printf("edge-infer: vision placement cpu (%s; %s)\n",
+                  std::filesystem::path(a.mmproj).filename().c_str(),
                   loaded.vision ? "a vision.encode stage" : "in process");
     // The build, for the evidence a pipeline records of its external stages.
     std::printf("edge-infer: build %s\n", EDGE_BUILD_COMMIT);
     using Encoder = std::pair<const char*, pipeline::PipelineRuntime*>;
-    for (const auto& [kind, rt] : {Encoder{"images", loaded.vision.get()}, Encoder{"audio", loaded.audio.get()}})
+    for (const auto& [kind, rt] :
+         {Encoder{"images", loaded.vision.get()}, Encoder{"audio", loaded.audio.get()}})
       if (rt)
         std::printf("edge-infer: %s through the %s stage (%s)\n", kind, rt->spec().name.c_str(),
                     rt->state_json()["stages"][0].value("placement_actual", "").c_str());
     if (loaded.speech)
-      std::printf("edge-infer: speech at /v1/audio/speech (talker %s, vocoder %s%s)\n", a.speech_model.c_str(),
-                  a.vocoder.c_str(), a.vocoder_worker ? " in a worker" : "");
+      std::printf("edge-infer: speech at /v1/audio/speech (talker %s, vocoder %s%s)\n",
+                  a.speech_model.c_str(), a.vocoder.c_str(),
+                  a.vocoder_worker ? " in a worker" : "");
     std::printf("edge-infer: listening on http://%s:%d\n", a.server.host.c_str(), (*srv)->port());
     std::fflush(stdout);
   } else {
@@ -335,15 +353,18 @@ int run_serve(ServeArgs a) {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  if (a.drain_timeout_s < 0) return report_error(Status::invalid_argument("--drain-timeout must be >= 0"));
+  if (a.drain_timeout_s < 0)
+    return report_error(Status::invalid_argument("--drain-timeout must be >= 0"));
   if (!a.pipeline_file.empty() && !a.model.empty())
-    return report_error(Status::invalid_argument("-m and --pipeline both name what to serve: use one"));
+    return report_error(
+        Status::invalid_argument("-m and --pipeline both name what to serve: use one"));
   std::string path = a.model;
   if (a.speech_model.empty() && !a.vocoder.empty())
     return report_error(Status::invalid_argument("--vocoder needs --speech-model"));
   if (!a.speech_model.empty() && a.vocoder.empty() &&
       pipeline::speech_family(a.speech_model) == pipeline::SpeechFamily::kOuteTts)
-    return report_error(Status::invalid_argument("an OuteTTS --speech-model needs --vocoder (a WavTokenizer GGUF)"));
+    return report_error(Status::invalid_argument(
+        "an OuteTTS --speech-model needs --vocoder (a WavTokenizer GGUF)"));
   if (path.empty() && a.pipeline_file.empty()) {
     auto demo = demo_model_path();
     if (!demo) return report_error(demo.status());
@@ -371,7 +392,8 @@ int run_serve(ServeArgs a) {
   }
   auto graph = served_graph(a, path);
   if (!graph) return report_error(graph.status());
-  RETURN_CODE_IF_ERROR(resolve_model_names(a, path.empty() ? graph->name : path, a.server.model_names));
+  RETURN_CODE_IF_ERROR(
+      resolve_model_names(a, path.empty() ? graph->name : path, a.server.model_names));
   if (a.pipeline_file.empty()) RETURN_CODE_IF_ERROR(plan_before_load(a, path));
   return serve_until_drained(a, *graph, set);
 }
@@ -381,21 +403,28 @@ int run_serve(ServeArgs a) {
 void register_serve(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
-  sub->add_option("-m,--model", a->model, "GGUF file or Hugging Face directory (default: demo model)");
-  sub->add_option("--mmproj", a->mmproj, "projector GGUF (llama.cpp clip conventions): image content parts");
-  sub->add_option("--max-image-pixels", a->max_image_pixels, "larger images are refused (400)")->capture_default_str();
+  sub->add_option("-m,--model", a->model,
+                  "GGUF file or Hugging Face directory (default: demo model)");
+  sub->add_option("--mmproj", a->mmproj,
+                  "projector GGUF (llama.cpp clip conventions): image content parts");
+  sub->add_option("--max-image-pixels", a->max_image_pixels, "larger images are refused (400)")
+      ->capture_default_str();
   sub->add_option("--vision-placement", a->vision_placement,
-                  "where the image encoder runs: server (this process), stage (a vision.encode@1 graph stage "
+                  "where the image encoder runs: server (this process), stage (a vision.encode@1 "
+                  "graph stage "
                   "reserved on the server's ledger) or worker (that stage in a worker process)")
       ->check(CLI::IsMember({"server", "stage", "worker"}))
       ->capture_default_str();
-  sub->add_option("--audio-placement", a->audio_placement,
-                  "where the audio encoder runs: server, stage (an audio.encode@1 graph stage) or worker")
+  sub->add_option(
+         "--audio-placement", a->audio_placement,
+         "where the audio encoder runs: server, stage (an audio.encode@1 graph stage) or worker")
       ->check(CLI::IsMember({"server", "stage", "worker"}))
       ->capture_default_str();
-  sub->add_option("--mmproj-audio", a->mmproj_audio,
-                  "audio projector GGUF (ultravox/qwen2a) beside a vision --mmproj: input_audio content parts");
-  sub->add_option("--max-audio-seconds", a->max_audio_seconds, "longer clips are refused (400)")->capture_default_str();
+  sub->add_option(
+      "--mmproj-audio", a->mmproj_audio,
+      "audio projector GGUF (ultravox/qwen2a) beside a vision --mmproj: input_audio content parts");
+  sub->add_option("--max-audio-seconds", a->max_audio_seconds, "longer clips are refused (400)")
+      ->capture_default_str();
   sub->add_option("--pipeline", a->pipeline_file,
                   "serve a pipeline file (YAML/JSON) instead of one model: its in-process lm stage "
                   "feeding output.text answers the API");
@@ -403,54 +432,80 @@ void register_serve(CLI::App& app, Context& ctx) {
   sub->add_option("--served-model-name", a->served_names,
                   "model ids clients may use (aliases; the first is reported in responses)")
       ->expected(1, -1);
-  sub->add_option("--host", a->server.host, "address to bind (default: 127.0.0.1, local only)")->capture_default_str();
+  sub->add_option("--host", a->server.host, "address to bind (default: 127.0.0.1, local only)")
+      ->capture_default_str();
   sub->add_option("--port", a->server.port, "port (0: any free port)")->capture_default_str();
   sub->add_option("--api-key", a->server.api_key, "require 'Authorization: Bearer KEY'");
   sub->add_option("-c,--ctx", a->ctx, "context per sequence (default: min(model's, 4096))");
   sub->add_option("--max-seqs", a->max_seqs, "sequences scheduled together")->capture_default_str();
-  sub->add_option("--max-batched-tokens", a->max_batched_tokens, "tokens per forward step")->capture_default_str();
-  sub->add_option("--kv-budget", a->kv_budget, "KV cache bytes, e.g. 512M (default: max-seqs full contexts)");
-  sub->add_option("--kv-type", a->kv_type, "f32 | f16 | bf16 | q8")->capture_default_str();
-  sub->add_option("--itl-target-ms", a->itl_target_ms,
-                  "inter-token latency running streams keep while prompts are computed: caps a step's "
-                  "prompt tokens (0: twice a decode step, measured; < 0: no cap)")
+  sub->add_option("--max-batched-tokens", a->max_batched_tokens, "tokens per forward step")
       ->capture_default_str();
-  sub->add_flag("--no-prefix-cache", a->no_prefix_cache,
-                "recompute every prompt: no KV blocks kept for reuse (to measure without the cache)");
-  sub->add_option("--state-checkpoints", a->state_checkpoints,
-                  "hybrid models (Qwen3.5): recurrent-state copies kept for the prefix cache, each one "
-                  "sequence's state bytes (0: recompute repeated prompts)")
+  sub->add_option("--kv-budget", a->kv_budget,
+                  "KV cache bytes, e.g. 512M (default: max-seqs full contexts)");
+  sub->add_option("--kv-type", a->kv_type, "f32 | f16 | bf16 | q8")->capture_default_str();
+  sub->add_option(
+         "--itl-target-ms", a->itl_target_ms,
+         "inter-token latency running streams keep while prompts are computed: caps a step's "
+         "prompt tokens (0: twice a decode step, measured; < 0: no cap)")
+      ->capture_default_str();
+  sub->add_option("--spec", a->spec,
+                  "speculative decoding: ngram (drafts by prompt lookup, verified in each "
+                  "sequence's next step; "
+                  "the draft length follows measured acceptance and step costs; greedy gives the "
+                  "same tokens, "
+                  "sampling the same distribution)")
+      ->check(CLI::IsMember({"ngram"}));
+  sub->add_option("--draft-max", a->draft_max, "--spec: longest draft per step")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  sub->add_flag(
+      "--no-prefix-cache", a->no_prefix_cache,
+      "recompute every prompt: no KV blocks kept for reuse (to measure without the cache)");
+  sub->add_option(
+         "--state-checkpoints", a->state_checkpoints,
+         "hybrid models (Qwen3.5): recurrent-state copies kept for the prefix cache, each one "
+         "sequence's state bytes (0: recompute repeated prompts)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
-  sub->add_option("--memory-limit", a->memory_limit,
-                  "memory this process may use (e.g. 2GiB; default: MemAvailable and the cgroup limit)");
-  sub->add_option("--chat-template-file", a->chat_template_file, "Jinja chat template overriding the model's");
+  sub->add_option(
+      "--memory-limit", a->memory_limit,
+      "memory this process may use (e.g. 2GiB; default: MemAvailable and the cgroup limit)");
+  sub->add_option("--chat-template-file", a->chat_template_file,
+                  "Jinja chat template overriding the model's");
   sub->add_option("--pooling", a->server.pooling,
-                  "/v1/embeddings pooling: mean | cls | last (default: the model file's pooling_type, else mean)")
+                  "/v1/embeddings pooling: mean | cls | last (default: the model file's "
+                  "pooling_type, else mean)")
       ->check(CLI::IsMember({"mean", "cls", "last"}));
   sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
-  sub->add_option("--speech-model", a->speech_model,
-                  "/v1/audio/speech: a Qwen3-TTS checkpoint directory, or an OuteTTS speech-code LM "
-                  "(GGUF, with --vocoder); the demo serves its own");
+  sub->add_option(
+      "--speech-model", a->speech_model,
+      "/v1/audio/speech: a Qwen3-TTS checkpoint directory, or an OuteTTS speech-code LM "
+      "(GGUF, with --vocoder); the demo serves its own");
   sub->add_option("--vocoder", a->vocoder,
                   "/v1/audio/speech's decoder: a Qwen3-TTS 12 Hz tokenizer directory (default: the "
                   "checkpoint's speech_tokenizer/) or a wavtokenizer-dec GGUF");
   sub->add_option("--voices", a->server.voices_dir,
                   "directory of OuteTTS speaker profiles: voice NAME speaks with NAME.json");
-  sub->add_flag("--vocoder-worker", a->vocoder_worker, "run the speech vocoder in a worker process");
-  sub->add_option("--vocoder-window", a->vocoder_stream.window,
-                  "speech: vocoder codes per window, streamed as they are ready (0: exact, at the end)")
+  sub->add_flag("--vocoder-worker", a->vocoder_worker,
+                "run the speech vocoder in a worker process");
+  sub->add_option(
+         "--vocoder-window", a->vocoder_stream.window,
+         "speech: vocoder codes per window, streamed as they are ready (0: exact, at the end)")
       ->capture_default_str();
-  sub->add_option("--vocoder-context", a->vocoder_stream.context, "speech: codes of left context per window");
-  sub->add_option("--vocoder-lookahead", a->vocoder_stream.lookahead, "speech: codes of lookahead per window");
+  sub->add_option("--vocoder-context", a->vocoder_stream.context,
+                  "speech: codes of left context per window");
+  sub->add_option("--vocoder-lookahead", a->vocoder_stream.lookahead,
+                  "speech: codes of lookahead per window");
   sub->add_option("--drain-timeout", a->drain_timeout_s,
                   "seconds in-flight requests may run after SIGTERM before they are cancelled")
       ->capture_default_str();
-  sub->add_option("--max-client-requests", a->server.client_limits.max_requests,
-                  "requests in flight per client (API key, else address); more get 429 (0: no limit)")
+  sub->add_option(
+         "--max-client-requests", a->server.client_limits.max_requests,
+         "requests in flight per client (API key, else address); more get 429 (0: no limit)")
       ->capture_default_str();
-  sub->add_option("--max-client-queued-tokens", a->server.client_limits.max_queued_tokens,
-                  "tokens ((prompt + max_tokens) x n) in flight per client; more get 429 (0: no limit)")
+  sub->add_option(
+         "--max-client-queued-tokens", a->server.client_limits.max_queued_tokens,
+         "tokens ((prompt + max_tokens) x n) in flight per client; more get 429 (0: no limit)")
       ->capture_default_str();
   sub->callback([a, &ctx] { ctx.exit_code = run_serve(*a); });
 }

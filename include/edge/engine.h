@@ -16,8 +16,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,13 +31,13 @@ namespace edge {
 class Model;
 
 struct EngineOptions {
-  std::string model_path;           // empty: the caller passes a loaded model to create()
-  int n_threads = 0;                // 0: default
-  int64_t max_model_len = 4096;     // context per sequence (prompt + generated)
-  int32_t max_seqs = 8;             // sequences scheduled together
-  int64_t max_batched_tokens = 512; // tokens per forward step (chunked prefill)
-  uint64_t kv_budget_bytes = 0;     // 0: enough for max_seqs full contexts
-  std::string kv_type = "f16";      // f32 | f16 | bf16 | q8
+  std::string model_path;            // empty: the caller passes a loaded model to create()
+  int n_threads = 0;                 // 0: default
+  int64_t max_model_len = 4096;      // context per sequence (prompt + generated)
+  int32_t max_seqs = 8;              // sequences scheduled together
+  int64_t max_batched_tokens = 512;  // tokens per forward step (chunked prefill)
+  uint64_t kv_budget_bytes = 0;      // 0: enough for max_seqs full contexts
+  std::string kv_type = "f16";       // f32 | f16 | bf16 | q8
   bool prefix_cache = true;
   // Models with recurrent layers (Qwen3.5): state checkpoints kept for the prefix cache, each
   // one sequence's state bytes (runtime/kv_cache.h); 0 turns their prefix cache off.
@@ -48,8 +48,15 @@ struct EngineOptions {
   // measured step costs say fits in it. 0: twice a decode-only step (measured); < 0: no
   // cap (prompt chunks up to max_batched_tokens whatever runs beside them).
   double itl_target_ms = 0;
-  std::string activations = "auto"; // LoadOptions::activations
-  uint64_t memory_limit_bytes = 0;  // 0: MemAvailable / cgroup limit only (memory plan)
+  std::string activations = "auto";  // LoadOptions::activations
+  uint64_t memory_limit_bytes = 0;   // 0: MemAvailable / cgroup limit only (memory plan)
+  // Speculative decoding: "ngram" drafts each decoding sequence's next tokens by prompt
+  // lookup and verifies them in its next step (greedy: the same tokens; sampling: the same
+  // distribution); each sequence's draft length follows its measured acceptance and the
+  // measured step costs, and is 0 where drafting does not pay. "" decodes plainly. Requests
+  // with a guide or logprobs decode plainly; models with recurrent layers are refused.
+  std::string speculative;
+  int32_t draft_max = 4;  // longest draft per sequence and step
   // Fault injection for tests of the failure paths: called before each forward step; a
   // non-OK status fails that step as a failing forward pass would. Unset in production.
   std::function<Status()> step_fault;
@@ -58,11 +65,11 @@ struct EngineOptions {
 // Sampling plus stopping rules for one request.
 struct RequestParams {
   SamplingParams sampling = SamplingParams::greedy();
-  int32_t max_tokens = 256;             // generated tokens at most
-  std::vector<std::string> stop;        // stop strings (not included in the output)
-  std::vector<int32_t> stop_ids;        // extra stop token ids (EOS/EOG always stop unless ignore_eos)
+  int32_t max_tokens = 256;       // generated tokens at most
+  std::vector<std::string> stop;  // stop strings (not included in the output)
+  std::vector<int32_t> stop_ids;  // extra stop token ids (EOS/EOG always stop unless ignore_eos)
   bool ignore_eos = false;
-  int32_t logprobs = -1;                // -1: none; 0..20: chosen token + that many alternatives
+  int32_t logprobs = -1;  // -1: none; 0..20: chosen token + that many alternatives
   // Constrained decoding (runtime/sampler.h): only the tokens it allows are sampled. One
   // guide per request (it may keep state); in this process only (it does not travel to a
   // worker or an external server).
@@ -118,20 +125,20 @@ enum class ChunkKind { kTokens, kDone, kCancelled, kError };
 
 struct StreamChunk {
   ChunkKind kind = ChunkKind::kTokens;
-  std::vector<int32_t> tokens;            // new tokens (kTokens)
-  std::string text;                       // their UTF-8 text (complete characters only)
-  std::vector<TokenLogprob> logprobs;     // one per token when requested
-  std::string finish_reason;              // kDone: "stop" | "length"
-  Status error;                           // kError
-  std::vector<float> embedding;           // an embedding request's kDone: [n_embd]
-  std::vector<float> scores;              // and the logits of its score_ids
+  std::vector<int32_t> tokens;         // new tokens (kTokens)
+  std::string text;                    // their UTF-8 text (complete characters only)
+  std::vector<TokenLogprob> logprobs;  // one per token when requested
+  std::string finish_reason;           // kDone: "stop" | "length"
+  Status error;                        // kError
+  std::vector<float> embedding;        // an embedding request's kDone: [n_embd]
+  std::vector<float> scores;           // and the logits of its score_ids
   // Usage, filled on the final chunk.
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_prompt_tokens = 0;
 };
 
 using SessionId = uint64_t;
 struct RequestHandle {
-  uint64_t engine_id = 0;   // which engine issued it (foreign handles are rejected)
+  uint64_t engine_id = 0;  // which engine issued it (foreign handles are rejected)
   SessionId session = 0;
   uint64_t request = 0;
 };
@@ -157,6 +164,8 @@ struct EngineStats {
   // while sequences decode (0: no cap yet / not capped).
   double decode_step_ms = 0, prefill_token_ms = 0;
   int64_t prefill_cap = 0;
+  // Speculative decoding: decode slices that verified drafts, drafts verified and taken.
+  uint64_t spec_verify_steps = 0, spec_drafted = 0, spec_accepted = 0;
 };
 
 class Engine {

@@ -100,7 +100,9 @@ nlohmann::json make_record(const Model& model, const SpecBenchOptions& o, int n_
         {"mean_accepted", s.mean_accepted()},
         {"mean_draft", s.verify_steps ? double(s.drafted) / double(s.verify_steps) : 0.0},
         {"tokens_per_pass", s.tokens_per_pass()},
-        {"verify_cost", s.verify_cost()}}}};
+        {"verify_cost", s.verify_cost()},
+        {"plain_step_ms", s.plain_steps ? s.plain_ms / double(s.plain_steps) : 0.0},
+        {"verify_step_ms", s.verify_steps ? s.verify_ms / double(s.verify_steps) : 0.0}}}};
   r["provenance"] = prov;
   r["provenance"]["engine"] = model_provenance(model);
   return r;

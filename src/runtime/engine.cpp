@@ -29,11 +29,14 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
   if (model.config().encoder_only) return make_encoder_engine(model, std::move(owned), o);
   if (o.max_model_len <= 0) return Status::invalid_argument("max_model_len must be positive");
   if (o.max_seqs <= 0) return Status::invalid_argument("max_seqs must be positive");
-  if (o.max_batched_tokens <= 0) return Status::invalid_argument("max_batched_tokens must be positive");
-  if (o.stream_queue_limit <= 0) return Status::invalid_argument("stream_queue_limit must be positive");
+  if (o.max_batched_tokens <= 0)
+    return Status::invalid_argument("max_batched_tokens must be positive");
+  if (o.stream_queue_limit <= 0)
+    return Status::invalid_argument("stream_queue_limit must be positive");
   KvCacheOptions ko;
   if (!parse_kv_type(o.kv_type, &ko.settings.type))
-    return Status::invalid_argument("unknown KV cache type '" + o.kv_type + "' (f32, f16, bf16, q8)");
+    return Status::invalid_argument("unknown KV cache type '" + o.kv_type +
+                                    "' (f32, f16, bf16, q8)");
   ko.budget_bytes = o.kv_budget_bytes;
   ko.max_model_len = o.max_model_len;
   ko.max_step = o.max_batched_tokens;
@@ -43,7 +46,17 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
   if (o.max_model_len > (int64_t{1} << 26))
     return Status::invalid_argument(
         fmt::format("max_model_len {} exceeds {}", o.max_model_len, int64_t{1} << 26));
+  if (!o.speculative.empty() && o.speculative != "ngram")
+    return Status::invalid_argument("unknown speculative drafter '" + o.speculative +
+                                    "' (ngram, or empty for none)");
+  if (!o.speculative.empty() && (o.draft_max < 1 || o.draft_max > 16))
+    return Status::invalid_argument(fmt::format("draft_max {} is outside [1, 16]", o.draft_max));
   ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model.config(), ko));
+  // Rejected drafts' positions are written over; a recurrent layer's state cannot go back.
+  if (!o.speculative.empty() && kv.layout().has_state())
+    return Status::invalid_argument(
+        "speculative decoding needs a model without recurrent layers (their state has no rollback "
+        "yet)");
   // Two engines over one model must not run regions on one pool at once: the first takes
   // the model's pool, a later one gets threads of its own.
   EnginePool pool;
@@ -63,7 +76,8 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
 Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   KvType type;
   if (!parse_kv_type(o.kv_type, &type))
-    return Status::invalid_argument("unknown KV cache type '" + o.kv_type + "' (f32, f16, bf16, q8)");
+    return Status::invalid_argument("unknown KV cache type '" + o.kv_type +
+                                    "' (f32, f16, bf16, q8)");
   // The memory plan runs first: a configuration that cannot fit is refused before any
   // weight is read, instead of being killed by the OOM killer half way through loading.
   ASSIGN_OR_RETURN(ModelFootprint footprint, read_model_footprint(o.model_path));
@@ -76,7 +90,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   po.max_batched_tokens = o.max_batched_tokens;
   po.memory_limit = static_cast<int64_t>(o.memory_limit_bytes);
   po.n_threads = o.n_threads;
-  ASSIGN_OR_RETURN(MemoryPlan plan, make_memory_plan(footprint, po, read_memory_limit(po.memory_limit)));
+  ASSIGN_OR_RETURN(MemoryPlan plan,
+                   make_memory_plan(footprint, po, read_memory_limit(po.memory_limit)));
   RETURN_IF_ERROR(admission_status(plan));
   LoadOptions lo;
   lo.n_threads = o.n_threads;
@@ -90,8 +105,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(const Model& model, const Engin
   return build_engine(model, nullptr, o);
 }
 
-EngineImpl::EngineImpl(const Model& model, std::unique_ptr<Model> owned, const EngineOptions& options,
-                       KvCache kv, EnginePool pool, ForwardPass pass)
+EngineImpl::EngineImpl(const Model& model, std::unique_ptr<Model> owned,
+                       const EngineOptions& options, KvCache kv, EnginePool pool, ForwardPass pass)
     : model_(&model),
       owned_model_(std::move(owned)),
       options_(options),
@@ -122,7 +137,8 @@ Expected<SessionId> EngineImpl::open_session() {
 
 Status EngineImpl::close_session(SessionId session) {
   std::unique_lock<std::mutex> lk(mu_);
-  if (sessions_.erase(session) == 0) return Status::not_found(fmt::format("unknown session {}", session));
+  if (sessions_.erase(session) == 0)
+    return Status::not_found(fmt::format("unknown session {}", session));
   for (auto it = requests_.begin(); it != requests_.end();) {
     EngineRequest& r = *it->second;
     if (r.session != session) {
@@ -155,7 +171,8 @@ Status EngineImpl::validate(const GenerateRequest& req) const {
     return Status::invalid_argument("score_ids come with last-position pooling");
   for (int32_t id : req.score_ids)
     if (id < 0 || id >= c.n_vocab)
-      return Status::invalid_argument(fmt::format("score id {} is outside the vocabulary ({})", id, c.n_vocab));
+      return Status::invalid_argument(
+          fmt::format("score id {} is outside the vocabulary ({})", id, c.n_vocab));
   return validate_media(req, c.n_embd, options_.max_batched_tokens);
 }
 
@@ -163,10 +180,11 @@ Expected<RequestHandle> EngineImpl::submit(SessionId session, GenerateRequest re
   RETURN_IF_ERROR(validate(req));
   std::lock_guard<std::mutex> lk(mu_);
   if (stop_) return Status::unavailable("the engine is shutting down");
-  if (!sessions_.count(session)) return Status::not_found(fmt::format("unknown session {}", session));
+  if (!sessions_.count(session))
+    return Status::not_found(fmt::format("unknown session {}", session));
   if (scheduler_.n_waiting() >= kMaxWaiting)
-    return Status::unavailable(fmt::format("{} requests are already waiting for KV cache space; retry later",
-                                           scheduler_.n_waiting()));
+    return Status::unavailable(fmt::format(
+        "{} requests are already waiting for KV cache space; retry later", scheduler_.n_waiting()));
   auto r = std::make_unique<EngineRequest>(req.params, req.params.stop);
   r->session = session;
   r->id = next_request_++;
@@ -181,6 +199,13 @@ Expected<RequestHandle> EngineImpl::submit(SessionId session, GenerateRequest re
   // from the prefix cache (which keeps K/V, not hidden states).
   r->seq.reuse_prefix = req.pooling != Pooling::kMean && req.pooling != Pooling::kCls;
   if (model_->tokenizer() != nullptr) r->decoder.emplace(*model_->tokenizer());
+  // Guided and logprob requests decode plainly (a guide's state follows each sampled token;
+  // logprobs are reported per sampled position).
+  if (options_.speculative == "ngram" && req.pooling == Pooling::kNone && !r->params.guide &&
+      r->params.logprobs < 0) {
+    r->drafter = std::make_unique<NgramDrafter>();
+    r->draft_control = DraftController(options_.draft_max);
+  }
   scheduler_.add(&r->seq);
   stats_.prompt_tokens += static_cast<uint64_t>(r->seq.n_prompt);
   const RequestHandle h{engine_id_, session, r->id};
@@ -190,10 +215,12 @@ Expected<RequestHandle> EngineImpl::submit(SessionId session, GenerateRequest re
 }
 
 Expected<EngineRequest*> EngineImpl::find(const RequestHandle& h) {
-  if (h.engine_id != engine_id_) return Status::invalid_argument("the request handle belongs to another engine");
+  if (h.engine_id != engine_id_)
+    return Status::invalid_argument("the request handle belongs to another engine");
   auto it = requests_.find(h.request);
   if (it == requests_.end() || it->second->session != h.session || !sessions_.count(h.session))
-    return Status::not_found(fmt::format("unknown, finished or closed request {} (session {})", h.request, h.session));
+    return Status::not_found(
+        fmt::format("unknown, finished or closed request {} (session {})", h.request, h.session));
   return it->second.get();
 }
 
@@ -211,7 +238,8 @@ Expected<StreamChunk> EngineImpl::next(const RequestHandle& h, std::chrono::mill
   if (r->queue.empty()) {
     if (stop_) return Status::unavailable("the engine is shutting down");
     (void)ready;
-    return Status::deadline_exceeded(fmt::format("no output from request {} within {} ms", id, timeout.count()));
+    return Status::deadline_exceeded(
+        fmt::format("no output from request {} within {} ms", id, timeout.count()));
   }
   StreamChunk c = std::move(r->queue.front());
   r->queue.pop_front();

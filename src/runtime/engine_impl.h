@@ -18,6 +18,7 @@
 #include "runtime/kv_cache.h"
 #include "runtime/sampler.h"
 #include "runtime/scheduler.h"
+#include "runtime/speculative.h"
 #include "runtime/text_stream.h"
 
 namespace edge {
@@ -31,16 +32,19 @@ struct EngineRequest {
   Sampler sampler;
   std::optional<Tokenizer::StreamDecoder> decoder;
   StopStringFilter stop_filter;
-  std::deque<StreamChunk> queue;   // chunks not yet read
+  std::deque<StreamChunk> queue;  // chunks not yet read
   int64_t n_generated = 0;
-  bool in_flight = false;          // part of the step running now (its KV is in use)
+  bool in_flight = false;  // part of the step running now (its KV is in use)
   bool cancel_requested = false;
-  bool terminal_pushed = false;    // kDone / kCancelled / kError queued: nothing follows
+  bool terminal_pushed = false;  // kDone / kCancelled / kError queued: nothing follows
   // An embedding request (GenerateRequest::pooling): the pooled rows so far.
   Pooling pooling = Pooling::kNone;
   std::vector<int32_t> score_ids;
-  std::vector<double> pooled;   // kMean: the sum; kCls / kLast: the row
+  std::vector<double> pooled;  // kMean: the sum; kCls / kLast: the row
   std::vector<float> scores;
+  // Speculative decoding (EngineOptions::speculative): null where the request decodes plainly.
+  std::unique_ptr<Drafter> drafter;
+  DraftController draft_control{0};
 
   EngineRequest(const RequestParams& p, std::vector<std::string> stops)
       : params(p), sampler(p.sampling), stop_filter(std::move(stops)) {}
@@ -89,11 +93,21 @@ class EngineImpl final : public Engine {
   struct Sampled {
     int32_t token = -1;  // -1: the request wanted no logits this step
     std::optional<TokenLogprob> logprob;
+    std::vector<int32_t> drafts_taken;  // drafts verified this step, before `token`
   };
-  std::vector<Sampled> sample_step(const std::vector<EngineRequest*>& reqs,
+  // plan: the step's slices (logit rows: 1 + n_draft for a slice that wants logits).
+  std::vector<Sampled> sample_step(const std::vector<EngineRequest*>& reqs, const StepPlan& plan,
                                    const std::vector<bool>& wants_logits,
                                    std::span<const float> logits) const;
-  void emit_token(EngineRequest& r, const Sampled& s);
+  // Verifies r's drafts on its rows [1 + n_draft, n_vocab] (the rejection rule).
+  void verify_drafts(EngineRequest& r, int64_t n_draft, std::span<const float> rows,
+                     Sampled& out) const;
+  // Queues one token (in_history: already appended to the sequence, an accepted draft).
+  void emit_token(EngineRequest& r, const Sampled& s, int32_t token, bool in_history);
+  // Emits what a step gave r: the drafts taken, then its sampled token. mu_ held.
+  void emit_step(EngineRequest& r, const Sampled& s);
+  // The drafts r's next step verifies (none where drafting does not pay). mu_ held.
+  void prepare_draft(EngineRequest& r, int32_t other_decoding);
   // Adds an embedding request's rows of the step just run (hidden rows from `row`, logits
   // row `logit_row` when it asked for its scores); mu_ held.
   void pool_rows(EngineRequest& r, const PlannedSeq& ps, int64_t row, int64_t logit_row,
@@ -125,6 +139,7 @@ class EngineImpl final : public Engine {
   std::map<uint64_t, std::unique_ptr<EngineRequest>> requests_;
   EngineStats stats_;
   double decode_step_ms_ = 0, prefill_token_ms_ = 0;  // moving averages (0: not seen yet)
+  StepCostTable spec_costs_;  // decode-only steps by their positions: what drafts cost
   std::thread thread_;
 };
 

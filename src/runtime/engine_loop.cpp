@@ -16,13 +16,15 @@ void EngineImpl::loop() {
   }
   // Shutting down: every live request ends with an error chunk.
   for (auto& [id, r] : requests_)
-    if (!r->terminal_pushed) finish(*r, ChunkKind::kError, "error", Status::unavailable("the engine stopped"));
+    if (!r->terminal_pushed)
+      finish(*r, ChunkKind::kError, "error", Status::unavailable("the engine stopped"));
   stream_cv_.notify_all();
 }
 
 void EngineImpl::push_chunk(EngineRequest& r, StreamChunk c) {
   r.queue.push_back(std::move(c));
-  stats_.stream_high_water = std::max<int32_t>(stats_.stream_high_water, static_cast<int32_t>(r.queue.size()));
+  stats_.stream_high_water =
+      std::max<int32_t>(stats_.stream_high_water, static_cast<int32_t>(r.queue.size()));
   if (static_cast<int32_t>(r.queue.size()) >= options_.stream_queue_limit) r.seq.paused = true;
 }
 
@@ -53,9 +55,8 @@ void EngineImpl::finish(EngineRequest& r, ChunkKind kind, const std::string& rea
   r.queue.push_back(std::move(c));
 }
 
-// Queues the token sampled for r (or ends the request).
-void EngineImpl::emit_token(EngineRequest& r, const Sampled& s) {
-  const int32_t tok = s.token;
+// Queues one token for r (or ends the request).
+void EngineImpl::emit_token(EngineRequest& r, const Sampled& s, int32_t tok, bool in_history) {
   ++r.n_generated;
   ++stats_.generated_tokens;
   const Tokenizer* t = model_->tokenizer();
@@ -71,21 +72,50 @@ void EngineImpl::emit_token(EngineRequest& r, const Sampled& s) {
   if (s.logprob) c.logprobs.push_back(*s.logprob);
   bool stopped = false;
   if (r.decoder) c.text = r.stop_filter.push(r.decoder->push(tok), &stopped);
-  r.seq.tokens.push_back(tok);
+  if (!in_history) r.seq.tokens.push_back(tok);
   push_chunk(r, std::move(c));
+  // (The prompt and what was emitted: accepted drafts may already stand in seq.tokens.)
   if (stopped) {
     finish(r, ChunkKind::kDone, "stop");
   } else if (r.n_generated >= p.max_tokens ||
-             static_cast<int64_t>(r.seq.tokens.size()) >= options_.max_model_len) {
+             r.seq.n_prompt + r.n_generated >= options_.max_model_len) {
     finish(r, ChunkKind::kDone, "length");
   }
+}
+
+void EngineImpl::emit_step(EngineRequest& r, const Sampled& s) {
+  for (int32_t d : s.drafts_taken) {
+    emit_token(r, Sampled{}, d, /*in_history=*/true);
+    if (r.terminal_pushed) return;  // finished inside the draft: what follows is dropped
+  }
+  emit_token(r, s, s.token, /*in_history=*/false);
+}
+
+void EngineImpl::prepare_draft(EngineRequest& r, int32_t other_decoding) {
+  r.seq.draft.clear();
+  if (!r.drafter || r.terminal_pushed || r.cancel_requested || r.seq.pending() != 1) return;
+  // No draft past what the request may still emit or its context holds.
+  const int64_t room =
+      std::min<int64_t>(r.params.max_tokens - r.n_generated,
+                        options_.max_model_len - static_cast<int64_t>(r.seq.tokens.size()));
+  const int32_t want = static_cast<int32_t>(
+      std::min<int64_t>(r.draft_control.next_length(spec_costs_, other_decoding), room - 1));
+  if (want <= 0) return;
+  r.seq.draft = r.drafter->draft(r.seq.tokens, want);
+  // Media positions are keyed by negative ids: a draft copied from them stops there.
+  const int32_t n_vocab = model_->config().n_vocab;
+  const auto bad = std::find_if(r.seq.draft.begin(), r.seq.draft.end(),
+                                [&](int32_t t) { return t < 0 || t >= n_vocab; });
+  r.seq.draft.erase(bad, r.seq.draft.end());
 }
 
 void EngineImpl::pool_rows(EngineRequest& r, const PlannedSeq& ps, int64_t row, int64_t logit_row,
                            std::span<const float> logits) {
   const int64_t d = model_->config().n_embd;
   const std::span<const float> hidden = pass_.hidden();
-  auto row_at = [&](int64_t k) { return hidden.subspan(static_cast<size_t>(k * d), static_cast<size_t>(d)); };
+  auto row_at = [&](int64_t k) {
+    return hidden.subspan(static_cast<size_t>(k * d), static_cast<size_t>(d));
+  };
   if (ps.pos0 == 0) r.pooled.assign(static_cast<size_t>(d), 0.0);  // (again, after a preemption)
   if (r.pooling == Pooling::kMean) {
     for (int64_t t = 0; t < ps.n_tokens; ++t) {
@@ -100,7 +130,9 @@ void EngineImpl::pool_rows(EngineRequest& r, const PlannedSeq& ps, int64_t row, 
     r.pooled.assign(x.begin(), x.end());
     const size_t n_vocab = static_cast<size_t>(model_->config().n_vocab);
     r.scores.clear();
-    for (int32_t id : r.score_ids) r.scores.push_back(logits[static_cast<size_t>(logit_row) * n_vocab + static_cast<size_t>(id)]);
+    for (int32_t id : r.score_ids)
+      r.scores.push_back(
+          logits[static_cast<size_t>(logit_row) * n_vocab + static_cast<size_t>(id)]);
   }
 }
 
@@ -124,6 +156,7 @@ void EngineImpl::finish_embedding(EngineRequest& r) {
 // parameters and token history), so it runs without the engine lock: submit, next and
 // cancel are not held up by a sort over the vocabulary.
 std::vector<EngineImpl::Sampled> EngineImpl::sample_step(const std::vector<EngineRequest*>& reqs,
+                                                         const StepPlan& plan,
                                                          const std::vector<bool>& wants_logits,
                                                          std::span<const float> logits) const {
   const size_t n_vocab = static_cast<size_t>(model_->config().n_vocab);
@@ -131,8 +164,16 @@ std::vector<EngineImpl::Sampled> EngineImpl::sample_step(const std::vector<Engin
   size_t row = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
     if (!wants_logits[i]) continue;
-    const std::span<const float> l = logits.subspan(row++ * n_vocab, n_vocab);
     EngineRequest& r = *reqs[i];
+    const int64_t n_draft = plan.seqs[i].n_draft;
+    if (n_draft > 0) {  // rows [1 + n_draft]: the last token's, then each draft's
+      verify_drafts(r, n_draft,
+                    logits.subspan(row * n_vocab, static_cast<size_t>(1 + n_draft) * n_vocab),
+                    out[i]);
+      row += static_cast<size_t>(1 + n_draft);
+      continue;
+    }
+    const std::span<const float> l = logits.subspan(row++ * n_vocab, n_vocab);
     std::span<const int32_t> allowed;
     if (r.params.guide) {
       const std::span<const int32_t> history(r.seq.tokens);
@@ -149,9 +190,33 @@ std::vector<EngineImpl::Sampled> EngineImpl::sample_step(const std::vector<Engin
   return out;
 }
 
+// Row j holds the logits after the j-th position of the slice (the last token, then the
+// drafts): draft j stands when the rejection rule takes it there, with the history it would
+// have had; otherwise the token drawn there is the step's token. Every draft taken: the row
+// after the last draft gives one more.
+void EngineImpl::verify_drafts(EngineRequest& r, int64_t n_draft, std::span<const float> rows,
+                               Sampled& out) const {
+  const size_t n_vocab = static_cast<size_t>(model_->config().n_vocab);
+  auto row = [&](int64_t j) { return rows.subspan(static_cast<size_t>(j) * n_vocab, n_vocab); };
+  std::vector<int32_t> history = r.seq.tokens;
+  for (int64_t j = 0; j < n_draft; ++j) {
+    const int32_t draft = r.seq.draft[static_cast<size_t>(j)];
+    const int32_t got = r.sampler.verify(row(j), history, draft);
+    if (got != draft) {
+      out.token = got;
+      return;
+    }
+    out.drafts_taken.push_back(draft);
+    history.push_back(draft);
+  }
+  out.token = r.sampler.sample(row(n_draft), history);
+}
+
 void EngineImpl::learn_step_cost(const StepPlan& plan, double ms) {
   int64_t decoding = 0, prompt = 0;
-  for (const PlannedSeq& p : plan.seqs) (p.n_tokens == 1 ? decoding : prompt) += p.n_tokens;
+  for (const PlannedSeq& p : plan.seqs)
+    (p.n_tokens - p.n_draft == 1 ? decoding : prompt) += p.n_tokens;
+  if (prompt == 0) spec_costs_.record(static_cast<int32_t>(decoding), ms);
   constexpr double kKeep = 0.8;  // moving averages: recent steps count most
   auto average = [&](double& avg, double x) { avg = avg == 0 ? x : kKeep * avg + (1 - kKeep) * x; };
   if (prompt == 0) {
@@ -159,7 +224,8 @@ void EngineImpl::learn_step_cost(const StepPlan& plan, double ms) {
   } else if (decoding > 0 && decode_step_ms_ > 0) {
     average(prefill_token_ms_, std::max(0.0, ms - decode_step_ms_) / static_cast<double>(prompt));
   } else {
-    average(prefill_token_ms_, ms / static_cast<double>(prompt));  // an upper bound: no decode beside
+    average(prefill_token_ms_,
+            ms / static_cast<double>(prompt));  // an upper bound: no decode beside
   }
   int64_t cap = 0;  // no cap until both costs are known, or when the target says so
   if (options_.itl_target_ms >= 0 && decode_step_ms_ > 0 && prefill_token_ms_ > 0) {
@@ -185,7 +251,9 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
   tokens.reserve(static_cast<size_t>(plan.n_tokens));
   for (const PlannedSeq& ps : plan.seqs) {
     SchedSeq& s = *ps.seq;
-    tokens.insert(tokens.end(), s.tokens.begin() + ps.pos0, s.tokens.begin() + ps.pos0 + ps.n_tokens);
+    const int64_t own = ps.n_tokens - ps.n_draft;  // the sequence's tokens, then its drafts
+    tokens.insert(tokens.end(), s.tokens.begin() + ps.pos0, s.tokens.begin() + ps.pos0 + own);
+    tokens.insert(tokens.end(), s.draft.begin(), s.draft.begin() + ps.n_draft);
     SeqStep st;
     st.pos0 = ps.pos0;
     st.n_tokens = ps.n_tokens;
@@ -193,11 +261,14 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     st.blocks[1] = s.kv.blocks[1];
     st.splices = s.splices;
     st.state_slot = s.kv.state_slot;
-    st.logits = ps.wants_logits ? SeqStep::Logits::kLast : SeqStep::Logits::kNone;
+    st.logits = ps.n_draft > 0    ? SeqStep::Logits::kAll
+                : ps.wants_logits ? SeqStep::Logits::kLast
+                                  : SeqStep::Logits::kNone;
     EngineRequest* r = requests_.at(s.id).get();
     // An embedding samples nothing: mean / first-position pooling read every row's hidden
     // state, last-position pooling the last row's (with the head when it wants scores).
-    if (r->pooling == Pooling::kMean || r->pooling == Pooling::kCls) st.logits = SeqStep::Logits::kHidden;
+    if (r->pooling == Pooling::kMean || r->pooling == Pooling::kCls)
+      st.logits = SeqStep::Logits::kHidden;
     steps.push_back(st);
     reqs.push_back(r);
     r->in_flight = true;
@@ -208,20 +279,36 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
   lk.unlock();
   const auto t0 = std::chrono::steady_clock::now();
   Status fault = options_.step_fault ? options_.step_fault() : Status();
-  Expected<std::span<const float>> logits =
-      fault.ok() ? pass_.run(tokens, steps, kv_.storage()) : Expected<std::span<const float>>(fault);
+  Expected<std::span<const float>> logits = fault.ok() ? pass_.run(tokens, steps, kv_.storage())
+                                                       : Expected<std::span<const float>>(fault);
   const double step_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::vector<Sampled> sampled;
-  if (logits.ok()) sampled = sample_step(reqs, wants_logits, *logits);
+  if (logits.ok()) sampled = sample_step(reqs, plan, wants_logits, *logits);
   lk.lock();
   if (logits.ok()) learn_step_cost(plan, step_ms);
+  // Verified drafts: the ones taken join the sequence before complete() keeps their K/V.
+  for (size_t i = 0; logits.ok() && i < reqs.size(); ++i) {
+    const int64_t n_draft = plan.seqs[i].n_draft;
+    if (n_draft == 0) continue;
+    EngineRequest& r = *reqs[i];
+    const auto& taken = sampled[i].drafts_taken;
+    r.seq.tokens.insert(r.seq.tokens.end(), taken.begin(), taken.end());
+    r.seq.draft_accepted = static_cast<int64_t>(taken.size());
+    r.draft_control.on_verify(static_cast<int32_t>(n_draft), static_cast<int32_t>(taken.size()));
+    ++stats_.spec_verify_steps;
+    stats_.spec_drafted += static_cast<uint64_t>(n_draft);
+    stats_.spec_accepted += static_cast<uint64_t>(taken.size());
+  }
   // Only a step that wrote its KV may publish the blocks' prefix hashes: a failed one ends
   // its requests below, and their blocks go back to the pool unhashed.
   if (logits.ok()) scheduler_.complete(plan);
   // Hidden rows: the head's rows first (kLast: 1, kAll: n), then the kHidden ones.
   int64_t head_rows = 0, hidden_row = 0, logit_row = 0;
-  for (const SeqStep& st : steps) head_rows += st.logits == SeqStep::Logits::kLast ? 1 : 0;
+  for (const SeqStep& st : steps)
+    head_rows += st.logits == SeqStep::Logits::kLast  ? 1
+                 : st.logits == SeqStep::Logits::kAll ? st.n_tokens
+                                                      : 0;
   hidden_row = head_rows;
   for (size_t i = 0; i < reqs.size(); ++i) {
     EngineRequest& r = *reqs[i];
@@ -230,6 +317,7 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     if (logits.ok() && r.pooling != Pooling::kNone && !r.terminal_pushed && !r.cancel_requested)
       pool_rows(r, plan.seqs[i], at, logit_row, *logits);
     if (st.logits == SeqStep::Logits::kLast) ++logit_row;
+    if (st.logits == SeqStep::Logits::kAll) logit_row += st.n_tokens;
     if (st.logits == SeqStep::Logits::kHidden) hidden_row += st.n_tokens;
   }
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -244,9 +332,16 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     } else if (r.pooling != Pooling::kNone) {
       if (plan.seqs[i].wants_logits) finish_embedding(r);  // the prompt is done
     } else if (sampled[i].token >= 0) {
-      emit_token(r, sampled[i]);
+      emit_step(r, sampled[i]);
     }
-    if (r.session == 0) requests_.erase(r.id);  // its session was closed during the step
+  }
+  // The next step's drafts, each sequence's length weighed against the others decoding.
+  int32_t decoding = 0;
+  for (EngineRequest* r : reqs)
+    decoding += r->drafter && !r->terminal_pushed && r->seq.pending() == 1;
+  for (EngineRequest* r : reqs) {
+    prepare_draft(*r, std::max(0, decoding - 1));
+    if (r->session == 0) requests_.erase(r->id);  // its session was closed during the step
   }
   stream_cv_.notify_all();
   return true;

@@ -22,6 +22,7 @@ void Scheduler::preempt(SchedSeq* victim) {
   running_.erase(std::remove(running_.begin(), running_.end(), victim), running_.end());
   kv_->release(victim->kv);
   victim->n_computed = 0;
+  victim->draft.clear();
   victim->state = SchedSeq::State::kWaiting;
   waiting_.push_front(victim);
   ++preemptions_;
@@ -29,7 +30,8 @@ void Scheduler::preempt(SchedSeq* victim) {
 
 // Reserves KV for s, preempting the latest admitted running sequences that are not part of
 // this step's plan yet. False if even that cannot free enough.
-bool Scheduler::reserve_or_preempt(SchedSeq* s, int64_t n_pos, const StepPlan& plan, StepPlan* out) {
+bool Scheduler::reserve_or_preempt(SchedSeq* s, int64_t n_pos, const StepPlan& plan,
+                                   StepPlan* out) {
   while (!kv_->reserve(s->kv, n_pos)) {
     SchedSeq* victim = nullptr;
     for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
@@ -65,7 +67,15 @@ void Scheduler::plan_running(bool prefill, int64_t& budget, int64_t& prefill_bud
       plan.preempted.push_back(s);
       continue;
     }
-    plan.seqs.push_back({s, s->n_computed, n, s->n_computed + n == static_cast<int64_t>(s->tokens.size())});
+    // Drafts ride along where the budget and the free blocks allow (never preempting).
+    int64_t n_draft = 0;
+    if (!prefill && !s->draft.empty()) {
+      n_draft = std::min<int64_t>(static_cast<int64_t>(s->draft.size()), budget - n);
+      while (n_draft > 0 && !kv_->reserve(s->kv, s->n_computed + n + n_draft)) --n_draft;
+    }
+    plan.seqs.push_back({s, s->n_computed, n + n_draft,
+                         s->n_computed + n == static_cast<int64_t>(s->tokens.size()), n_draft});
+    n += n_draft;
     budget -= n;
     if (prefill) prefill_budget = std::max<int64_t>(0, prefill_budget - n);
   }
@@ -77,7 +87,7 @@ StepPlan Scheduler::schedule() {
   int64_t prefill_budget = budget;
   plan_running(/*prefill=*/false, budget, prefill_budget, plan);  // decoding: one token each
   if (!plan.seqs.empty() && prefill_cap_ > 0) prefill_budget = std::min(budget, prefill_cap_);
-  plan_running(/*prefill=*/true, budget, prefill_budget, plan);   // prompts being computed
+  plan_running(/*prefill=*/true, budget, prefill_budget, plan);  // prompts being computed
   // Then the queue, in order, while there is room.
   while (budget > 0 && prefill_budget > 0 && !waiting_.empty() &&
          static_cast<int32_t>(running_.size()) < config_.max_seqs) {
@@ -101,7 +111,8 @@ StepPlan Scheduler::schedule() {
     s->state = SchedSeq::State::kRunning;
     s->admitted_once = true;
     running_.push_back(s);
-    plan.seqs.push_back({s, s->n_computed, n, s->n_computed + n == static_cast<int64_t>(s->tokens.size())});
+    plan.seqs.push_back(
+        {s, s->n_computed, n, s->n_computed + n == static_cast<int64_t>(s->tokens.size())});
     budget -= n;
     prefill_budget = std::max<int64_t>(0, prefill_budget - n);
   }
@@ -114,7 +125,9 @@ void Scheduler::complete(const StepPlan& plan) {
     SchedSeq* s = p.seq;
     if (s->state != SchedSeq::State::kRunning) continue;
     CHECK(s->n_computed == p.pos0);
-    s->n_computed += p.n_tokens;
+    CHECK(s->draft_accepted >= 0 && s->draft_accepted <= p.n_draft);
+    s->n_computed += p.n_tokens - p.n_draft + s->draft_accepted;
+    s->draft_accepted = 0;
     kv_->commit(s->kv, s->tokens, s->n_computed, s->n_prompt);
   }
 }

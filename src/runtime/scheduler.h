@@ -32,15 +32,23 @@ struct SchedSeq {
   // Media rows spliced into the prompt (pointing into the request's media): a chunk never
   // ends inside a bidirectional span.
   std::vector<EmbeddingSplice> splices;
-  int64_t n_computed = 0;       // positions whose K/V are in the cache
-  int64_t cached_prompt = 0;    // positions taken from the prefix cache at admission
-  int64_t window_miss = 0;      // positions the global prefix cache had but the sliding
-                                // window before them was gone (recomputed), at admission
+  int64_t n_computed = 0;     // positions whose K/V are in the cache
+  int64_t cached_prompt = 0;  // positions taken from the prefix cache at admission
+  int64_t window_miss = 0;    // positions the global prefix cache had but the sliding
+                              // window before them was gone (recomputed), at admission
   SeqKv kv;
   State state = State::kWaiting;
-  bool paused = false;          // its consumer is behind: keep the KV, do not schedule
-  bool reuse_prefix = true;     // may start from the prefix cache (not embeddings that pool every position)
+  bool paused = false;  // its consumer is behind: keep the KV, do not schedule
+  bool reuse_prefix =
+      true;  // may start from the prefix cache (not embeddings that pool every position)
   bool admitted_once = false;
+  // Speculative decoding (runtime/speculative.h): tokens proposed to follow the last one,
+  // verified in the sequence's next decode step (planned as 1 + draft.size() positions when
+  // the budget and free blocks allow; drafts never preempt anyone). After that step the
+  // executor appends the drafts the model took to `tokens` and sets draft_accepted, so that
+  // complete() keeps their K/V: the rejected drafts' positions are written over later.
+  std::vector<int32_t> draft;
+  int64_t draft_accepted = 0;
 
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
 };
@@ -50,6 +58,7 @@ struct PlannedSeq {
   int64_t pos0 = 0;
   int64_t n_tokens = 0;
   bool wants_logits = false;  // the step reaches the sequence's last token
+  int64_t n_draft = 0;        // of n_tokens, drafts after the last token (SchedSeq::draft)
 };
 
 struct StepPlan {
@@ -68,14 +77,14 @@ class Scheduler {
  public:
   Scheduler(const SchedulerConfig& config, KvCache* kv) : config_(config), kv_(kv) {}
 
-  void add(SchedSeq* s);       // joins the back of the queue
-  void remove(SchedSeq* s);    // finished or cancelled: frees its KV at once
+  void add(SchedSeq* s);     // joins the back of the queue
+  void remove(SchedSeq* s);  // finished or cancelled: frees its KV at once
   StepPlan schedule();
   // Prompt tokens a step may carry while sequences are decoding (0: no cap).
   void set_prefill_cap(int64_t tokens) { prefill_cap_ = tokens; }
   int64_t prefill_cap() const { return prefill_cap_; }
-  // After the executor ran the plan: advances n_computed, commits the KV (prefix hashes,
-  // sliding ring).
+  // After the executor ran the plan: advances n_computed (by the step's positions, those of
+  // rejected drafts excepted), commits the KV (prefix hashes, sliding ring).
   void complete(const StepPlan& plan);
 
   size_t n_running() const { return running_.size(); }

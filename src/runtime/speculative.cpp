@@ -83,7 +83,7 @@ double DraftController::alpha() const {
   return (taken_ + 0.5) / (taken_ + refused_ + 1.0);
 }
 
-int32_t DraftController::next_length(const StepCostTable& costs) {
+int32_t DraftController::next_length(const StepCostTable& costs, int32_t others) {
   if (off_steps_ > 0) {
     --off_steps_;
     return 0;
@@ -93,16 +93,16 @@ int32_t DraftController::next_length(const StepCostTable& costs) {
     probing_ = true;
     return std::min(1, max_draft_);
   }
-  const double plain = costs.ms(1);
-  if (plain <= 0) return 0;  // time a plain step first: every other cost is relative to it
+  const double plain = costs.ms(others + 1);
+  if (plain <= 0) return 0;  // time a step first: every other cost is relative to it
   const double a = alpha();
   // Drafting must beat plain decoding by 3%: step costs are measured on a noisy machine, and
   // the margin bounds the loss where drafts are never taken but a verify step is nearly free
   // (the estimate cannot fall below 0.045 with these counts).
   int32_t best = 0;
-  double best_rate = 1.03 / plain;
+  double best_rate = 1.03 * (others + 1) / plain;
   for (int32_t k = 1; k <= max_draft_; ++k) {
-    const double rate = expected_tokens(a, k) / costs.ms(1 + k);
+    const double rate = (others + expected_tokens(a, k)) / costs.ms(others + 1 + k);
     if (rate > best_rate) best = k, best_rate = rate;
   }
   if (best == 0) go_off(cooldown_);  // measured not to pay: off for a while

@@ -72,8 +72,10 @@ class DraftController {
  public:
   explicit DraftController(int32_t max_draft, int32_t cooldown = 16)
       : max_draft_(max_draft), cooldown_(cooldown) {}
-  // Drafts to ask for this step (0: decode plainly).
-  int32_t next_length(const StepCostTable& costs);
+  // Drafts to ask for this step (0: decode plainly). `others`: positions other sequences
+  // put in the same step (a batch), each counted as one token: the step's tokens per
+  // millisecond are weighed, (others + expected) / ms(others + 1 + k).
+  int32_t next_length(const StepCostTable& costs, int32_t others = 0);
   void on_verify(int32_t drafted, int32_t accepted);
   double alpha() const;  // the acceptance estimate (0.5 before any verify step)
   bool off() const { return off_steps_ > 0; }

@@ -94,48 +94,65 @@ std::string ServerMetrics::render(const EngineStats& e) const {
     std::lock_guard<std::mutex> l(mu_);
     family(out, "edge_requests_total", "counter", "HTTP requests by endpoint and status.");
     for (const auto& [key, n] : requests_)
-      out += fmt::format("edge_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
-    counter(out, "edge_prompt_tokens_total", "Prompt tokens submitted.", static_cast<double>(prompt_tokens_));
-    counter(out, "edge_generated_tokens_total", "Tokens generated.", static_cast<double>(generated_tokens_));
+      out += fmt::format("edge_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first,
+                         key.second, n);
+    counter(out, "edge_prompt_tokens_total", "Prompt tokens submitted.",
+            static_cast<double>(prompt_tokens_));
+    counter(out, "edge_generated_tokens_total", "Tokens generated.",
+            static_cast<double>(generated_tokens_));
     counter(out, "edge_requests_cancelled_total", "Requests cancelled by a client disconnect.",
             static_cast<double>(cancelled_));
-    family(out, "edge_time_to_first_token_seconds", "histogram", "Time from request to first token.");
+    family(out, "edge_time_to_first_token_seconds", "histogram",
+           "Time from request to first token.");
     out += ttft_.render("edge_time_to_first_token_seconds");
     family(out, "edge_inter_token_latency_seconds", "histogram", "Time between generated tokens.");
     out += itl_.render("edge_inter_token_latency_seconds");
   }
-  gauge(out, "edge_kv_blocks_used", "KV cache blocks in use.", static_cast<double>(e.kv_blocks_used));
-  gauge(out, "edge_kv_blocks_total", "KV cache blocks in the pool.", static_cast<double>(e.kv_blocks_total));
+  gauge(out, "edge_kv_blocks_used", "KV cache blocks in use.",
+        static_cast<double>(e.kv_blocks_used));
+  gauge(out, "edge_kv_blocks_total", "KV cache blocks in the pool.",
+        static_cast<double>(e.kv_blocks_total));
   gauge(out, "edge_kv_bytes", "Bytes of the KV cache pool.", static_cast<double>(e.kv_bytes));
   gauge(out, "edge_requests_running", "Requests being scheduled.", static_cast<double>(e.running));
   gauge(out, "edge_requests_waiting", "Requests waiting to start.", static_cast<double>(e.waiting));
-  gauge(out, "edge_requests_paused", "Requests paused by a slow consumer.", static_cast<double>(e.paused));
-  counter(out, "edge_prefix_cache_queries_total", "Prefix-cache lookups.", static_cast<double>(e.prefix_cache_queries));
+  gauge(out, "edge_requests_paused", "Requests paused by a slow consumer.",
+        static_cast<double>(e.paused));
+  counter(out, "edge_prefix_cache_queries_total", "Prefix-cache lookups.",
+          static_cast<double>(e.prefix_cache_queries));
   counter(out, "edge_prefix_cache_hit_tokens_total", "Prompt tokens served from the prefix cache.",
           static_cast<double>(e.prefix_cache_hit_tokens));
   counter(out, "edge_prefix_cache_hits_total", "Requests that reused a cached prompt prefix.",
           static_cast<double>(e.prefix_cache_hits));
-  counter(out, "edge_prefix_cache_window_miss_tokens_total",
-          "Prompt tokens whose global-layer KV was cached but that were recomputed: the sliding-window "
-          "layers' blocks before them had been reused.",
-          static_cast<double>(e.prefix_cache_window_miss_tokens));
+  counter(
+      out, "edge_prefix_cache_window_miss_tokens_total",
+      "Prompt tokens whose global-layer KV was cached but that were recomputed: the sliding-window "
+      "layers' blocks before them had been reused.",
+      static_cast<double>(e.prefix_cache_window_miss_tokens));
   counter(out, "edge_state_checkpoint_restores_total",
           "Recurrent-state checkpoints restored for a cached prefix (hybrid models).",
           static_cast<double>(e.state_checkpoint_restores));
   counter(out, "edge_state_checkpoint_saves_total",
           "Recurrent-state checkpoints saved at block boundaries (hybrid models).",
           static_cast<double>(e.state_checkpoint_saves));
-  counter(out, "edge_engine_preemptions_total", "Requests preempted for KV space.", static_cast<double>(e.preemptions));
-  counter(out, "edge_engine_requests_cancelled_total", "Engine requests cancelled (client gone, drain deadline).",
+  counter(out, "edge_spec_verify_steps_total", "Decode slices that verified speculative drafts.",
+          static_cast<double>(e.spec_verify_steps));
+  counter(out, "edge_spec_draft_tokens_total", "Speculative draft tokens verified.",
+          static_cast<double>(e.spec_drafted));
+  counter(out, "edge_spec_accepted_tokens_total", "Speculative draft tokens the model took.",
+          static_cast<double>(e.spec_accepted));
+  counter(out, "edge_engine_preemptions_total", "Requests preempted for KV space.",
+          static_cast<double>(e.preemptions));
+  counter(out, "edge_engine_requests_cancelled_total",
+          "Engine requests cancelled (client gone, drain deadline).",
           static_cast<double>(e.requests_cancelled));
   render_ledger(out);
   return out;
 }
 
 std::string endpoint_label(const std::string& path) {
-  static const char* known[] = {"/v1/models", "/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize",
-                                "/health",    "/health/live",    "/health/ready",        "/metrics",
-                                "/v1/audio/speech"};
+  static const char* known[] = {
+      "/v1/models", "/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize",
+      "/health",    "/health/live",    "/health/ready",        "/metrics",  "/v1/audio/speech"};
   for (const char* k : known)
     if (path == k) return k;
   return "other";

@@ -107,6 +107,13 @@ Status parse_engine_settings(const YAML::Node& n, EngineSettings& e, VocoderSett
     if (*end != '\0' || !(e.itl_target_ms > -1e9 && e.itl_target_ms < 1e9))
       return Status::invalid_argument(fmt::format("itl_target_ms '{}' must be a number", itl));
   }
+  e.speculative = scalar(n, "speculative");
+  if (!e.speculative.empty() && e.speculative != "ngram")
+    return Status::invalid_argument(
+        fmt::format("speculative '{}' is not ngram (or absent: none)", e.speculative));
+  int64_t draft_max = e.draft_max;
+  RETURN_IF_ERROR(integer("draft_max", 1, 16, draft_max));
+  e.draft_max = static_cast<int32_t>(draft_max);
   e.media_begin = scalar(n, "media_begin");
   e.media_end = scalar(n, "media_end");
   const std::string prefix = scalar(n, "prefix_cache", "true");

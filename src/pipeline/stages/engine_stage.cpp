@@ -41,6 +41,8 @@ Status EngineStage::load(const std::string& model_path, const StageSpec& s,
   eo.itl_target_ms = s.engine.itl_target_ms;
   eo.prefix_cache = s.engine.prefix_cache;
   eo.state_checkpoints = s.engine.state_checkpoints;
+  eo.speculative = s.engine.speculative;
+  eo.draft_max = s.engine.draft_max;
   ASSIGN_OR_RETURN(engine_, Engine::create(*model_, eo));
   return Status();
 }

@@ -31,8 +31,7 @@ std::string worker_contracts() {
   std::vector<std::string> refs;
   for (const StageKind* k : stage_kinds())
     for (const Contract& c : builtin_contracts())
-      if (k->start_in_worker && k->implements(c.ref))
-        refs.push_back(c.ref.str());
+      if (k->start_in_worker && k->implements(c.ref)) refs.push_back(c.ref.str());
   return join_with_and(refs);
 }
 
@@ -64,6 +63,8 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   s.engine.itl_target_ms = h.value("itl_target_ms", 0.0);
   s.engine.prefix_cache = h.value("prefix_cache", true);
   s.engine.state_checkpoints = h.value("state_checkpoints", 4);
+  s.engine.speculative = h.value("speculative", std::string());
+  s.engine.draft_max = h.value("draft_max", 4);
   s.engine.media_begin = h.value("media_begin", std::string());
   s.engine.media_end = h.value("media_end", std::string());
   PipelineRunOptions o;

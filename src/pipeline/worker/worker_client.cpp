@@ -333,6 +333,8 @@ class WorkerStageRunner final : public StageRunner {
                                   {"itl_target_ms", spec_.engine.itl_target_ms},
                                   {"prefix_cache", spec_.engine.prefix_cache},
                                   {"state_checkpoints", spec_.engine.state_checkpoints},
+                                  {"speculative", spec_.engine.speculative},
+                                  {"draft_max", spec_.engine.draft_max},
                                   {"media_begin", spec_.engine.media_begin},
                                   {"media_end", spec_.engine.media_end},
                                   {"max_tokens", o_.run.max_tokens},

@@ -61,12 +61,34 @@ TEST(PipelineGraph, PrefixCacheIsAStageSwitchOnByDefault) {
   auto on = parse_pipeline(kTts, "/tmp");
   ASSERT_TRUE(on.ok()) << on.status().to_string();
   EXPECT_TRUE(on->stages[0].engine.prefix_cache);
-  const std::string off_text = replace(kTts, "contract: speech.codes@1\n", "contract: speech.codes@1\n    prefix_cache: false\n");
+  const std::string off_text = replace(kTts, "contract: speech.codes@1\n",
+                                       "contract: speech.codes@1\n    prefix_cache: false\n");
   auto off = parse_pipeline(off_text, "/tmp");
   ASSERT_TRUE(off.ok()) << off.status().to_string();
   EXPECT_FALSE(off->stages[0].engine.prefix_cache);
-  expect_refused(replace(kTts, "contract: speech.codes@1\n", "contract: speech.codes@1\n    prefix_cache: maybe\n"),
+  expect_refused(replace(kTts, "contract: speech.codes@1\n",
+                         "contract: speech.codes@1\n    prefix_cache: maybe\n"),
                  "prefix_cache 'maybe' must be true or false");
+}
+
+// A text stage's engine may speculate (EngineOptions::speculative): off unless asked.
+TEST(PipelineGraph, SpeculativeDecodingIsAStageSetting) {
+  auto off = parse_pipeline(kTts, "/tmp");
+  ASSERT_TRUE(off.ok()) << off.status().to_string();
+  EXPECT_EQ(off->stages[0].engine.speculative, "");
+  const std::string on_text =
+      replace(kTts, "contract: speech.codes@1\n",
+              "contract: speech.codes@1\n    speculative: ngram\n    draft_max: 3\n");
+  auto on = parse_pipeline(on_text, "/tmp");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  EXPECT_EQ(on->stages[0].engine.speculative, "ngram");
+  EXPECT_EQ(on->stages[0].engine.draft_max, 3);
+  expect_refused(replace(kTts, "contract: speech.codes@1\n",
+                         "contract: speech.codes@1\n    speculative: eagle\n"),
+                 "speculative 'eagle' is not ngram");
+  expect_refused(
+      replace(kTts, "contract: speech.codes@1\n", "contract: speech.codes@1\n    draft_max: 40\n"),
+      "draft_max '40' must be an integer in 1..16");
 }
 
 TEST(PipelineGraph, JsonIsAcceptedToo) {
