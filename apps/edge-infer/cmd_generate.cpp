@@ -42,12 +42,14 @@ struct GenerateArgs {
 };
 
 void add_common_options(CLI::App* sub, GenerateArgs& a) {
-  sub->add_option("-m,--model", a.model, "GGUF file, Hugging Face directory or llama2.c .bin (default: demo)");
+  sub->add_option("-m,--model", a.model,
+                  "GGUF file, Hugging Face directory or llama2.c .bin (default: demo)");
   sub->add_option("--prompt-ids", a.prompt_ids, "prompt as comma-separated token ids");
   sub->add_option("-c,--ctx", a.ctx, "context length served (default: min(model's, 4096))");
   sub->add_option("-t,--threads", a.threads, "threads (default: all allowed cores)");
-  sub->add_option("--memory-limit", a.memory_limit, "memory this process may use (e.g. 2GiB; default: "
-                                                    "MemAvailable and the cgroup limit)");
+  sub->add_option("--memory-limit", a.memory_limit,
+                  "memory this process may use (e.g. 2GiB; default: "
+                  "MemAvailable and the cgroup limit)");
 }
 
 struct Loaded {
@@ -75,7 +77,9 @@ Expected<Loaded> load_and_prepare(const GenerateArgs& a) {
     ASSIGN_OR_RETURN(l.prompt, parse_id_list(a.prompt_ids));
   } else {
     const Tokenizer* tok = l.model->tokenizer();
-    if (!tok) return Status::invalid_argument(path + " has no tokenizer: give the prompt with --prompt-ids");
+    if (!tok)
+      return Status::invalid_argument(path +
+                                      " has no tokenizer: give the prompt with --prompt-ids");
     l.prompt = tok->encode(a.prompt, /*add_special=*/true);
     if (l.prompt.empty()) return Status::invalid_argument("the prompt is empty");
   }
@@ -117,15 +121,17 @@ struct Generated {
 };
 
 // Streams one token's text (or id) unless --json; whether decoding goes on.
-bool emit_token(const GenerateArgs& a, const Tokenizer* tok, std::optional<Tokenizer::StreamDecoder>& stream,
-                Generated& g, int32_t id) {
+bool emit_token(const GenerateArgs& a, const Tokenizer* tok,
+                std::optional<Tokenizer::StreamDecoder>& stream, Generated& g, int32_t id) {
   const bool first = g.ids.empty();
   g.ids.push_back(id);
   std::string piece = stream ? stream->push(id) : "";
   g.text += piece;
   if (!a.json) {
-    if (stream) std::fputs(piece.c_str(), stdout);
-    else std::printf("%s%d", first ? "" : " ", id);
+    if (stream)
+      std::fputs(piece.c_str(), stdout);
+    else
+      std::printf("%s%d", first ? "" : " ", id);
     std::fflush(stdout);
   }
   return !(tok && !a.ignore_eos && tok->is_eog(id));
@@ -150,10 +156,7 @@ Expected<Generated> generate_tokens(const GenerateArgs& a, const Model& model,
   g.prompt_ms = ms_since(t_prompt);
   auto t_gen = Clock::now();
   if (!a.spec.empty()) {
-    if (!speculation_supported(state))
-      g.spec_off = "speculation needs a model without recurrent layers (their state has no rollback yet)";
-    else if (media.audio || media.image)
-      g.spec_off = "speculation is not used with media input";
+    if (media.audio || media.image) g.spec_off = "speculation is not used with media input";
   }
   if (!a.spec.empty() && g.spec_off.empty() && a.n_predict > 0) {
     NgramDrafter drafter;
@@ -243,8 +246,9 @@ int run_generate(const GenerateArgs& a) {
       std::fprintf(stderr,
                    "edge-infer: speculative (ngram): %lld drafted, %lld accepted (%.2f), %.2f "
                    "tokens per pass\n",
-                   static_cast<long long>(g->spec->drafted), static_cast<long long>(g->spec->accepted),
-                   g->spec->acceptance(), g->spec->tokens_per_pass());
+                   static_cast<long long>(g->spec->drafted),
+                   static_cast<long long>(g->spec->accepted), g->spec->acceptance(),
+                   g->spec->tokens_per_pass());
     else if (!g->spec_off.empty())
       std::fprintf(stderr, "edge-infer: --spec not used: %s\n", g->spec_off.c_str());
     return 0;
@@ -255,7 +259,8 @@ int run_generate(const GenerateArgs& a) {
 }
 
 int run_logits(const GenerateArgs& a) {
-  if (a.prompt_ids.empty()) return report_error(Status::invalid_argument("logits needs --prompt-ids"));
+  if (a.prompt_ids.empty())
+    return report_error(Status::invalid_argument("logits needs --prompt-ids"));
   auto l = load_and_prepare(a);
   if (!l) return report_error(l.status());
   auto state = InferenceState::create(*l->model, l->ctx);
@@ -278,7 +283,8 @@ void register_generate(CLI::App& app, Context& ctx) {
   add_common_options(sub, *a);
   sub->add_option("-p,--prompt", a->prompt, "prompt text");
   sub->add_option("-n,--n-predict", a->n_predict, "tokens to generate")->capture_default_str();
-  sub->add_option("--temp", a->sampling.temperature, "temperature (0: greedy)")->capture_default_str();
+  sub->add_option("--temp", a->sampling.temperature, "temperature (0: greedy)")
+      ->capture_default_str();
   sub->add_option("--top-k", a->sampling.top_k)->capture_default_str();
   sub->add_option("--top-p", a->sampling.top_p)->capture_default_str();
   sub->add_option("--min-p", a->sampling.min_p)->capture_default_str();
@@ -289,9 +295,11 @@ void register_generate(CLI::App& app, Context& ctx) {
   sub->add_option("--seed", a->sampling.seed)->capture_default_str();
   sub->add_flag("--json", a->json, "print one JSON object instead of streaming text");
   sub->add_flag("--ignore-eos", a->ignore_eos, "keep generating past end-of-generation tokens");
-  sub->add_option("--mmproj", a->mmproj, "projector GGUF (llama.cpp clip conventions) for media input");
+  sub->add_option("--mmproj", a->mmproj,
+                  "projector GGUF (llama.cpp clip conventions) for media input");
   sub->add_option("--audio", a->audio, "WAV clip put before the prompt text (needs --mmproj)");
-  sub->add_option("--image", a->image, "PNG/JPEG image put before the prompt text (needs --mmproj)");
+  sub->add_option("--image", a->image,
+                  "PNG/JPEG image put before the prompt text (needs --mmproj)");
   sub->add_option("--spec", a->spec,
                   "speculative decoding: ngram (drafts looked up in the prompt and the output; "
                   "greedy gives the same tokens as without, sampling the same distribution)")
@@ -304,7 +312,8 @@ void register_generate(CLI::App& app, Context& ctx) {
 
 void register_logits(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<GenerateArgs>();
-  CLI::App* sub = app.add_subcommand("logits", "Print the logits at the last prompt position as JSON");
+  CLI::App* sub =
+      app.add_subcommand("logits", "Print the logits at the last prompt position as JSON");
   add_common_options(sub, *a);
   sub->callback([a, &ctx] { ctx.exit_code = run_logits(*a); });
 }

@@ -157,8 +157,6 @@ Expected<nlohmann::json> run_spec_bench(Model& model, const SpecBenchOptions& o)
     ASSIGN_OR_RETURN(
         InferenceState st,
         InferenceState::create(model, o.n_prompt + n_gen + o.draft_max + 2, InferenceOptions{}));
-    if (!speculation_supported(st))
-      return Status::unsupported("speculation needs a model without recurrent layers");
     ASSIGN_OR_RETURN(Run reference,
                      decode_once(st, prompt, n_gen, nullptr, 0));  // also the warm-up
     for (double alpha : o.acceptance) {

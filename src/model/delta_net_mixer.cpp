@@ -44,8 +44,8 @@ int64_t DeltaNetMixer::scratch_bytes_for(const ModelConfig& c, int64_t max_token
 }
 
 uint64_t DeltaNetMixer::scratch_bytes() const {
-  return (qkv_.capacity() + z_.capacity() + alpha_.capacity() + beta_.capacity() +
-          o_.capacity() + qkvz_.capacity() + ba_.capacity()) *
+  return (qkv_.capacity() + z_.capacity() + alpha_.capacity() + beta_.capacity() + o_.capacity() +
+          qkvz_.capacity() + ba_.capacity()) *
          sizeof(float);
 }
 
@@ -82,10 +82,21 @@ void DeltaNetMixer::delta_rule(const ModelConfig& c, const KernelTable& k,
     a.state = sl.state + conv_floats;
     a.out = o_.data() + sl.t0 * V;
     a.n = sl.n;
-    if (sl.n == 1)
+    if (sl.snapshots) {  // token by token (the decode form), the state kept after each
+      const int64_t delta_floats = delta_net_recurrent_state_floats(s);
+      for (int64_t t = 0; t < sl.n; ++t) {
+        DeltaNetArgs one = a;
+        one.qkv += t * C, one.g += t * H, one.beta += t * H, one.out += t * V;
+        one.n = 1;
+        delta_net_decode(k, std::span<const DeltaNetArgs>(&one, 1), pool);
+        std::copy_n(a.state, delta_floats,
+                    sl.snapshots + t * (conv_floats + delta_floats) + conv_floats);
+      }
+    } else if (sl.n == 1) {
       decode_.push_back(a);
-    else
+    } else {
       delta_net_prefill(k, a, pool);
+    }
   }
   if (!decode_.empty()) delta_net_decode(k, decode_, pool);
 }
@@ -114,9 +125,9 @@ void DeltaNetMixer::project(const ModelConfig& c, const LayerWeights& w, const K
     float* qkv = qkv_.data() + t * C;
     for (int64_t kh = 0; kh < K; ++kh) {
       const float* g = in + kh * per_kh;
-      std::copy_n(g, dk, qkv + kh * dk);                          // q
-      std::copy_n(g + dk, dk, qkv + K * dk + kh * dk);            // k
-      std::copy_n(g + 2 * dk, vr, qkv + 2 * K * dk + kh * vr);    // v of its r value heads
+      std::copy_n(g, dk, qkv + kh * dk);                        // q
+      std::copy_n(g + dk, dk, qkv + K * dk + kh * dk);          // k
+      std::copy_n(g + 2 * dk, vr, qkv + 2 * K * dk + kh * vr);  // v of its r value heads
       std::copy_n(g + 2 * dk + vr, vr, z_.data() + t * V + kh * vr);
       std::copy_n(ba + kh * 2 * r, r, beta_.data() + t * H + kh * r);
       std::copy_n(ba + kh * 2 * r + r, r, alpha_.data() + t * H + kh * r);
@@ -125,13 +136,29 @@ void DeltaNetMixer::project(const ModelConfig& c, const LayerWeights& w, const K
 }
 
 void DeltaNetMixer::run(const ModelConfig& c, const LayerWeights& w, const KernelTable& k,
-                        const float* xn, int64_t n, std::span<const DeltaNetSlice> slices,
-                        float* y, ThreadPool& pool) {
+                        const float* xn, int64_t n, std::span<const DeltaNetSlice> slices, float* y,
+                        ThreadPool& pool) {
   const DeltaNetShape& s = c.linear;
   const int64_t C = s.conv_channels();
   project(c, w, k, xn, n, pool);
+  const int64_t conv_floats = delta_net_conv_state_floats(s);
+  const int64_t state_floats = conv_floats + delta_net_recurrent_state_floats(s);
   for (const DeltaNetSlice& sl : slices) {
     CHECK(sl.state != nullptr && sl.t0 >= 0 && sl.n > 0 && sl.t0 + sl.n <= n);
+    if (sl.snapshots) {  // token by token, the conv state kept after each
+      for (int64_t t = 0; t < sl.n; ++t) {
+        DeltaConvArgs a;
+        a.x = a.out = qkv_.data() + (sl.t0 + t) * C;
+        a.w = w.ssm_conv.data();
+        a.state = sl.state;
+        a.n = 1;
+        a.channels = C;
+        a.kernel = s.conv_kernel;
+        k.delta_conv(a, 0, C);
+        std::copy_n(sl.state, conv_floats, sl.snapshots + t * state_floats);
+      }
+      continue;
+    }
     DeltaConvArgs a;
     a.x = qkv_.data() + sl.t0 * C;
     a.w = w.ssm_conv.data();

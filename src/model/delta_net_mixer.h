@@ -36,6 +36,10 @@ struct DeltaNetSlice {
   int64_t t0 = 0;
   int64_t n = 0;
   float* state = nullptr;
+  // Speculative verify steps: [n, state floats] receives the state after each token (conv
+  // then delta rule, as `state`), so the sequence can go back to any of them. The slice then
+  // runs token by token, exactly as n decode steps would.
+  float* snapshots = nullptr;
 };
 
 class DeltaNetMixer {
@@ -59,14 +63,14 @@ class DeltaNetMixer {
   void delta_rule(const ModelConfig& c, const KernelTable& k, std::span<const DeltaNetSlice> slices,
                   ThreadPool& pool);
 
-  Scratch qkv_;            // [max_tokens, C]: projections, then the conv output in place
-  Scratch z_;              // [max_tokens, V]
-  Scratch alpha_, beta_;   // [max_tokens, H]: logits, then g and beta in place
-  Scratch o_;              // [max_tokens, V]: the read-out, then the gated norm in place
+  Scratch qkv_;           // [max_tokens, C]: projections, then the conv output in place
+  Scratch z_;             // [max_tokens, V]
+  Scratch alpha_, beta_;  // [max_tokens, H]: logits, then g and beta in place
+  Scratch o_;             // [max_tokens, V]: the read-out, then the gated norm in place
   // Qwen3-Next (ModelConfig::linear_fused_qkvz): ssm_in's and ssm_ba's outputs, per key head,
   // before they are spread into the four above. Empty otherwise.
-  Scratch qkvz_;           // [max_tokens, C + V]
-  Scratch ba_;             // [max_tokens, 2 H]
+  Scratch qkvz_;  // [max_tokens, C + V]
+  Scratch ba_;    // [max_tokens, 2 H]
   std::vector<DeltaNetArgs> decode_;
 };
 

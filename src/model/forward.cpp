@@ -26,7 +26,9 @@ void fit(V& v, int64_t size) {
 int64_t logit_rows(std::span<const SeqStep> seqs) {
   int64_t rows = 0;
   for (const SeqStep& s : seqs)
-    rows += s.logits == SeqStep::Logits::kAll ? s.n_tokens : s.logits == SeqStep::Logits::kLast ? 1 : 0;
+    rows += s.logits == SeqStep::Logits::kAll    ? s.n_tokens
+            : s.logits == SeqStep::Logits::kLast ? 1
+                                                 : 0;
   return rows;
 }
 
@@ -80,15 +82,15 @@ std::vector<RopeParams> ForwardPass::distinct_ropes(const ModelConfig& c,
   std::vector<RopeParams> ropes;
   of_layer->clear();
   for (const LayerConfig& lc : c.layers) {
-    const RopeParams rp{
-        c.rope_style,
-        c.head_dim,
-        lc.rotary_dim,
-        lc.rope_theta,
-        1.0f / lc.rope_scale,
-        (lc.sliding && !c.sliding_rope_scaled) || c.rope_freq_factors.empty() ? nullptr
-                                                                 : c.rope_freq_factors.data(),
-        lc.sliding && !c.sliding_rope_scaled ? 1.0f : c.rope_mscale};
+    const RopeParams rp{c.rope_style,
+                        c.head_dim,
+                        lc.rotary_dim,
+                        lc.rope_theta,
+                        1.0f / lc.rope_scale,
+                        (lc.sliding && !c.sliding_rope_scaled) || c.rope_freq_factors.empty()
+                            ? nullptr
+                            : c.rope_freq_factors.data(),
+                        lc.sliding && !c.sliding_rope_scaled ? 1.0f : c.rope_mscale};
     int idx = -1;
     for (size_t i = 0; i < ropes.size() && rp.rotary_dim > 0 && idx < 0; ++i) {
       const RopeParams& o = ropes[i];
@@ -138,7 +140,8 @@ Expected<ForwardPass> ForwardPass::create(const Model& model, int64_t max_tokens
   try {
     return ForwardPass(model, max_tokens, pool ? pool : &model.pool());
   } catch (const std::bad_alloc&) {
-    return Status::resource_exhausted(fmt::format("forward: cannot allocate scratch for {} tokens", max_tokens));
+    return Status::resource_exhausted(
+        fmt::format("forward: cannot allocate scratch for {} tokens", max_tokens));
   }
 }
 
@@ -156,23 +159,27 @@ Status ForwardPass::check_step(std::span<const int32_t> tokens, std::span<const 
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0 || seqs.empty()) return Status::invalid_argument("forward: no tokens");
   if (n > max_tokens_)
-    return Status::invalid_argument(fmt::format("forward: {} tokens exceed the step size {}", n, max_tokens_));
+    return Status::invalid_argument(
+        fmt::format("forward: {} tokens exceed the step size {}", n, max_tokens_));
   int64_t sum = 0;
   const KvLayout& l = kv.layout();
   for (const SeqStep& s : seqs) {
-    if (s.n_tokens <= 0 || s.pos0 < 0) return Status::invalid_argument("forward: empty sequence slice");
+    if (s.n_tokens <= 0 || s.pos0 < 0)
+      return Status::invalid_argument("forward: empty sequence slice");
     sum += s.n_tokens;
-    const int64_t need = (s.pos0 + s.n_tokens + l.settings.block_tokens - 1) / l.settings.block_tokens;
+    const int64_t need =
+        (s.pos0 + s.n_tokens + l.settings.block_tokens - 1) / l.settings.block_tokens;
     for (int g = 0; g < 2; ++g)
       if (l.has_group(g) && static_cast<int64_t>(s.blocks[g].size()) < need)
-        return Status::invalid_argument(fmt::format("forward: block table of {} entries, {} needed",
-                                                    s.blocks[g].size(), need));
+        return Status::invalid_argument(
+            fmt::format("forward: block table of {} entries, {} needed", s.blocks[g].size(), need));
     if (l.has_state() && (s.state_slot < 0 || s.state_slot >= kv.n_state_slots()))
-      return Status::invalid_argument(fmt::format("forward: state slot {} of {}", s.state_slot,
-                                                  kv.n_state_slots()));
+      return Status::invalid_argument(
+          fmt::format("forward: state slot {} of {}", s.state_slot, kv.n_state_slots()));
   }
   if (sum != n)
-    return Status::invalid_argument(fmt::format("forward: slices cover {} tokens, step has {}", sum, n));
+    return Status::invalid_argument(
+        fmt::format("forward: slices cover {} tokens, step has {}", sum, n));
   int64_t t = 0;
   for (const SeqStep& s : seqs) {
     for (const EmbeddingSplice& e : s.splices)
@@ -181,7 +188,8 @@ Status ForwardPass::check_step(std::span<const int32_t> tokens, std::span<const 
     for (int64_t i = 0; i < s.n_tokens; ++i, ++t) {
       const int32_t id = tokens[static_cast<size_t>(t)];
       if ((id < 0 || id >= c.n_vocab) && !spliced(s.splices, s.pos0 + i))
-        return Status::out_of_range(fmt::format("token id {} is out of range (vocabulary size {})", id, c.n_vocab));
+        return Status::out_of_range(
+            fmt::format("token id {} is out of range (vocabulary size {})", id, c.n_vocab));
     }
   }
   return Status::ok_status();
@@ -304,8 +312,8 @@ void ForwardPass::attention_block(int l, std::span<const SeqStep> seqs, KvStorag
     if (c.qk_norm) {
       k.rmsnorm(q_.data() + t0 * qd, w.q_norm.data(), q_.data() + t0 * qd, (t1 - t0) * c.n_head,
                 c.head_dim, c.norm_eps);
-      k.rmsnorm(k_.data() + t0 * kvd, w.k_norm.data(), k_.data() + t0 * kvd, (t1 - t0) * c.n_head_kv,
-                c.head_dim, c.norm_eps);
+      k.rmsnorm(k_.data() + t0 * kvd, w.k_norm.data(), k_.data() + t0 * kvd,
+                (t1 - t0) * c.n_head_kv, c.head_dim, c.norm_eps);
     }
     if (rope >= 0)
       for (int64_t t = t0; t < t1; ++t) {
@@ -355,7 +363,11 @@ void ForwardPass::delta_net_block(int l, std::span<const SeqStep> seqs, KvStorag
   delta_slices_.clear();
   int64_t t0 = 0;
   for (const SeqStep& s : seqs) {
-    delta_slices_.push_back(DeltaNetSlice{t0, s.n_tokens, kv.state(l, s.state_slot)});
+    float* snapshots = nullptr;
+    if (s.state_snapshots)
+      snapshots = s.state_snapshots + int64_t{kv.layout().layer_slot[static_cast<size_t>(l)]} *
+                                          s.n_tokens * kv.layout().state_floats_per_layer;
+    delta_slices_.push_back(DeltaNetSlice{t0, s.n_tokens, kv.state(l, s.state_slot), snapshots});
     t0 += s.n_tokens;
   }
   delta_.run(c, w, k, xn_.data(), n_, delta_slices_, block_out_.data(), *pool_);
@@ -414,8 +426,10 @@ void ForwardPass::plan_attention(int l, std::span<const SeqStep> seqs, KvStorage
       int64_t run_end = end;
       for (const EmbeddingSplice& e : s.splices) {
         if (!e.bidirectional || e.pos + e.n <= p) continue;
-        if (e.pos <= p) span = &e;
-        else run_end = std::min(run_end, e.pos);
+        if (e.pos <= p)
+          span = &e;
+        else
+          run_end = std::min(run_end, e.pos);
       }
       const int64_t n_q = span ? 1 : run_end - p;
       a.q = q_.data() + (t0 + p - s.pos0) * qd;
@@ -469,13 +483,17 @@ void ForwardPass::compute_logits(std::span<const SeqStep> seqs) {
     for (const SeqStep& s : seqs) {
       const bool hidden = s.logits == SeqStep::Logits::kHidden;
       const int64_t first = s.logits == SeqStep::Logits::kLast ? t0 + s.n_tokens - 1 : t0;
-      const int64_t count = hidden != head ? (s.logits == SeqStep::Logits::kLast ? 1 : s.logits == SeqStep::Logits::kNone ? 0 : s.n_tokens) : 0;
+      const int64_t count = hidden != head ? (s.logits == SeqStep::Logits::kLast   ? 1
+                                              : s.logits == SeqStep::Logits::kNone ? 0
+                                                                                   : s.n_tokens)
+                                           : 0;
       k.rmsnorm(x_.data() + first * c.n_embd, model_->weights().output_norm.data(),
                 xn_.data() + rows * c.n_embd, count, c.n_embd, c.norm_eps);
       rows += count;
       t0 += s.n_tokens;
     }
-    if (head && rows > 0) matmul(k, xn_.data(), rows, model_->weights().output, logits_.data(), *pool_);
+    if (head && rows > 0)
+      matmul(k, xn_.data(), rows, model_->weights().output, logits_.data(), *pool_);
   }
   hidden_rows_ = rows;
 }
@@ -484,7 +502,8 @@ void ForwardPass::compute_logits(std::span<const SeqStep> seqs) {
 
 Expected<InferenceState> InferenceState::create(const Model& model, int64_t n_ctx,
                                                 const InferenceOptions& o) {
-  if (n_ctx <= 0) return Status::invalid_argument(fmt::format("context size {} must be positive", n_ctx));
+  if (n_ctx <= 0)
+    return Status::invalid_argument(fmt::format("context size {} must be positive", n_ctx));
   const ModelConfig& c = model.config();
   const KvLayout layout = KvLayout::make(c, KvSettings{o.kv_type, 16});
   const int64_t step = std::max<int64_t>(1, std::min(o.max_step, n_ctx));
@@ -509,28 +528,58 @@ InferenceState::InferenceState(const Model& model, int64_t n_ctx, const Inferenc
   const int64_t logical = (n_ctx + bt - 1) / bt;
   for (int g = 0; g < 2; ++g) {
     const int64_t phys = kv_.n_blocks(g);
-    for (int64_t b = 0; b < logical && phys > 0; ++b) blocks_[g].push_back(static_cast<int32_t>(b % phys));
+    for (int64_t b = 0; b < logical && phys > 0; ++b)
+      blocks_[g].push_back(static_cast<int32_t>(b % phys));
   }
 }
 
 Status InferenceState::truncate(int64_t n) {
-  if (n < 0 || n > n_past_) return Status::invalid_argument(fmt::format("truncate to {} of {}", n, n_past_));
+  if (n < 0 || n > n_past_)
+    return Status::invalid_argument(fmt::format("truncate to {} of {}", n, n_past_));
   const KvLayout& l = kv_.layout();
-  if (l.has_state() && n != 0 && n != n_past_)
+  const bool kept =
+      kept_n_ > 0 && n > kept_pos0_ && n <= kept_pos0_ + kept_n_ && kept_pos0_ + kept_n_ == n_past_;
+  if (l.has_state() && n != 0 && n != n_past_ && !kept)
     return Status::unsupported(fmt::format(
         "cannot go back to position {} of {}: the recurrent (linear attention) layers keep one "
-        "state for the whole past, which cannot be rolled back (only a restart at 0)",
+        "state for the whole past, which cannot be rolled back (only a restart at 0, or inside "
+        "a forward that kept its states)",
         n, n_past_));
   if (l.has_group(kKvSliding) && n < n_past_) {
     // The ring holds the last ring_positions positions before n_past_; the window at n
     // needs [n - window + 1, n).
     const int64_t bt = l.settings.block_tokens;
-    const int64_t oldest = std::max<int64_t>(0, ((n_past_ - 1) / bt - kv_.n_blocks(kKvSliding) + 1) * bt);
+    const int64_t oldest =
+        std::max<int64_t>(0, ((n_past_ - 1) / bt - kv_.n_blocks(kKvSliding) + 1) * bt);
     if (std::max<int64_t>(0, n - l.window + 1) < oldest)
       return Status::out_of_range(fmt::format(
-          "cannot go back to position {}: the sliding-window ring kept positions from {} on", n, oldest));
+          "cannot go back to position {}: the sliding-window ring kept positions from {} on", n,
+          oldest));
+  }
+  if (l.has_state() && kept && n < n_past_) {  // the states after token n - 1 of the kept forward
+    const int64_t sf = l.state_floats_per_layer, i = n - kept_pos0_ - 1;
+    for (int layer = 0; layer < model_->config().n_layer; ++layer) {
+      if (l.layer_group[static_cast<size_t>(layer)] >= 0) continue;  // an attention layer
+      const int32_t slot = l.layer_slot[static_cast<size_t>(layer)];
+      std::copy_n(snapshots_.data() + (int64_t{slot} * kept_stride_ + i) * sf, sf,
+                  kv_.state(layer, 0));
+    }
+    kept_n_ = n - kept_pos0_;
   }
   n_past_ = n;
+  return Status::ok_status();
+}
+
+Status InferenceState::keep_step_states(int32_t max_tokens) {
+  const KvLayout& l = kv_.layout();
+  keep_tokens_ = l.has_state() ? std::max(0, max_tokens) : 0;
+  kept_n_ = 0;
+  try {
+    fit(snapshots_, int64_t{l.n_state_layers} * keep_tokens_ * l.state_floats_per_layer);
+  } catch (const std::bad_alloc&) {
+    keep_tokens_ = 0;
+    return Status::resource_exhausted("cannot allocate the recurrent states of a verify step");
+  }
   return Status::ok_status();
 }
 
@@ -540,11 +589,13 @@ std::span<const float> InferenceState::last_hidden() const {
   return h.size() < d ? h : h.subspan(h.size() - d);
 }
 
-Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t> tokens, bool all_logits) {
+Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t> tokens,
+                                                         bool all_logits) {
   return forward(tokens, all_logits, {});
 }
 
-Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t> tokens, bool all_logits,
+Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t> tokens,
+                                                         bool all_logits,
                                                          std::span<const EmbeddingSplice> splices) {
   const ModelConfig& c = model_->config();
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -555,15 +606,18 @@ Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t
           fmt::format("token id {} is out of range (vocabulary size {})", tokens[i], c.n_vocab));
   for (const EmbeddingSplice& e : splices) {
     if (e.pos < n_past_ || e.pos + e.n > n_past_ + n)
-      return Status::invalid_argument(fmt::format("forward: spliced rows at [{}, {}) outside the batch [{}, {})",
-                                                  e.pos, e.pos + e.n, n_past_, n_past_ + n));
+      return Status::invalid_argument(
+          fmt::format("forward: spliced rows at [{}, {}) outside the batch [{}, {})", e.pos,
+                      e.pos + e.n, n_past_, n_past_ + n));
     if (e.bidirectional && e.n > pass_.max_tokens())
-      return Status::invalid_argument(fmt::format(
-          "forward: a bidirectional span of {} rows exceeds the step of {} tokens", e.n, pass_.max_tokens()));
+      return Status::invalid_argument(
+          fmt::format("forward: a bidirectional span of {} rows exceeds the step of {} tokens", e.n,
+                      pass_.max_tokens()));
   }
   if (n_past_ + n > n_ctx_)
-    return Status::out_of_range(fmt::format("{} tokens after {} cached exceed the context of {} ({} > {})",
-                                            n, n_past_, n_ctx_, n_past_ + n, n_ctx_));
+    return Status::out_of_range(
+        fmt::format("{} tokens after {} cached exceed the context of {} ({} > {})", n, n_past_,
+                    n_ctx_, n_past_ + n, n_ctx_));
   const int64_t step = pass_.max_tokens();
   if (all_logits && n > step) {
     try {
@@ -573,6 +627,11 @@ Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t
     }
   }
   std::span<const float> last;
+  // A forward short enough keeps the recurrent state after each of its tokens (truncate).
+  // (A single token never needs going back inside: it is kept whole or dropped whole.)
+  const bool keep = keep_tokens_ > 0 && n >= 2 && n <= keep_tokens_ && n <= step && splices.empty();
+  const int64_t pos0 = n_past_;
+  kept_n_ = 0;
   for (int64_t done = 0, m = 0; done < n; done += m) {
     m = splice_chunk_tokens(splices, n_past_, std::min(step, n - done));
     SeqStep s;
@@ -582,13 +641,20 @@ Expected<std::span<const float>> InferenceState::forward(std::span<const int32_t
     s.blocks[1] = blocks_[1];
     s.splices = splices;
     s.state_slot = kv_.layout().has_state() ? 0 : -1;
-    s.logits = all_logits ? SeqStep::Logits::kAll : done + m == n ? SeqStep::Logits::kLast : SeqStep::Logits::kNone;
-    ASSIGN_OR_RETURN(last, pass_.run(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(m)),
-                                     std::span<const SeqStep>(&s, 1), kv_));
+    s.logits = all_logits      ? SeqStep::Logits::kAll
+               : done + m == n ? SeqStep::Logits::kLast
+                               : SeqStep::Logits::kNone;
+    if (keep) s.state_snapshots = snapshots_.data();
+    ASSIGN_OR_RETURN(last,
+                     pass_.run(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(m)),
+                               std::span<const SeqStep>(&s, 1), kv_));
     n_past_ += m;
-    if (all_logits && n > step) std::copy(last.begin(), last.end(), logits_.begin() + done * c.n_vocab);
+    if (all_logits && n > step)
+      std::copy(last.begin(), last.end(), logits_.begin() + done * c.n_vocab);
   }
-  if (all_logits && n > step) return std::span<const float>(logits_.data(), static_cast<size_t>(n * c.n_vocab));
+  if (keep) kept_pos0_ = pos0, kept_n_ = n, kept_stride_ = n;
+  if (all_logits && n > step)
+    return std::span<const float>(logits_.data(), static_cast<size_t>(n * c.n_vocab));
   return last;
 }
 

@@ -65,6 +65,10 @@ struct SeqStep {
   // Its recurrent state slot in the KvStorage (models with LayerConfig::recurrent layers;
   // -1 otherwise). A slice with pos0 == 0 starts the sequence: the slot is zeroed first.
   int32_t state_slot = -1;
+  // Speculative verify steps of such a model: [n_state_layers, n_tokens, state floats per
+  // layer] receives the state after each token of the slice (model/delta_net_mixer.h), so
+  // the sequence can go back to the last accepted one. nullptr: not kept.
+  float* state_snapshots = nullptr;
 };
 
 class ForwardPass {
@@ -80,8 +84,8 @@ class ForwardPass {
   // sequence in order, 1 row (kLast), n_tokens rows (kAll) or none. The span is valid
   // until the next run. Errors: empty step, more than max_tokens tokens, slices that do not
   // add up to the tokens, a token id outside the vocabulary, a block table too short.
-  Expected<std::span<const float>> run(std::span<const int32_t> tokens, std::span<const SeqStep> seqs,
-                                       KvStorage& kv);
+  Expected<std::span<const float>> run(std::span<const int32_t> tokens,
+                                       std::span<const SeqStep> seqs, KvStorage& kv);
   int64_t max_tokens() const { return max_tokens_; }
   // The final-normed hidden rows [rows, n_embd] of the last run: one per logits row (the
   // input of the output head; Qwen3-TTS feeds the talker's to its code predictor), then
@@ -130,25 +134,25 @@ class ForwardPass {
   const Model* model_;
   ThreadPool* pool_;
   int64_t max_tokens_ = 0;
-  int64_t n_ = 0;               // tokens in the current step
-  int64_t hidden_rows_ = 0;     // logits rows of the last run (their normed rows in xn_)
-  std::vector<int64_t> pos_;    // [max_tokens] position of each token of the step
+  int64_t n_ = 0;                // tokens in the current step
+  int64_t hidden_rows_ = 0;      // logits rows of the last run (their normed rows in xn_)
+  std::vector<int64_t> pos_;     // [max_tokens] position of each token of the step
   std::vector<int32_t> seq_of_;  // [max_tokens] index into the step's seqs of each token
-  ScratchVector x_;             // [n, n_embd] residual stream
-  ScratchVector xn_;            // [n, n_embd] normed input / block output
-  ScratchVector q_;             // [n, q_dim]
-  ScratchVector k_;             // [n, kv_dim] this step's keys before they enter the cache
-  ScratchVector v_;             // [n, kv_dim]
-  ScratchVector att_;           // [n, q_dim]
-  ScratchVector gate_;          // [n, n_ff]
-  ScratchVector up_;            // [n, n_ff]
-  ScratchVector logits_;        // [rows, n_vocab]
-  ScratchVector qg_;            // [n, 2 q_dim] gated q projection (per head q, then gate)
-  ScratchVector attn_gate_;     // [n, q_dim] the attention output gate
-  DeltaNetMixer delta_;         // recurrent layers' scratch (empty without them)
+  ScratchVector x_;              // [n, n_embd] residual stream
+  ScratchVector xn_;             // [n, n_embd] normed input / block output
+  ScratchVector q_;              // [n, q_dim]
+  ScratchVector k_;              // [n, kv_dim] this step's keys before they enter the cache
+  ScratchVector v_;              // [n, kv_dim]
+  ScratchVector att_;            // [n, q_dim]
+  ScratchVector gate_;           // [n, n_ff]
+  ScratchVector up_;             // [n, n_ff]
+  ScratchVector logits_;         // [rows, n_vocab]
+  ScratchVector qg_;             // [n, 2 q_dim] gated q projection (per head q, then gate)
+  ScratchVector attn_gate_;      // [n, q_dim] the attention output gate
+  DeltaNetMixer delta_;          // recurrent layers' scratch (empty without them)
   std::vector<DeltaNetSlice> delta_slices_;
-  MoeFfn moe_;                  // MoE layers' scratch (empty for a dense model)
-  ScratchVector block_out_;     // [n, n_embd] the MoE FFN's or the DeltaNet mixer's output
+  MoeFfn moe_;               // MoE layers' scratch (empty for a dense model)
+  ScratchVector block_out_;  // [n, n_embd] the MoE FFN's or the DeltaNet mixer's output
   std::vector<const uint8_t*> block_ptrs_;  // K then V block pointers of every sequence
   std::vector<AttentionArgs> attn_;         // [n_seqs]
   // Distinct RoPE parameters among the layers, each layer's index into them (-1: no
@@ -176,7 +180,8 @@ class InferenceState {
   // Returns logits [n, n_vocab] (all_logits) or [1, n_vocab] for the last token; the span
   // is valid until the next call. Errors: empty batch, a token id outside the vocabulary,
   // or more positions than n_ctx (the cache is left unchanged on error).
-  Expected<std::span<const float>> forward(std::span<const int32_t> tokens, bool all_logits = false);
+  Expected<std::span<const float>> forward(std::span<const int32_t> tokens,
+                                           bool all_logits = false);
   // Same with spliced rows (positions absolute, inside [n_past, n_past + n)). A prompt
   // longer than a step is chunked without ending a chunk inside a bidirectional span
   // (refused when such a span is longer than max_step).
@@ -193,10 +198,16 @@ class InferenceState {
   const KvLayout& kv_layout() const { return kv_.layout(); }
   // Forget positions >= n (n <= n_past): the next forward continues from position n.
   // Refused when a sliding ring has already overwritten positions the window would need,
-  // and for a model with recurrent layers unless n is 0 or n_past (their state holds the
-  // whole past in a fixed size: it cannot be rolled back).
+  // and for a model with recurrent layers unless n is 0, n_past, or a position inside the
+  // last forward when that kept its states (keep_step_states): their state holds the whole
+  // past in a fixed size, so only a kept copy can bring it back.
   Status truncate(int64_t n);
-  void reset() { n_past_ = 0; }
+  void reset() { n_past_ = 0, kept_n_ = 0; }
+  // Models with recurrent layers: forwards of up to max_tokens tokens keep the state after
+  // each token ([n_state_layers, max_tokens, state floats] here), so truncate can go back
+  // inside them (speculative decoding's rejected drafts). 0: keep none. No-op without
+  // recurrent layers.
+  Status keep_step_states(int32_t max_tokens);
 
  private:
   InferenceState(const Model& model, int64_t n_ctx, const InferenceOptions& o, ForwardPass pass,
@@ -208,8 +219,12 @@ class InferenceState {
   InferenceOptions options_;
   ForwardPass pass_;
   KvStorage kv_;
-  std::vector<int32_t> blocks_[2];  // logical -> physical (sliding: modulo the ring)
-  ScratchVector logits_;            // [n, n_vocab] when a prompt runs in several chunks
+  std::vector<int32_t> blocks_[2];      // logical -> physical (sliding: modulo the ring)
+  ScratchVector logits_;                // [n, n_vocab] when a prompt runs in several chunks
+  ScratchVector snapshots_;             // keep_step_states: the states after each token
+  int32_t keep_tokens_ = 0;             // forwards of up to this many tokens keep them
+  int64_t kept_pos0_ = 0, kept_n_ = 0;  // the positions whose states snapshots_ holds
+  int64_t kept_stride_ = 0;             // tokens per layer in snapshots_ (that forward's)
 };
 
 }  // namespace edge

@@ -128,10 +128,6 @@ void DraftController::on_verify(int32_t drafted, int32_t accepted) {
   if (accepted == 0) go_off(std::min(2 * backoff_, 8 * cooldown_));
 }
 
-bool speculation_supported(const InferenceState& state) {
-  return !state.kv_layout().has_state();
-}
-
 namespace {
 
 // Position bookkeeping of decode_speculative: emits a token and says whether decoding goes on.
@@ -154,7 +150,8 @@ Status decode_speculative(InferenceState& state, std::span<const float> logits,
                           std::vector<int32_t> history, int32_t n_predict, Sampler& sampler,
                           Drafter& drafter, DraftController& control, StepCostTable& costs,
                           const std::function<bool(int32_t)>& on_token, SpeculativeStats* stats) {
-  CHECK(speculation_supported(state));
+  // Recurrent layers: a verify step keeps the state after each of its tokens.
+  RETURN_IF_ERROR(state.keep_step_states(1 + control.max_draft()));
   SpeculativeStats local;
   SpeculativeStats& st = stats ? *stats : local;
   Emitter emit{history, on_token, st, n_predict};

@@ -9,9 +9,9 @@
 // logits with the history it would have had, so greedy decoding (with any penalties) gives
 // exactly plain decoding's tokens and sampling gives plain sampling's distribution.
 // Rejected drafts' KV is dropped by moving the sequence's end back (InferenceState::truncate:
-// nothing is copied). Models whose state cannot move back (recurrent layers) decode without
-// speculation (the caller asks speculation_supported()). The engine's scheduler runs the same
-// controller per sequence (runtime/engine_loop.cpp).
+// nothing is copied); recurrent (linear-attention) layers go back to the state a verify step
+// kept after each of its tokens (InferenceState::keep_step_states). The engine's scheduler runs
+// the same controller per sequence (runtime/engine_loop.cpp; attention-only models there).
 #pragma once
 
 #include <cstdint>
@@ -78,6 +78,7 @@ class DraftController {
   int32_t next_length(const StepCostTable& costs, int32_t others = 0);
   void on_verify(int32_t drafted, int32_t accepted);
   double alpha() const;  // the acceptance estimate (0.5 before any verify step)
+  int32_t max_draft() const { return max_draft_; }
   bool off() const { return off_steps_ > 0; }
 
  private:
@@ -116,16 +117,12 @@ struct SpeculativeStats {
   }
 };
 
-// Whether decoding on this state can be speculative: its end can move back (no recurrent
-// layers, whose state would need a checkpoint per draft).
-bool speculation_supported(const InferenceState& state);
-
 // Decodes from `logits` (the last prompt position's, [n_vocab]) with `history` (the prompt)
 // until on_token returns false or n_predict tokens: each step samples the next token, and
 // while the controller asks for drafts, verifies them in one forward (Sampler::verify: the
 // rejection rule). Greedy gives exactly plain decoding's tokens; sampling gives tokens
 // distributed as plain sampling's. on_token sees every token in order. `costs` learns the
-// step costs (shared by the sequences of one machine). CHECKs speculation_supported().
+// step costs (shared by the sequences of one machine).
 Status decode_speculative(InferenceState& state, std::span<const float> logits,
                           std::vector<int32_t> history, int32_t n_predict, Sampler& sampler,
                           Drafter& drafter, DraftController& control, StepCostTable& costs,

@@ -160,7 +160,6 @@ Decoded speculative(const Model& m, const std::vector<int32_t>& prompt, int n,
                     const SamplingParams& p, Drafter& d) {
   auto st = InferenceState::create(m, m.config().max_ctx);
   EXPECT_TRUE(st.ok());
-  EXPECT_TRUE(speculation_supported(*st));
   Sampler s(p);
   auto logits = st->forward(prompt);
   EXPECT_TRUE(logits.ok());
@@ -272,6 +271,26 @@ TEST(Speculative, OracleDraftsOnARandomModelGiveThePlainTokens) {
   const Decoded edge_plain = plain(**m, prompt, 400, p);
   OracleDrafter d(prompt, edge_plain.tokens, 0, 512);
   EXPECT_EQ(speculative(**m, prompt, 400, p, d).tokens, edge_plain.tokens);
+}
+
+// Hybrid models (Gated DeltaNet layers beside attention): a rejected draft sends the
+// recurrent state back to the copy the verify step kept after the last accepted token, so
+// the output is still plain decoding's, with every other draft wrong or every third.
+TEST(Speculative, HybridModelsGoBackToTheStateAfterTheLastAcceptedToken) {
+  for (const char* arch : {"qwen35", "qwen3next"}) {
+    auto m = random_model(arch, 4, 256);
+    ASSERT_TRUE(m.ok()) << arch << ": " << m.status().to_string();
+    const std::vector<int32_t> prompt = {1, 20, 30, 40, 50, 60, 70};
+    const SamplingParams p = SamplingParams::greedy();
+    const Decoded want = plain(**m, prompt, 80, p);
+    for (int wrong_every : {0, 2, 3}) {
+      OracleDrafter d(prompt, want.tokens, wrong_every, 512);
+      const Decoded got = speculative(**m, prompt, 80, p, d);
+      EXPECT_EQ(got.tokens, want.tokens) << arch << " " << wrong_every;
+      EXPECT_GT(got.stats.drafted, 0) << arch;
+      if (wrong_every > 0) EXPECT_LT(got.stats.accepted, got.stats.drafted) << arch;
+    }
+  }
 }
 
 // Sampled speculative decoding: the first three tokens' joint distribution over 4000 seeds
