@@ -134,6 +134,9 @@ struct StreamChunk {
   std::vector<float> scores;           // and the logits of its score_ids
   // Usage, filled on the final chunk.
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_prompt_tokens = 0;
+  // Speculative decoding (EngineOptions::speculative): drafts verified for this request and
+  // the ones taken (each taken draft is a token that cost no pass of its own).
+  int64_t spec_drafted = 0, spec_accepted = 0;
 };
 
 using SessionId = uint64_t;

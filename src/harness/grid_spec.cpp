@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -162,6 +163,19 @@ void from_bench_records(const json& recs, std::map<std::string, double>& m, json
   for (const json& r : recs) {
     if (!r.is_object() || !r.contains("avg_ts")) continue;
     const int np = r.value("n_prompt", 0), ng = r.value("n_gen", 0);
+    if (r.contains("speculative")) {  // bench --spec-acceptance: one record per alpha
+      const json& sp = r["speculative"];
+      char alpha[16];
+      std::snprintf(alpha, sizeof alpha, "%.2f", sp.value("alpha", 0.0));
+      const std::string t = "tg" + std::to_string(ng) + "_spec_a" + alpha;
+      m[t + "_ts"] = r["avg_ts"].get<double>();
+      m[t + "_plain_ts"] = r.value("plain_ts", 0.0);
+      m[t + "_speedup"] = r.value("speedup", 0.0);
+      m[t + "_tokens_per_pass"] = sp.value("tokens_per_pass", 0.0);
+      if (engine && r.contains("provenance") && r["provenance"].contains("engine"))
+        *engine = r["provenance"]["engine"];
+      continue;
+    }
     const std::string test = np > 0 ? "pp" + std::to_string(np) : "tg" + std::to_string(ng);
     m[test + "_ts"] = r["avg_ts"].get<double>();
     if (r.contains("roofline")) {

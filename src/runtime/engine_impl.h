@@ -45,6 +45,7 @@ struct EngineRequest {
   // Speculative decoding (EngineOptions::speculative): null where the request decodes plainly.
   std::unique_ptr<Drafter> drafter;
   DraftController draft_control{0};
+  int64_t spec_drafted = 0, spec_accepted = 0;
 
   EngineRequest(const RequestParams& p, std::vector<std::string> stops)
       : params(p), sampler(p.sampling), stop_filter(std::move(stops)) {}

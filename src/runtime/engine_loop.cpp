@@ -44,6 +44,8 @@ void EngineImpl::finish(EngineRequest& r, ChunkKind kind, const std::string& rea
   c.prompt_tokens = r.seq.n_prompt;
   c.completion_tokens = r.n_generated;
   c.cached_prompt_tokens = r.seq.cached_prompt;
+  c.spec_drafted = r.spec_drafted;
+  c.spec_accepted = r.spec_accepted;
   scheduler_.remove(&r.seq);
   r.terminal_pushed = true;
   ++stats_.prefix_cache_queries;
@@ -296,6 +298,8 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     r.seq.tokens.insert(r.seq.tokens.end(), taken.begin(), taken.end());
     r.seq.draft_accepted = static_cast<int64_t>(taken.size());
     r.draft_control.on_verify(static_cast<int32_t>(n_draft), static_cast<int32_t>(taken.size()));
+    r.spec_drafted += n_draft;
+    r.spec_accepted += static_cast<int64_t>(taken.size());
     ++stats_.spec_verify_steps;
     stats_.spec_drafted += static_cast<uint64_t>(n_draft);
     stats_.spec_accepted += static_cast<uint64_t>(taken.size());

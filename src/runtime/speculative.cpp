@@ -17,11 +17,6 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// Moving average with a short memory: costs and acceptance drift with the text.
-void average(double& avg, double v, double w = 0.2) {
-  avg = avg <= 0 ? v : avg + w * (v - avg);
-}
-
 }  // namespace
 
 std::vector<int32_t> NgramDrafter::draft(std::span<const int32_t> history, int32_t max_tokens) {
@@ -45,7 +40,13 @@ std::vector<int32_t> NgramDrafter::draft(std::span<const int32_t> history, int32
 
 void StepCostTable::record(int32_t n_tokens, double ms) {
   if (n_tokens < 1 || n_tokens > kMaxTokens || !(ms > 0)) return;
-  average(ms_[n_tokens], ms);
+  double* recent = recent_[n_tokens];
+  recent[seen_[n_tokens]++ % kWindow] = ms;
+  const int n = static_cast<int>(std::min<int64_t>(seen_[n_tokens], kWindow));
+  double sorted[kWindow];
+  std::copy_n(recent, n, sorted);
+  std::sort(sorted, sorted + n);
+  ms_[n_tokens] = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 
 bool StepCostTable::measured(int32_t n_tokens) const {

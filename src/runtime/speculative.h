@@ -46,7 +46,9 @@ class NgramDrafter final : public Drafter {
 };
 
 // Measured cost of a forward step by the number of tokens in it (1: a plain decode step;
-// 1 + k: verifying k drafts). Moving averages per count; a count never measured is
+// 1 + k: verifying k drafts). Per count, the median of its last 8 measurements: a step
+// slowed by another process (steal on a shared host) moves no estimate, where a moving
+// average let one slow plain step make verify steps look free. A count never measured is
 // interpolated between its measured neighbours, or extrapolated past the largest with the
 // slope of the two largest (with one point, an optimistic prior of 10% of a decode step per
 // extra token, so a longer draft gets tried and measured).
@@ -58,7 +60,10 @@ class StepCostTable {
   bool measured(int32_t n_tokens) const;
 
  private:
-  double ms_[kMaxTokens + 1] = {};
+  static constexpr int kWindow = 8;
+  double ms_[kMaxTokens + 1] = {};  // the medians
+  double recent_[kMaxTokens + 1][kWindow] = {};
+  int64_t seen_[kMaxTokens + 1] = {};
 };
 
 // The draft length of one sequence, from what speculation has earned on it. The per-token

@@ -3,9 +3,11 @@
 namespace edge::server {
 
 std::optional<ApiError> Generation::start(Engine& engine, const std::vector<int32_t>& prompt,
-                                          const CommonRequest& req, const OutputSetup& setup, ServerMetrics& metrics,
-                                          Clock::time_point arrived, std::unique_ptr<Generation>& out,
-                                          const std::vector<MediaEmbedding>& media, const std::string& chat) {
+                                          const CommonRequest& req, const OutputSetup& setup,
+                                          ServerMetrics& metrics, Clock::time_point arrived,
+                                          std::unique_ptr<Generation>& out,
+                                          const std::vector<MediaEmbedding>& media,
+                                          const std::string& chat) {
   auto session = engine.open_session();
   if (!session) return api_error_from_status(session.status());
   std::unique_ptr<Generation> g(new Generation(engine, *session, metrics, arrived));
@@ -50,7 +52,8 @@ void Generation::record_tokens(Choice& c, size_t n) {
     metrics_.on_ttft(std::chrono::duration<double>(now - arrived_).count());
   } else if (c.last_token != arrived_) {
     // One observation per token: a chunk of k tokens spreads its wait over k.
-    const double per = std::chrono::duration<double>(now - c.last_token).count() / static_cast<double>(n);
+    const double per =
+        std::chrono::duration<double>(now - c.last_token).count() / static_cast<double>(n);
     for (size_t i = 0; i < n; ++i) metrics_.on_inter_token(per);
   }
   c.last_token = now;
@@ -63,8 +66,9 @@ Generation::Poll Generation::on_chunk(int index, StreamChunk chunk, ChoiceEvent&
   ev.choice = index;
   if (chunk.kind == ChunkKind::kError || chunk.kind == ChunkKind::kCancelled) {
     c.done = true;
-    error_ = chunk.kind == ChunkKind::kError ? api_error_from_status(chunk.error)
-                                             : api_error_from_status(Status::unavailable("the request was cancelled"));
+    error_ = chunk.kind == ChunkKind::kError
+                 ? api_error_from_status(chunk.error)
+                 : api_error_from_status(Status::unavailable("the request was cancelled"));
     return Poll::kError;
   }
   record_tokens(c, chunk.tokens.size());
@@ -78,11 +82,14 @@ Generation::Poll Generation::on_chunk(int index, StreamChunk chunk, ChoiceEvent&
     ev.delta.reasoning += tail.reasoning;
     for (auto& call : tail.calls) ev.delta.calls.push_back(std::move(call));
     ev.finish_reason = chunk.finish_reason.empty() ? "stop" : chunk.finish_reason;
-    if (c.output.tool_calls_seen() > 0 && ev.finish_reason == "stop") ev.finish_reason = "tool_calls";
+    if (c.output.tool_calls_seen() > 0 && ev.finish_reason == "stop")
+      ev.finish_reason = "tool_calls";
     c.done = true;
     usage_.completion_tokens += chunk.completion_tokens > 0 ? chunk.completion_tokens : c.n_tokens;
     if (chunk.prompt_tokens > 0) usage_.prompt_tokens = chunk.prompt_tokens;
     usage_.cached_tokens = std::max(usage_.cached_tokens, chunk.cached_prompt_tokens);
+    usage_.accepted_prediction_tokens += chunk.spec_accepted;
+    usage_.rejected_prediction_tokens += chunk.spec_drafted - chunk.spec_accepted;
   }
   return Poll::kEvent;
 }
@@ -91,7 +98,8 @@ Generation::Poll Generation::poll(ChoiceEvent& ev, std::chrono::milliseconds tim
   if (closed_) return Poll::kDone;
   if (lifecycle_ && lifecycle_->past_drain_deadline()) {
     cancel();
-    error_ = api_error_from_status(Status::unavailable("the server is shutting down: the request was cancelled"));
+    error_ = api_error_from_status(
+        Status::unavailable("the server is shutting down: the request was cancelled"));
     return Poll::kError;
   }
   std::vector<size_t> live;
@@ -101,7 +109,8 @@ Generation::Poll Generation::poll(ChoiceEvent& ev, std::chrono::milliseconds tim
   }
   if (live.empty()) return Poll::kDone;
   // Several choices share the wait; each gets a slice so none starves the others.
-  const auto slice = std::max(std::chrono::milliseconds(1), timeout / static_cast<int>(live.size()));
+  const auto slice =
+      std::max(std::chrono::milliseconds(1), timeout / static_cast<int>(live.size()));
   for (size_t i : live) {
     auto chunk = engine_.next(choices_[i].handle, slice);
     if (!chunk) {
@@ -130,10 +139,14 @@ std::optional<ApiError> collect_all(Generation& g, std::vector<ChoiceResult>& ou
     }
     ChoiceEvent ev;
     switch (g.poll(ev, std::chrono::milliseconds(50))) {
-      case Generation::Poll::kDone: return std::nullopt;
-      case Generation::Poll::kError: return g.error();
-      case Generation::Poll::kIdle: continue;
-      case Generation::Poll::kEvent: break;
+      case Generation::Poll::kDone:
+        return std::nullopt;
+      case Generation::Poll::kError:
+        return g.error();
+      case Generation::Poll::kIdle:
+        continue;
+      case Generation::Poll::kEvent:
+        break;
     }
     ChoiceResult& r = out[static_cast<size_t>(ev.choice)];
     r.content += ev.delta.content;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -14,12 +13,14 @@ namespace edge::server {
 
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  // Speculative decoding: drafts the model took and refused (OpenAI's prediction tokens).
+  int64_t accepted_prediction_tokens = 0, rejected_prediction_tokens = 0;
 };
 
 // What identifies one response: every chunk of a stream carries the same id and created.
 struct ResponseMeta {
-  std::string id;        // "chatcmpl-..." / "cmpl-..."
-  int64_t created = 0;   // unix seconds
+  std::string id;       // "chatcmpl-..." / "cmpl-..."
+  int64_t created = 0;  // unix seconds
   std::string model;
 };
 
@@ -42,7 +43,8 @@ nlohmann::json chat_logprobs_json(const std::vector<TokenLogprob>& lps, const To
 // Completions logprobs: {tokens, token_logprobs, top_logprobs: [{tok: lp}], text_offset}.
 nlohmann::json completion_logprobs_json(const std::vector<TokenLogprob>& lps, const Tokenizer* tok,
                                         int64_t text_offset);
-nlohmann::json tool_calls_json(const std::vector<ToolCallOut>& calls, size_t first_index, bool streaming);
+nlohmann::json tool_calls_json(const std::vector<ToolCallOut>& calls, size_t first_index,
+                               bool streaming);
 
 nlohmann::json chat_completion_json(const ResponseMeta& m, const std::vector<ChoiceResult>& choices,
                                     const Usage& u, bool with_logprobs, const Tokenizer* tok);

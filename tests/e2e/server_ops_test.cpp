@@ -194,7 +194,8 @@ TEST_F(ServerOps, NoPrefixCacheRecomputesARepeatedPrompt) {
 }
 
 // `serve --spec ngram`: a repetitive prompt's greedy completion is the text of the server
-// without drafts, and /metrics counts the drafts verified and taken.
+// without drafts; /metrics counts the drafts verified and taken, and the response's usage
+// gives the request's own (completion_tokens_details: accepted / rejected prediction tokens).
 TEST_F(ServerOps, SpeculativeServingGivesThePlainTextAndCountsDrafts) {
   std::string prompt;
   for (int i = 0; i < 6; ++i) prompt += "one two three four five six ";
@@ -215,7 +216,11 @@ TEST_F(ServerOps, SpeculativeServingGivesThePlainTextAndCountsDrafts) {
       EXPECT_GT(drafted, 0) << server_.log();
     else
       EXPECT_EQ(drafted, 0) << server_.log();
-    EXPECT_GE(metric("edge_spec_accepted_tokens_total"), 0);
+    // The request's own figures, as OpenAI's prediction tokens, add up to the counters.
+    const json& details = j["usage"]["completion_tokens_details"];
+    const double accepted = details["accepted_prediction_tokens"].get<double>();
+    EXPECT_EQ(accepted, metric("edge_spec_accepted_tokens_total")) << out;
+    EXPECT_EQ(accepted + details["rejected_prediction_tokens"].get<double>(), drafted) << out;
     EXPECT_EQ(server_.stop(), 0) << server_.log();
   }
   EXPECT_EQ(texts[1], texts[0]);

@@ -127,6 +127,18 @@ TEST(GridTest, ParsesLlamaBenchMarkdownAndJson) {
           .ok());
   EXPECT_EQ(ext["n_threads"], 2);
   EXPECT_FALSE(ext.contains("kernel_path"));
+  // bench --spec-acceptance: one record per acceptance, kept apart by it.
+  auto spec = parse_arm_output(
+      R"([{"n_prompt":32,"n_gen":128,"avg_ts":50,"plain_ts":25,"speedup":2.0,
+          "speculative":{"alpha":0.8,"tokens_per_pass":2.8}},
+         {"n_prompt":32,"n_gen":128,"avg_ts":24,"plain_ts":25,"speedup":0.96,
+          "speculative":{"alpha":0,"tokens_per_pass":1.01}}])",
+      ParseMode::kLlamaBenchJson, nullptr);
+  ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+  EXPECT_DOUBLE_EQ(spec->at("tg128_spec_a0.80_speedup"), 2.0);
+  EXPECT_DOUBLE_EQ(spec->at("tg128_spec_a0.00_ts"), 24.0);
+  EXPECT_DOUBLE_EQ(spec->at("tg128_spec_a0.00_plain_ts"), 25.0);
+  EXPECT_FALSE(spec->count("tg128_ts"));
 }
 
 TEST(GridTest, OwnedProcessIsTimedKilledOnTimeoutAndReaped) {
@@ -304,9 +316,8 @@ TEST(GridTest, BadGridFilesAreRefused) {
 
 // The grid files kept in bench/grids/ must stay readable (paths from the environment).
 TEST(GridTest, KeptGridFilesParse) {
-  for (const char* v :
-       {"LLAMA_BENCH", "IK_BENCH", "LLAMA_SERVER", "LLAMA_QUANTIZE", "LLAMA_CLI", "MODELS", "MODEL",
-        "DATA", "PROMPTS"})
+  for (const char* v : {"LLAMA_BENCH", "IK_BENCH", "LLAMA_SERVER", "LLAMA_QUANTIZE", "LLAMA_CLI",
+                        "MODELS", "MODEL", "DATA", "PROMPTS"})
     ::setenv(v, "/x", 0);
   int files = 0;
   for (const auto& e : fs::directory_iterator(std::string(EDGE_SOURCE_DIR) + "/bench/grids")) {

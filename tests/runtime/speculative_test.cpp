@@ -48,6 +48,12 @@ TEST(StepCostTable, InterpolatesBetweenAndExtrapolatesPastWhatWasMeasured) {
   EXPECT_DOUBLE_EQ(t.ms(5), 22.0);  // past the largest: the slope of the two largest
   EXPECT_TRUE(t.measured(3));
   EXPECT_FALSE(t.measured(2));
+  // A step slowed by something else (steal) moves nothing: the median of the last eight.
+  for (int i = 0; i < 7; ++i) t.record(1, 10.0);
+  t.record(1, 95.0);
+  EXPECT_DOUBLE_EQ(t.ms(1), 10.0);
+  for (int i = 0; i < 8; ++i) t.record(1, 12.0);  // a lasting change does
+  EXPECT_DOUBLE_EQ(t.ms(1), 12.0);
 }
 
 TEST(DraftController, DraftsWhatPaysAndTurnsItselfOffWhereNothingIsTaken) {
