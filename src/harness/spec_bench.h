@@ -43,9 +43,10 @@ class OracleDrafter final : public Drafter {
   uint64_t state_;  // splitmix64: cheap and reproducible
 };
 
-// One record per (n_gen, alpha): plain and speculative t/s (samples and medians), their
-// ratio, the measured acceptance (accepted / drafted), mean accepted per verify step,
-// tokens per pass over the weights, verify cost in plain steps; provenance as bench's.
+// One record per (n_gen, alpha): plain and speculative t/s (samples and medians), the
+// speedup (the median of the per-rep ratios of the paired runs; the ratio of the medians too), the
+// measured acceptance (accepted / drafted), mean accepted per verify step, tokens per pass over the
+// weights, verify cost in plain steps; provenance as bench's.
 Expected<nlohmann::json> run_spec_bench(Model& model, const SpecBenchOptions& o);
 std::string spec_bench_markdown(const nlohmann::json& records);
 
