@@ -117,6 +117,9 @@ Status plan_before_load(const ServeArgs& a, const std::string& path) {
   ASSIGN_OR_RETURN(
       PlanOptions o,
       plan_options_from(pa, a.ctx > 0 ? a.ctx : std::min<int64_t>(model_ctx, 4096), a.threads));
+  // Hybrid models: the prefix cache's state checkpoints and speculation's state copies.
+  o.state_checkpoints = a.no_prefix_cache ? 0 : a.state_checkpoints;
+  o.draft_states = a.spec.empty() ? 0 : int64_t{a.max_seqs} * (1 + a.draft_max);
   if (!a.mmproj.empty() &&
       mmproj_has_vision(a.mmproj)) {  // the vision encoder's weights and one encode's activations
     ASSIGN_OR_RETURN(VisionFootprint v, vision_encoder_footprint(a.mmproj));

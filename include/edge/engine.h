@@ -54,12 +54,17 @@ struct EngineOptions {
   // lookup and verifies them in its next step (greedy: the same tokens; sampling: the same
   // distribution); each sequence's draft length follows its measured acceptance and the
   // measured step costs, and is 0 where drafting does not pay. "" decodes plainly. Requests
-  // with a guide or logprobs decode plainly; models with recurrent layers are refused.
+  // with a guide or logprobs decode plainly; models with recurrent layers keep 1 + draft_max
+  // state copies per sequence (the memory plan counts them) to go back after a rejection.
   std::string speculative;
   int32_t draft_max = 4;  // longest draft per sequence and step
   // Fault injection for tests of the failure paths: called before each forward step; a
   // non-OK status fails that step as a failing forward pass would. Unset in production.
   std::function<Status()> step_fault;
+  // Tests of speculation: drafts (up to max_tokens to follow history, the prompt and the
+  // tokens so far) in place of the n-gram lookup, when `speculative` is set. Unset in production.
+  std::function<std::vector<int32_t>(const std::vector<int32_t>& history, int32_t max_tokens)>
+      draft_source;
 };
 
 // Sampling plus stopping rules for one request.

@@ -17,6 +17,18 @@ namespace {
 
 std::atomic<uint64_t> g_next_engine_id{1};
 
+// EngineOptions::draft_source as a Drafter.
+class SourceDrafter final : public Drafter {
+ public:
+  explicit SourceDrafter(const EngineOptions& o) : o_(o) {}
+  std::vector<int32_t> draft(std::span<const int32_t> history, int32_t max_tokens) override {
+    return o_.draft_source(std::vector<int32_t>(history.begin(), history.end()), max_tokens);
+  }
+
+ private:
+  const EngineOptions& o_;
+};
+
 // Waiting requests beyond this are refused (503-style) instead of queueing without bound.
 constexpr size_t kMaxWaiting = 256;
 
@@ -52,11 +64,6 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
   if (!o.speculative.empty() && (o.draft_max < 1 || o.draft_max > 16))
     return Status::invalid_argument(fmt::format("draft_max {} is outside [1, 16]", o.draft_max));
   ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model.config(), ko));
-  // Rejected drafts' positions are written over; a recurrent layer's state cannot go back.
-  if (!o.speculative.empty() && kv.layout().has_state())
-    return Status::invalid_argument(
-        "speculative decoding needs a model without recurrent layers (their state has no rollback "
-        "yet)");
   // Two engines over one model must not run regions on one pool at once: the first takes
   // the model's pool, a later one gets threads of its own.
   EnginePool pool;
@@ -87,6 +94,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   po.kv_type = type;
   po.max_seqs = o.max_seqs;
   po.state_checkpoints = o.prefix_cache ? o.state_checkpoints : 0;
+  po.draft_states = o.speculative.empty() ? 0 : int64_t{o.max_seqs} * (1 + o.draft_max);
   po.max_batched_tokens = o.max_batched_tokens;
   po.memory_limit = static_cast<int64_t>(o.memory_limit_bytes);
   po.n_threads = o.n_threads;
@@ -115,6 +123,10 @@ EngineImpl::EngineImpl(const Model& model, std::unique_ptr<Model> owned,
       kv_(std::move(kv)),
       pass_(std::move(pass)),
       scheduler_(SchedulerConfig{options.max_seqs, options.max_batched_tokens}, &kv_) {
+  const KvLayout& l = kv_.layout();
+  if (!options_.speculative.empty() && l.has_state())
+    draft_states_.resize(static_cast<size_t>(kv_.storage().n_state_slots() * l.n_state_layers *
+                                             (1 + options_.draft_max) * l.state_floats_per_layer));
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -203,7 +215,10 @@ Expected<RequestHandle> EngineImpl::submit(SessionId session, GenerateRequest re
   // logprobs are reported per sampled position).
   if (options_.speculative == "ngram" && req.pooling == Pooling::kNone && !r->params.guide &&
       r->params.logprobs < 0) {
-    r->drafter = std::make_unique<NgramDrafter>();
+    if (options_.draft_source)
+      r->drafter = std::make_unique<SourceDrafter>(options_);
+    else
+      r->drafter = std::make_unique<NgramDrafter>();
     r->draft_control = DraftController(options_.draft_max);
   }
   scheduler_.add(&r->seq);

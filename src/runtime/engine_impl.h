@@ -141,6 +141,13 @@ class EngineImpl final : public Engine {
   EngineStats stats_;
   double decode_step_ms_ = 0, prefill_token_ms_ = 0;  // moving averages (0: not seen yet)
   StepCostTable spec_costs_;  // decode-only steps by their positions: what drafts cost
+  // Models with recurrent layers: per state slot, the states a verify step keeps after each
+  // of its tokens, [max_seqs][n_state_layers, 1 + draft_max, state floats] (SeqStep).
+  std::vector<float, TaggedAllocator<float, MemCategory::kState>> draft_states_;
+  float* draft_states_of(int32_t slot);
+  // After a verify step whose first `kept` tokens stand: the sequence's recurrent state goes
+  // back to the copy after token kept - 1. mu_ held.
+  void restore_draft_state(const SeqStep& st, int64_t kept);
   std::thread thread_;
 };
 

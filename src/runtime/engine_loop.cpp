@@ -97,9 +97,15 @@ void EngineImpl::prepare_draft(EngineRequest& r, int32_t other_decoding) {
   r.seq.draft.clear();
   if (!r.drafter || r.terminal_pushed || r.cancel_requested || r.seq.pending() != 1) return;
   // No draft past what the request may still emit or its context holds.
-  const int64_t room =
+  int64_t room =
       std::min<int64_t>(r.params.max_tokens - r.n_generated,
                         options_.max_model_len - static_cast<int64_t>(r.seq.tokens.size()));
+  // Recurrent layers with prefix-cache checkpoints: those are saved when a step ends on a
+  // block boundary, so a verify step ends there at the latest.
+  if (kv_.layout().has_state() && kv_.state_checkpoints().capacity() > 0) {
+    const int64_t bt = kv_.layout().settings.block_tokens, next = r.seq.n_computed + 1;
+    room = std::min(room, (next + bt - 1) / bt * bt - next + 1);
+  }
   const int32_t want = static_cast<int32_t>(
       std::min<int64_t>(r.draft_control.next_length(spec_costs_, other_decoding), room - 1));
   if (want <= 0) return;
@@ -214,6 +220,24 @@ void EngineImpl::verify_drafts(EngineRequest& r, int64_t n_draft, std::span<cons
   out.token = r.sampler.sample(row(n_draft), history);
 }
 
+float* EngineImpl::draft_states_of(int32_t slot) {
+  const KvLayout& l = kv_.layout();
+  return draft_states_.data() +
+         int64_t{slot} * l.n_state_layers * (1 + options_.draft_max) * l.state_floats_per_layer;
+}
+
+void EngineImpl::restore_draft_state(const SeqStep& st, int64_t kept) {
+  const KvLayout& l = kv_.layout();
+  if (!l.has_state() || kept >= st.n_tokens) return;  // every token stands: the state is right
+  const int64_t sf = l.state_floats_per_layer;
+  for (int layer = 0; layer < model_->config().n_layer; ++layer) {
+    if (l.layer_group[static_cast<size_t>(layer)] >= 0) continue;  // an attention layer
+    const int64_t slot = l.layer_slot[static_cast<size_t>(layer)];
+    std::copy_n(st.state_snapshots + (slot * st.n_tokens + kept - 1) * sf, sf,
+                kv_.storage().state(layer, st.state_slot));
+  }
+}
+
 void EngineImpl::learn_step_cost(const StepPlan& plan, double ms) {
   int64_t decoding = 0, prompt = 0;
   for (const PlannedSeq& p : plan.seqs)
@@ -263,6 +287,8 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     st.blocks[1] = s.kv.blocks[1];
     st.splices = s.splices;
     st.state_slot = s.kv.state_slot;
+    if (ps.n_draft > 0 && !draft_states_.empty())
+      st.state_snapshots = draft_states_of(st.state_slot);
     st.logits = ps.n_draft > 0    ? SeqStep::Logits::kAll
                 : ps.wants_logits ? SeqStep::Logits::kLast
                                   : SeqStep::Logits::kNone;
@@ -297,6 +323,7 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     const auto& taken = sampled[i].drafts_taken;
     r.seq.tokens.insert(r.seq.tokens.end(), taken.begin(), taken.end());
     r.seq.draft_accepted = static_cast<int64_t>(taken.size());
+    restore_draft_state(steps[i], plan.seqs[i].n_tokens - n_draft + r.seq.draft_accepted);
     r.draft_control.on_verify(static_cast<int32_t>(n_draft), static_cast<int32_t>(taken.size()));
     r.spec_drafted += n_draft;
     r.spec_accepted += static_cast<int64_t>(taken.size());

@@ -122,12 +122,14 @@ std::string refusal_text(const MemoryPlan& p) {
     << format_bytes(p.limit.bytes) << " (" << p.limit.source << "); over by " << format_bytes(over)
     << ". Largest category: " << mem_category_name(big) << " " << format_bytes(p.of(big));
   if (over < p.of(big)) {
-    s << ", which would have to shrink to " << format_bytes(p.of(big) - over) << " (by " << format_bytes(over) << ").";
+    s << ", which would have to shrink to " << format_bytes(p.of(big) - over) << " (by "
+      << format_bytes(over) << ").";
   } else {
     s << "; the plan is over by more than all of it (the other categories alone need "
       << format_bytes(p.total() - p.of(big)) << ").";
   }
-  if (big == MemCategory::kKv) s << " Try a smaller --ctx, --ctx auto, --kv-type q8 or fewer --max-seqs.";
+  if (big == MemCategory::kKv)
+    s << " Try a smaller --ctx, --ctx auto, --kv-type q8 or fewer --max-seqs.";
   return s.str();
 }
 
@@ -141,7 +143,8 @@ void plan_file_backed_experts(const ModelFootprint& m, MemoryPlan* p) {
   const int64_t room = p->limit.bytes == INT64_MAX ? p->experts_mapped : p->limit.bytes - rest;
   const int64_t active_mapped = std::min(p->experts_mapped, p->active_expert_bytes);
   p->experts_resident = std::clamp(room, active_mapped, p->experts_mapped);
-  p->bytes[static_cast<int>(MemCategory::kWeightsMapped)] -= p->experts_mapped - p->experts_resident;
+  p->bytes[static_cast<int>(MemCategory::kWeightsMapped)] -=
+      p->experts_mapped - p->experts_resident;
   if (p->experts_resident < p->experts_mapped)
     p->disk_bytes_per_token = static_cast<int64_t>(
         static_cast<double>(active_mapped) *
@@ -182,19 +185,21 @@ int64_t plan_kv_bytes(const ModelConfig& c, KvType t, int64_t ctx, int64_t max_s
 int64_t plan_scratch_bytes(const ModelConfig& c, int64_t max_batched_tokens, int64_t max_seqs) {
   // Dense FFN buffers only when some layer is dense; MoE layers hold their own (moe_ffn.h).
   const int64_t ff = c.n_moe_layers() < c.n_layer ? 3LL * c.n_ff : 0;
-  const int64_t per_token = 4LL * c.n_embd + 2LL * c.q_dim() + 2LL * c.kv_dim() + ff +
-                            (c.moe.enabled() ? c.n_embd : 0);
+  const int64_t per_token =
+      4LL * c.n_embd + 2LL * c.q_dim() + 2LL * c.kv_dim() + ff + (c.moe.enabled() ? c.n_embd : 0);
   // Gated attention's q+gate projection and gate (3 q_dim), the DeltaNet mixer's buffers
   // and its output row.
   const int64_t gated = c.attn_output_gate ? 3LL * c.q_dim() : 0;
   const int64_t mixer_out = c.n_recurrent_layers() > 0 && !c.moe.enabled() ? c.n_embd : 0;
   return max_batched_tokens * (per_token + gated + mixer_out) * 4 +
-         max_seqs * static_cast<int64_t>(c.n_vocab) * 4 + MoeFfn::scratch_bytes_for(c, max_batched_tokens) +
+         max_seqs * static_cast<int64_t>(c.n_vocab) * 4 +
+         MoeFfn::scratch_bytes_for(c, max_batched_tokens) +
          DeltaNetMixer::scratch_bytes_for(c, max_batched_tokens);
 }
 
 int64_t plan_runtime_bytes(int n_threads) {
-  if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n_threads <= 0)
+    n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // `edge-infer memory` measures about 1 MiB of RssAnon before any model (libstdc++,
   // relocations, CLI state); the rest is margin for heap slack plus the touched part of
   // each worker's stack and its malloc arena, and per thread one cache block of the plain
@@ -208,7 +213,9 @@ int64_t MemoryPlan::total() const {
   return t;
 }
 
-int64_t MemoryPlan::anon_total() const { return total() - of(MemCategory::kWeightsMapped); }
+int64_t MemoryPlan::anon_total() const {
+  return total() - of(MemCategory::kWeightsMapped);
+}
 
 MemCategory MemoryPlan::largest() const {
   int best = 0;
@@ -219,9 +226,11 @@ MemCategory MemoryPlan::largest() const {
 
 Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions& o,
                                       const MemoryLimit& limit) {
-  if (o.ctx < 1) return Status::invalid_argument("--ctx must be at least 1 (got " + std::to_string(o.ctx) + ")");
+  if (o.ctx < 1)
+    return Status::invalid_argument("--ctx must be at least 1 (got " + std::to_string(o.ctx) + ")");
   if (o.max_seqs < 1) return Status::invalid_argument("--max-seqs must be at least 1");
-  if (o.max_batched_tokens < 1) return Status::invalid_argument("--max-batched-tokens must be at least 1");
+  if (o.max_batched_tokens < 1)
+    return Status::invalid_argument("--max-batched-tokens must be at least 1");
   const ModelConfig& c = m.config;
   MemoryPlan p;
   p.model_path = m.path;
@@ -237,7 +246,8 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   p.limit = limit;
   auto set = [&](MemCategory cat, int64_t v) { p.bytes[static_cast<int>(cat)] = v; };
   set(MemCategory::kWeights, static_cast<int64_t>(m.weights_anon) + o.encoder_weights_anon);
-  set(MemCategory::kWeightsMapped, static_cast<int64_t>(m.weights_mapped) + o.encoder_weights_mapped);
+  set(MemCategory::kWeightsMapped,
+      static_cast<int64_t>(m.weights_mapped) + o.encoder_weights_mapped);
   p.kv_needed_per_seq = plan_kv_bytes(c, o.kv_type, o.ctx, 1, p.max_batched_tokens);
   int64_t budget = o.kv_budget_bytes;
   if (o.kv_budget_tokens > 0)
@@ -248,11 +258,13 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   } else {
     set(MemCategory::kKv, plan_kv_bytes(c, o.kv_type, o.ctx, o.max_seqs, p.max_batched_tokens));
   }
-  // Recurrent layers: one fixed-size state slot per sequence, whatever the context, and
-  // the prefix cache's state checkpoints of the same size.
-  set(MemCategory::kState, (o.max_seqs + o.state_checkpoints) *
+  // Recurrent layers: one fixed-size state slot per sequence, whatever the context, the
+  // prefix cache's state checkpoints of the same size, and with speculation the states a
+  // verify step keeps after each of its tokens.
+  set(MemCategory::kState, (o.max_seqs + o.state_checkpoints + o.draft_states) *
                                KvLayout::make(c, KvSettings{o.kv_type, 16}).state_bytes_per_seq());
-  set(MemCategory::kScratch, plan_scratch_bytes(c, p.max_batched_tokens, o.max_seqs) + o.encoder_scratch);
+  set(MemCategory::kScratch,
+      plan_scratch_bytes(c, p.max_batched_tokens, o.max_seqs) + o.encoder_scratch);
   // The per-step cos/sin tables of the forward pass (model/forward.h).
   set(MemCategory::kRope, ForwardPass::rope_table_bytes(c, p.max_batched_tokens));
   if (c.encoder_only) {
@@ -262,17 +274,20 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
     set(MemCategory::kState, 0);
     set(MemCategory::kRope, 0);
     p.kv_needed_per_seq = 0;
-    const int64_t longest = std::min<int64_t>(p.max_batched_tokens, c.max_ctx > 0 ? c.max_ctx : o.ctx);
+    const int64_t longest =
+        std::min<int64_t>(p.max_batched_tokens, c.max_ctx > 0 ? c.max_ctx : o.ctx);
     set(MemCategory::kScratch, bert_scratch_floats(c, p.max_batched_tokens, longest) *
-                                   static_cast<int64_t>(sizeof(float)) + o.encoder_scratch);
+                                       static_cast<int64_t>(sizeof(float)) +
+                                   o.encoder_scratch);
   }
   set(MemCategory::kTokenizer, m.tokenizer_bytes);
   set(MemCategory::kRuntime, plan_runtime_bytes(o.n_threads));
   plan_file_backed_experts(m, &p);
   if (p.kv_from_budget && budget < p.kv_needed_per_seq) {
-    p.refusal = "KV budget " + format_bytes(budget) + " is smaller than one request needs: " +
-                format_bytes(p.kv_needed_per_seq) + " for a context of " + std::to_string(o.ctx) +
-                " (" + kv_type_name(o.kv_type) + "); short by " + format_bytes(p.kv_needed_per_seq - budget) + ".";
+    p.refusal = "KV budget " + format_bytes(budget) +
+                " is smaller than one request needs: " + format_bytes(p.kv_needed_per_seq) +
+                " for a context of " + std::to_string(o.ctx) + " (" + kv_type_name(o.kv_type) +
+                "); short by " + format_bytes(p.kv_needed_per_seq - budget) + ".";
     return p;
   }
   p.admitted = p.total() <= limit.bytes;
@@ -280,7 +295,8 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   return p;
 }
 
-Expected<MemoryPlan> plan_memory(const ModelFootprint& m, const PlanOptions& o, const MemoryLimit& limit) {
+Expected<MemoryPlan> plan_memory(const ModelFootprint& m, const PlanOptions& o,
+                                 const MemoryLimit& limit) {
   if (!o.ctx_auto) return make_memory_plan(m, o, limit);
   PlanOptions q = o;
   int64_t lo = 16;
@@ -312,20 +328,36 @@ Status admission_status(const MemoryPlan& plan) {
 
 nlohmann::json MemoryPlan::to_json() const {
   nlohmann::json cats = nlohmann::json::object();
-  for (int i = 0; i < kMemCategoryCount; ++i) cats[mem_category_name(static_cast<MemCategory>(i))] = bytes[i];
-  nlohmann::json j = {
-      {"model", model_path}, {"format", format}, {"arch", arch}, {"n_layer", n_layer},
-      {"n_sliding_layers", n_sliding_layers}, {"ctx", ctx}, {"ctx_auto", ctx_auto},
-      {"model_max_ctx", model_max_ctx}, {"kv_type", kv_type_name(kv_type)}, {"max_seqs", max_seqs},
-      {"max_batched_tokens", max_batched_tokens}, {"kv_from_budget", kv_from_budget},
-      {"kv_needed_per_seq", kv_needed_per_seq}, {"bytes", cats}, {"total", total()},
-      {"anon_total", anon_total()}, {"largest", mem_category_name(largest())},
-      {"limit", {{"bytes", limit.bytes}, {"source", limit.source}, {"mem_available", limit.mem_available},
-                 {"cgroup_room", limit.cgroup_room}, {"memory_limit_flag", limit.flag}}},
-      {"admitted", admitted}};
+  for (int i = 0; i < kMemCategoryCount; ++i)
+    cats[mem_category_name(static_cast<MemCategory>(i))] = bytes[i];
+  nlohmann::json j = {{"model", model_path},
+                      {"format", format},
+                      {"arch", arch},
+                      {"n_layer", n_layer},
+                      {"n_sliding_layers", n_sliding_layers},
+                      {"ctx", ctx},
+                      {"ctx_auto", ctx_auto},
+                      {"model_max_ctx", model_max_ctx},
+                      {"kv_type", kv_type_name(kv_type)},
+                      {"max_seqs", max_seqs},
+                      {"max_batched_tokens", max_batched_tokens},
+                      {"kv_from_budget", kv_from_budget},
+                      {"kv_needed_per_seq", kv_needed_per_seq},
+                      {"bytes", cats},
+                      {"total", total()},
+                      {"anon_total", anon_total()},
+                      {"largest", mem_category_name(largest())},
+                      {"limit",
+                       {{"bytes", limit.bytes},
+                        {"source", limit.source},
+                        {"mem_available", limit.mem_available},
+                        {"cgroup_room", limit.cgroup_room},
+                        {"memory_limit_flag", limit.flag}}},
+                      {"admitted", admitted}};
   if (!admitted) j["refusal"] = refusal;
   if (experts_mapped > 0)
-    j["experts"] = {{"mapped", experts_mapped}, {"resident", experts_resident},
+    j["experts"] = {{"mapped", experts_mapped},
+                    {"resident", experts_resident},
                     {"active_per_token", active_expert_bytes},
                     {"disk_bytes_per_token", disk_bytes_per_token}};
   return j;
@@ -342,18 +374,20 @@ std::string MemoryPlan::table() const {
   for (int i = 0; i < kMemCategoryCount; ++i) {
     const auto c = static_cast<MemCategory>(i);
     if ((c == MemCategory::kOther || c == MemCategory::kState) && bytes[i] == 0) continue;
-    std::snprintf(line, sizeof(line), "  %-15s %12s  %s\n", mem_category_name(c), format_bytes(bytes[i]).c_str(),
-                  fmt_pct(bytes[i], total()).c_str());
+    std::snprintf(line, sizeof(line), "  %-15s %12s  %s\n", mem_category_name(c),
+                  format_bytes(bytes[i]).c_str(), fmt_pct(bytes[i], total()).c_str());
     s << line;
   }
-  std::snprintf(line, sizeof(line), "  %-15s %12s  (anonymous %s)\n", "total", format_bytes(total()).c_str(),
-                format_bytes(anon_total()).c_str());
+  std::snprintf(line, sizeof(line), "  %-15s %12s  (anonymous %s)\n", "total",
+                format_bytes(total()).c_str(), format_bytes(anon_total()).c_str());
   s << line;
   if (experts_mapped > 0)
-    s << "experts " << format_bytes(experts_mapped) << " file-backed, " << format_bytes(experts_resident)
-      << " resident; a token reads " << format_bytes(active_expert_bytes) << " of them, "
-      << format_bytes(disk_bytes_per_token) << " from disk\n";
-  s << "may use " << (limit.bytes == INT64_MAX ? std::string("unlimited") : format_bytes(limit.bytes)) << " ("
+    s << "experts " << format_bytes(experts_mapped) << " file-backed, "
+      << format_bytes(experts_resident) << " resident; a token reads "
+      << format_bytes(active_expert_bytes) << " of them, " << format_bytes(disk_bytes_per_token)
+      << " from disk\n";
+  s << "may use "
+    << (limit.bytes == INT64_MAX ? std::string("unlimited") : format_bytes(limit.bytes)) << " ("
     << limit.source << ")\n";
   s << (admitted ? "admitted" : "REFUSED: " + refusal) << "\n";
   return s.str();

@@ -5,10 +5,9 @@
 // largest category; `--ctx auto` searches the largest context that fits.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/memory_ledger.h"
@@ -20,16 +19,18 @@
 namespace edge {
 
 struct PlanOptions {
-  int64_t ctx = 4096;               // positions per sequence (ignored when ctx_auto)
-  bool ctx_auto = false;            // largest context that fits
-  int64_t kv_budget_bytes = 0;      // exact KV budget; 0 = sized from ctx * max_seqs
-  int64_t kv_budget_tokens = 0;     // budget as tokens per sequence (alternative to bytes)
+  int64_t ctx = 4096;            // positions per sequence (ignored when ctx_auto)
+  bool ctx_auto = false;         // largest context that fits
+  int64_t kv_budget_bytes = 0;   // exact KV budget; 0 = sized from ctx * max_seqs
+  int64_t kv_budget_tokens = 0;  // budget as tokens per sequence (alternative to bytes)
   KvType kv_type = KvType::kF16;
   int64_t max_seqs = 1;
-  int64_t state_checkpoints = 0;    // recurrent state copies beside the slots (kv_cache.h)
-  int64_t max_batched_tokens = 512; // activations are sized to this many tokens per step
-  int64_t memory_limit = 0;         // --memory-limit bytes; 0 = none
-  int n_threads = 0;                // 0: all allowed cores (runtime estimate)
+  int64_t state_checkpoints = 0;  // recurrent state copies beside the slots (kv_cache.h)
+  int64_t draft_states =
+      0;  // speculative verify steps' state copies (engine: max_seqs * (1 + draft_max))
+  int64_t max_batched_tokens = 512;  // activations are sized to this many tokens per step
+  int64_t memory_limit = 0;          // --memory-limit bytes; 0 = none
+  int n_threads = 0;                 // 0: all allowed cores (runtime estimate)
   // Media encoders served beside the model (--mmproj): their weights (mapped file pages,
   // anonymous repacked ones) and the activations of one encode; added to those categories.
   int64_t encoder_weights_mapped = 0, encoder_weights_anon = 0, encoder_scratch = 0;
@@ -39,7 +40,7 @@ struct PlanOptions {
 // usage, v2 or v1: cgroup_room_under) and the --memory-limit flag. -1 = not known / no limit.
 struct MemoryLimit {
   int64_t bytes = 0;
-  std::string source;               // "MemAvailable", "cgroup", "--memory-limit"
+  std::string source;  // "MemAvailable", "cgroup", "--memory-limit"
   int64_t mem_available = -1;
   int64_t cgroup_room = -1;
   int64_t flag = -1;
@@ -77,11 +78,11 @@ struct MemoryPlan {
   int64_t max_seqs = 1;
   int64_t max_batched_tokens = 0;
   bool kv_from_budget = false;
-  int64_t kv_needed_per_seq = 0;    // bytes one sequence of ctx positions needs
+  int64_t kv_needed_per_seq = 0;                   // bytes one sequence of ctx positions needs
   std::array<int64_t, kMemCategoryCount> bytes{};  // per MemCategory
   MemoryLimit limit;
   bool admitted = false;
-  std::string refusal;              // why, with the numbers (empty when admitted)
+  std::string refusal;  // why, with the numbers (empty when admitted)
   // A MoE model whose experts are used in place from the file (a pre-packed file): the
   // experts' pages are the kernel's to evict and read back, so the plan counts only what of
   // them fits beside everything else (kWeightsMapped holds that share), admits the model
@@ -94,10 +95,10 @@ struct MemoryPlan {
 
   int64_t of(MemCategory c) const { return bytes[static_cast<int>(c)]; }
   int64_t total() const;
-  int64_t anon_total() const;       // everything but the mapped weights
+  int64_t anon_total() const;  // everything but the mapped weights
   MemCategory largest() const;
   nlohmann::json to_json() const;
-  std::string table() const;        // human-readable, one category per line
+  std::string table() const;  // human-readable, one category per line
 };
 
 // Computes the plan for a fixed context and decides admission. Errors (not refusals):

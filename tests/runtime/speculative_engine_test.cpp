@@ -4,8 +4,8 @@
 // with a repetition penalty, stopping inside a draft at max_tokens), and the golden greedy
 // continuation; a prompt whose blocks were committed by verify steps is reused from the prefix
 // cache with the same tokens; a sliding-window model (gemma3, window 8) decodes the same with
-// drafts as without; sampled requests finish at their length; drafting where nothing is taken
-// turns itself off; a recurrent model and an unknown drafter are refused by name.
+// drafts as without; sampled requests finish at their length; a hybrid model's recurrent
+// state goes back after rejected drafts; an unknown drafter is refused by name.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,7 +14,9 @@
 #include <thread>
 
 #include "convert/random_model.h"
+#include "core/memory_ledger.h"
 #include "edge/engine.h"
+#include "model/kv_layout.h"
 #include "model/model.h"
 
 namespace edge {
@@ -191,22 +193,79 @@ TEST(SpeculativeEngine, SampledRequestsFinishAtTheirLength) {
   EXPECT_GT(spec->stats().spec_verify_steps, 0u);
 }
 
-TEST(SpeculativeEngine, RecurrentModelsAndUnknownDraftersAreRefused) {
+// A hybrid model (Gated DeltaNet beside attention): a verify step keeps each sequence's
+// recurrent state after every token, and a rejected draft sends it back to the copy after
+// the last accepted one; the batch decodes as without drafts, block-boundary checkpoints
+// still serve the prefix cache, and the copies are on the state ledger.
+TEST(SpeculativeEngine, HybridModelGoesBackToTheStateAfterTheLastAcceptedToken) {
   RandomModelOptions o;
   o.arch = "qwen35";
   o.n_layer = 4;
   o.n_embd = 64;
   o.head_dim = 32;
-  auto hybrid = load(random_model(o, "qwen35"));
-  ASSERT_TRUE(hybrid);
+  o.n_vocab = 512;
+  auto m = load(random_model(o, "qwen35"));
+  ASSERT_TRUE(m);
+  std::vector<GenerateRequest> reqs;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<int32_t> prompt;
+    for (int t = 0; t < 40; ++t) prompt.push_back(3 + (t * 37 + i * 101) % 500);
+    reqs.push_back(greedy(prompt, 60 + 9 * i));
+  }
+  auto plain = engine(*m, "", 128);
+  ASSERT_TRUE(plain);
+  const auto want = run_together(*plain, reqs);
+  // An oracle: each request's plain continuation, a third of its positions (hashed) wrong.
   EngineOptions eo;
   eo.max_model_len = 128;
+  eo.kv_type = "f32";
   eo.speculative = "ngram";
-  auto e = Engine::create(*hybrid, eo);
-  ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().to_string().find("recurrent"), std::string::npos) << e.status().to_string();
+  eo.state_checkpoints = 32;
+  eo.draft_source = [&](const std::vector<int32_t>& history, int32_t max_tokens) {
+    std::vector<int32_t> d;
+    for (size_t r = 0; r < reqs.size(); ++r) {
+      const auto& p = reqs[r].prompt;
+      if (history.size() < p.size() || !std::equal(p.begin(), p.end(), history.begin())) continue;
+      for (size_t at = history.size() - p.size();
+           at < want[r].tokens.size() && d.size() < size_t(max_tokens); ++at)
+        d.push_back((at * 2654435761u >> 9) % 3 == 0 ? (want[r].tokens[at] + 1) % 512
+                                                     : want[r].tokens[at]);
+    }
+    return d;
+  };
+  const int64_t state_before = ledger_current(MemCategory::kState);
+  auto e = Engine::create(*m, eo);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  auto& spec = *e;
+  const KvLayout l = KvLayout::make(m->config(), KvSettings{KvType::kF32, 16});
+  // Eight slots' copies of 1 + draft_max states beside the slots themselves.
+  EXPECT_GE(ledger_current(MemCategory::kState) - state_before,
+            (8 + 8 * 5) * l.state_bytes_per_seq());
+  const auto got = run_together(*spec, reqs);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].tokens, want[i].tokens) << i;
+  const EngineStats st = spec->stats();
+  std::printf("[ hybrid ] %llu verify slices, %llu drafted, %llu accepted, %llu checkpoints\n",
+              static_cast<unsigned long long>(st.spec_verify_steps),
+              static_cast<unsigned long long>(st.spec_drafted),
+              static_cast<unsigned long long>(st.spec_accepted),
+              static_cast<unsigned long long>(st.state_checkpoint_saves));
+  EXPECT_GT(st.spec_accepted, 0u);
+  EXPECT_LT(st.spec_accepted, st.spec_drafted);  // some refused: the state went back
+  EXPECT_GT(st.state_checkpoint_saves, 0u);
+  // A request that continues one of them starts from a checkpoint and decodes the same.
+  std::vector<int32_t> longer = reqs[0].prompt;
+  longer.insert(longer.end(), want[0].tokens.begin(), want[0].tokens.begin() + 30);
+  const auto a = run_together(*spec, {greedy(longer, 20)});
+  const auto b = run_together(*plain, {greedy(longer, 20)});
+  EXPECT_EQ(a[0].tokens, b[0].tokens);
+  EXPECT_GT(a[0].cached, 0);
+}
+
+TEST(SpeculativeEngine, UnknownDraftersAndDraftLengthsAreRefused) {
   auto m = load(kStories + "/stories260K.bin");
   ASSERT_TRUE(m);
+  EngineOptions eo;
+  eo.max_model_len = 128;
   eo.speculative = "medusa";
   auto bad = Engine::create(*m, eo);
   ASSERT_FALSE(bad.ok());
