@@ -148,6 +148,11 @@ class EngineImpl final : public Engine {
   // After a verify step whose first `kept` tokens stand: the sequence's recurrent state goes
   // back to the copy after token kept - 1. mu_ held.
   void restore_draft_state(const SeqStep& st, int64_t kept);
+  void stage_step(const StepPlan& plan, std::vector<int32_t>& tokens, std::vector<SeqStep>& steps,
+                  std::vector<EngineRequest*>& reqs, std::vector<bool>& wants_logits);
+  void take_verified_drafts(const StepPlan& plan, const std::vector<SeqStep>& steps,
+                            const std::vector<EngineRequest*>& reqs,
+                            const std::vector<Sampled>& sampled);
   std::thread thread_;
 };
 

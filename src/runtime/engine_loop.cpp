@@ -266,14 +266,33 @@ void EngineImpl::learn_step_cost(const StepPlan& plan, double ms) {
   stats_.prefill_cap = cap;
 }
 
-// One step. Returns false when nothing could be scheduled.
-bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
-  StepPlan plan = scheduler_.schedule();
-  if (plan.empty()) return false;
-  std::vector<int32_t> tokens;
-  std::vector<SeqStep> steps;
-  std::vector<EngineRequest*> reqs;
-  std::vector<bool> wants_logits;
+// The drafts a step verified: those taken join their sequences (and recurrent states go
+// back past the refused ones); the controllers and the counters learn from them. mu_ held.
+void EngineImpl::take_verified_drafts(const StepPlan& plan, const std::vector<SeqStep>& steps,
+                                      const std::vector<EngineRequest*>& reqs,
+                                      const std::vector<Sampled>& sampled) {
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const int64_t n_draft = plan.seqs[i].n_draft;
+    if (n_draft == 0) continue;
+    EngineRequest& r = *reqs[i];
+    const auto& taken = sampled[i].drafts_taken;
+    r.seq.tokens.insert(r.seq.tokens.end(), taken.begin(), taken.end());
+    r.seq.draft_accepted = static_cast<int64_t>(taken.size());
+    restore_draft_state(steps[i], plan.seqs[i].n_tokens - n_draft + r.seq.draft_accepted);
+    r.draft_control.on_verify(static_cast<int32_t>(n_draft), static_cast<int32_t>(taken.size()));
+    r.spec_drafted += n_draft;
+    r.spec_accepted += static_cast<int64_t>(taken.size());
+    ++stats_.spec_verify_steps;
+    stats_.spec_drafted += static_cast<uint64_t>(n_draft);
+    stats_.spec_accepted += static_cast<uint64_t>(taken.size());
+  }
+}
+
+// The forward pass's inputs for a plan: its tokens (each slice's own, then its drafts), the
+// slices, their requests (marked in flight) and which of them sample. mu_ held.
+void EngineImpl::stage_step(const StepPlan& plan, std::vector<int32_t>& tokens,
+                            std::vector<SeqStep>& steps, std::vector<EngineRequest*>& reqs,
+                            std::vector<bool>& wants_logits) {
   tokens.reserve(static_cast<size_t>(plan.n_tokens));
   for (const PlannedSeq& ps : plan.seqs) {
     SchedSeq& s = *ps.seq;
@@ -302,6 +321,17 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
     r->in_flight = true;
     wants_logits.push_back(ps.wants_logits && r->pooling == Pooling::kNone);
   }
+}
+
+// One step. Returns false when nothing could be scheduled.
+bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
+  StepPlan plan = scheduler_.schedule();
+  if (plan.empty()) return false;
+  std::vector<int32_t> tokens;
+  std::vector<SeqStep> steps;
+  std::vector<EngineRequest*> reqs;
+  std::vector<bool> wants_logits;
+  stage_step(plan, tokens, steps, reqs, wants_logits);
   // The step reads only the planned sequences' block tables and tokens, which nothing
   // else changes while in_flight is set (cancel and close defer to us).
   lk.unlock();
@@ -316,21 +346,7 @@ bool EngineImpl::run_step(std::unique_lock<std::mutex>& lk) {
   lk.lock();
   if (logits.ok()) learn_step_cost(plan, step_ms);
   // Verified drafts: the ones taken join the sequence before complete() keeps their K/V.
-  for (size_t i = 0; logits.ok() && i < reqs.size(); ++i) {
-    const int64_t n_draft = plan.seqs[i].n_draft;
-    if (n_draft == 0) continue;
-    EngineRequest& r = *reqs[i];
-    const auto& taken = sampled[i].drafts_taken;
-    r.seq.tokens.insert(r.seq.tokens.end(), taken.begin(), taken.end());
-    r.seq.draft_accepted = static_cast<int64_t>(taken.size());
-    restore_draft_state(steps[i], plan.seqs[i].n_tokens - n_draft + r.seq.draft_accepted);
-    r.draft_control.on_verify(static_cast<int32_t>(n_draft), static_cast<int32_t>(taken.size()));
-    r.spec_drafted += n_draft;
-    r.spec_accepted += static_cast<int64_t>(taken.size());
-    ++stats_.spec_verify_steps;
-    stats_.spec_drafted += static_cast<uint64_t>(n_draft);
-    stats_.spec_accepted += static_cast<uint64_t>(taken.size());
-  }
+  if (logits.ok()) take_verified_drafts(plan, steps, reqs, sampled);
   // Only a step that wrote its KV may publish the blocks' prefix hashes: a failed one ends
   // its requests below, and their blocks go back to the pool unhashed.
   if (logits.ok()) scheduler_.complete(plan);
