@@ -267,8 +267,10 @@ TEST(Speculative, OracleDraftsOnARandomModelGiveThePlainTokens) {
     EXPECT_EQ(got.tokens, want.tokens) << wrong_every;
     if (wrong_every == 0) {
       EXPECT_EQ(got.stats.accepted, got.stats.drafted);
-      // How many drafts pay depends on the measured step costs; any drafting gives 2 or more.
-      EXPECT_GT(got.stats.tokens_per_pass(), 1.5);
+      // How long the drafts are depends on the measured step costs (under a sanitizer a verify
+      // step can cost twice a plain one); the first verify step comes before any is measured.
+      EXPECT_GT(got.stats.drafted, 0);
+      EXPECT_GT(got.stats.tokens_per_pass(), 1.0);
     } else {
       EXPECT_LT(got.stats.accepted, got.stats.drafted);
     }
