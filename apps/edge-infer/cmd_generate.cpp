@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "model_source.h"
 #include "plan_options.h"
+#include "runtime/model_drafter.h"
 #include "runtime/sampler.h"
 #include "runtime/speculative.h"
 
@@ -37,8 +38,9 @@ struct GenerateArgs {
   SamplingParams sampling;
   std::string mmproj, audio;  // --mmproj P --audio FILE: a clip before the prompt text
   std::string image;          // --mmproj P --image FILE: an image before the prompt text
-  std::string spec;           // --spec ngram: speculative decoding with prompt-lookup drafts
+  std::string spec;           // --spec ngram|draft: speculative decoding
   int draft_max = 4;          // --draft-max: most tokens drafted per step
+  std::string draft;          // --draft MODEL: the draft model (--spec draft)
 };
 
 void add_common_options(CLI::App* sub, GenerateArgs& a) {
@@ -54,6 +56,7 @@ void add_common_options(CLI::App* sub, GenerateArgs& a) {
 
 struct Loaded {
   std::unique_ptr<Model> model;
+  std::unique_ptr<Model> draft;  // --draft: on the model's threads
   std::vector<int32_t> prompt;
   int64_t ctx = 0;
   double load_ms = 0;
@@ -66,10 +69,22 @@ Expected<Loaded> load_and_prepare(const GenerateArgs& a) {
     ASSIGN_OR_RETURN(path, demo_model_path());
   }
   auto t0 = Clock::now();
-  RETURN_IF_ERROR(check_plan_before_load(path, a.ctx, a.memory_limit, a.threads));
+  if ((a.spec == "draft") != !a.draft.empty())
+    return Status::invalid_argument(a.draft.empty() ? "--spec draft needs --draft MODEL"
+                                                    : "--draft MODEL needs --spec draft");
+  RETURN_IF_ERROR(check_plan_before_load(path, a.ctx, a.memory_limit, a.threads, a.draft));
   LoadOptions opts;
   opts.n_threads = a.threads;
   ASSIGN_OR_RETURN(l.model, Model::load(path, opts));
+  if (!a.draft.empty()) {
+    LoadOptions d;
+    d.pool = &l.model->pool();  // drafting and verifying take turns on the same threads
+    auto draft = Model::load(a.draft, d);
+    if (!draft)
+      return Status(draft.status().code(), "--draft " + a.draft + ": " + draft.status().message());
+    l.draft = std::move(*draft);
+    RETURN_IF_ERROR(check_draft_model(*l.model, *l.draft));
+  }
   l.load_ms = ms_since(t0);
   if (!a.prompt_ids.empty() && !a.prompt.empty())
     return Status::invalid_argument("give either -p or --prompt-ids, not both");
@@ -118,6 +133,7 @@ struct Generated {
   double prompt_ms = 0, gen_ms = 0;
   std::optional<SpeculativeStats> spec;  // when decoding was speculative
   std::string spec_off;                  // why --spec was not used ("" when it was, or not asked)
+  double draft_ms_per_token = 0;         // --spec draft: the draft model's measured cost
 };
 
 // Streams one token's text (or id) unless --json; whether decoding goes on.
@@ -140,8 +156,8 @@ bool emit_token(const GenerateArgs& a, const Tokenizer* tok,
 // Prefills the prompt, then samples up to n_predict tokens (one forward per token but the
 // last), streaming the text (or the ids, without a tokenizer) to stdout unless --json.
 Expected<Generated> generate_tokens(const GenerateArgs& a, const Model& model,
-                                    InferenceState& state, const std::vector<int32_t>& prompt,
-                                    const MediaPrompt& media) {
+                                    const Model* draft_model, InferenceState& state,
+                                    const std::vector<int32_t>& prompt, const MediaPrompt& media) {
   const Tokenizer* tok = model.tokenizer();
   Sampler sampler(a.sampling);
   std::vector<int32_t> history = prompt;
@@ -159,13 +175,18 @@ Expected<Generated> generate_tokens(const GenerateArgs& a, const Model& model,
     if (media.audio || media.image) g.spec_off = "speculation is not used with media input";
   }
   if (!a.spec.empty() && g.spec_off.empty() && a.n_predict > 0) {
-    NgramDrafter drafter;
+    std::unique_ptr<Drafter> drafter;
+    if (draft_model)
+      drafter = std::make_unique<ModelDrafter>(*draft_model, model, state.n_ctx(), KvType::kF32);
+    else
+      drafter = std::make_unique<NgramDrafter>();
     DraftController control(a.draft_max);
     StepCostTable costs;
     g.spec.emplace();
     RETURN_IF_ERROR(decode_speculative(
-        state, *logits, history, a.n_predict, sampler, drafter, control, costs,
+        state, *logits, history, a.n_predict, sampler, *drafter, control, costs,
         [&](int32_t id) { return emit_token(a, tok, stream, g, id); }, &*g.spec));
+    g.draft_ms_per_token = drafter->ms_per_token(costs.ms(1));
   }
   for (int i = 0; !g.spec && i < a.n_predict; ++i) {
     int32_t id = sampler.sample(*logits, history);
@@ -191,8 +212,8 @@ double decode_tokens_per_s(const Generated& g) {
 }
 
 // --json: the ids, the text, the context and the timings as one object.
-nlohmann::json generate_report(const Model& model, const Loaded& l, const MediaPrompt& media,
-                               const Generated& g) {
+nlohmann::json generate_report(const GenerateArgs& a, const Model& model, const Loaded& l,
+                               const MediaPrompt& media, const Generated& g) {
   nlohmann::json j;
   j["model"] = model.path();
   j["prompt_ids"] = l.prompt;
@@ -210,7 +231,8 @@ nlohmann::json generate_report(const Model& model, const Loaded& l, const MediaP
                   {"generate_tokens_per_s", decode_tokens_per_s(g)},
                   {"n_threads", model.pool().size()}};
   if (g.spec)
-    j["speculative"] = {{"drafter", "ngram"},
+    j["speculative"] = {{"drafter", a.spec},
+                        {"draft_ms_per_token", g.draft_ms_per_token},
                         {"verify_steps", g.spec->verify_steps},
                         {"plain_steps", g.spec->plain_steps},
                         {"drafted", g.spec->drafted},
@@ -233,7 +255,7 @@ int run_generate(const GenerateArgs& a) {
   if (!state) return report_error(state.status());
   auto media = build_media(model, a, l->prompt);
   if (!media) return report_error(media.status());
-  auto g = generate_tokens(a, model, *state, l->prompt, *media);
+  auto g = generate_tokens(a, model, l->draft.get(), *state, l->prompt, *media);
   if (!g) return report_error(g.status());
   if (!a.json) {
     std::printf("\n");
@@ -244,16 +266,16 @@ int run_generate(const GenerateArgs& a) {
         g->ids.size() > 1 ? (g->ids.size() - 1) * 1000.0 / g->gen_ms : 0.0);
     if (g->spec)
       std::fprintf(stderr,
-                   "edge-infer: speculative (ngram): %lld drafted, %lld accepted (%.2f), %.2f "
+                   "edge-infer: speculative (%s): %lld drafted, %lld accepted (%.2f), %.2f "
                    "tokens per pass\n",
-                   static_cast<long long>(g->spec->drafted),
+                   a.spec.c_str(), static_cast<long long>(g->spec->drafted),
                    static_cast<long long>(g->spec->accepted), g->spec->acceptance(),
                    g->spec->tokens_per_pass());
     else if (!g->spec_off.empty())
       std::fprintf(stderr, "edge-infer: --spec not used: %s\n", g->spec_off.c_str());
     return 0;
   }
-  const nlohmann::json j = generate_report(model, *l, *media, *g);
+  const nlohmann::json j = generate_report(a, model, *l, *media, *g);
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }
@@ -302,8 +324,11 @@ void register_generate(CLI::App& app, Context& ctx) {
                   "PNG/JPEG image put before the prompt text (needs --mmproj)");
   sub->add_option("--spec", a->spec,
                   "speculative decoding: ngram (drafts looked up in the prompt and the output; "
-                  "greedy gives the same tokens as without, sampling the same distribution)")
-      ->check(CLI::IsMember({"ngram"}));
+                  "greedy gives the same tokens as without, sampling the same distribution), "
+                  "draft (a small model sharing the tokenizer, --draft)")
+      ->check(CLI::IsMember({"ngram", "draft"}));
+  sub->add_option("--draft", a->draft,
+                  "--spec draft: the draft model (GGUF, Hugging Face directory, llama2.c .bin)");
   sub->add_option("--draft-max", a->draft_max, "--spec: most tokens drafted per step")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();

@@ -22,7 +22,7 @@ struct MakeModelArgs {
   std::string experts_type;  // empty: as --type
   std::string out;
   bool tied = false, untied = false;
-  int proj_dim = 0;  // projectors: the LM's embedding width (0: --dim)
+  int proj_dim = 0;                     // projectors: the LM's embedding width (0: --dim)
   int image_size = 64, patch_size = 4;  // vision projectors
   bool no_class_embd = false;           // clip-mlp: a SigLIP tower (no CLS, no pre-LN)
   bool rerank = false;                  // bert: a cross-encoder (classification head)
@@ -91,10 +91,11 @@ int run_make_model(MakeModelArgs& a) {
   auto dt = dtype_from_name(a.type);
   if (!dt) return report_error(dt.status());
   const bool audio = a.o.arch == "clip-ultravox" || a.o.arch == "clip-qwen2a";  // q8_0 too
-  const bool encoder = a.o.arch == "bert" || a.o.arch == "nomic-bert";            // q8_0 too
+  const bool encoder = a.o.arch == "bert" || a.o.arch == "nomic-bert";          // q8_0 too
   if (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16 &&
       !((audio || encoder) && *dt == DType::Q8_0))
-    return report_error(Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
+    return report_error(
+        Status::invalid_argument("--type must be f32, f16 or bf16 (got " + a.type + ")"));
   a.o.dtype = *dt;
   if (!a.experts_type.empty()) {
     auto et = dtype_from_name(a.experts_type);
@@ -107,18 +108,21 @@ int run_make_model(MakeModelArgs& a) {
   if (a.o.arch == "qwen3-tts") return make_qwen3_tts(a);
   if (a.o.arch == "qwen3-tts-tokenizer")
     return make_qwen3_tts_codec(
-        a.o, a.codec_size, [&a](const char* f) { return a.sub->get_option(f)->count() > 0; }, a.out);
+        a.o, a.codec_size, [&a](const char* f) { return a.sub->get_option(f)->count() > 0; },
+        a.out);
   if (audio) return make_audio_projector(a.o, a.proj_dim, a.out);
   if (a.o.arch == "outetts") {  // OuteTTS 0.2/0.3: a Qwen2 LM whose vocabulary holds audio codes
     a.o.arch = "qwen2";
     if (a.o.outetts.empty()) a.o.outetts = "0.2";
   }
-  if (a.tied && a.untied) return report_error(Status::invalid_argument("--tied and --untied together"));
+  if (a.tied && a.untied)
+    return report_error(Status::invalid_argument("--tied and --untied together"));
   if (a.tied) a.o.tied = true;
   if (a.untied) a.o.tied = false;
   Status s = write_random_model(a.o, a.out);
   if (!s.ok()) return report_error(s);
-  std::fprintf(stderr, "edge-infer: wrote %s model (random weights) to %s\n", a.o.arch.c_str(), a.out.c_str());
+  std::fprintf(stderr, "edge-infer: wrote %s model (random weights) to %s\n", a.o.arch.c_str(),
+               a.out.c_str());
   return 0;
 }
 
@@ -126,21 +130,26 @@ int run_make_model(MakeModelArgs& a) {
 
 void register_make_model(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<MakeModelArgs>();
-  CLI::App* sub = app.add_subcommand("make-model", "Write a model with deterministic random weights");
+  CLI::App* sub =
+      app.add_subcommand("make-model", "Write a model with deterministic random weights");
   // The language models from the family table, then the other generators.
   std::string archs = writable_architectures();
   for (size_t at = archs.find(", "); at != std::string::npos; at = archs.find(", ", at))
     archs.replace(at, 2, " | ");
-  sub->add_option("--arch", a->o.arch,
-                  archs +
-                      " | outetts | qwen3-tts | qwen3-tts-tokenizer | wavtokenizer-dec | clip-ultravox | "
-                      "clip-qwen2a | "
-                      "clip-gemma3 | clip-mlp | bert | nomic-bert")
+  sub->add_option(
+         "--arch", a->o.arch,
+         archs +
+             " | outetts | qwen3-tts | qwen3-tts-tokenizer | wavtokenizer-dec | clip-ultravox | "
+             "clip-qwen2a | "
+             "clip-gemma3 | clip-mlp | bert | nomic-bert")
       ->capture_default_str();
-  sub->add_option("--proj-dim", a->proj_dim, "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
-  sub->add_option("--image-size", a->image_size, "vision projectors (clip-gemma3 | clip-mlp): input side")
+  sub->add_option("--proj-dim", a->proj_dim,
+                  "projectors (clip-*): output width = the LM's n_embd (0: --dim)");
+  sub->add_option("--image-size", a->image_size,
+                  "vision projectors (clip-gemma3 | clip-mlp): input side")
       ->capture_default_str();
-  sub->add_option("--patch-size", a->patch_size, "vision projectors: patch side")->capture_default_str();
+  sub->add_option("--patch-size", a->patch_size, "vision projectors: patch side")
+      ->capture_default_str();
   sub->add_flag("--no-class-embd", a->no_class_embd,
                 "clip-mlp: no CLIP class token and pre-LN (a SigLIP tower)");
   sub->add_option("--layers", a->o.n_layer)->capture_default_str();
@@ -150,27 +159,40 @@ void register_make_model(CLI::App& app, Context& ctx) {
   sub->add_option("--head-dim", a->o.head_dim, "0: dim / heads")->capture_default_str();
   sub->add_option("--ffn", a->o.n_ff, "feed-forward size (0: 2 * dim)")->capture_default_str();
   sub->add_option("--vocab", a->o.n_vocab)->capture_default_str();
-  sub->add_option("--experts", a->o.n_expert, "MoE families: experts per layer (0: the family's default)");
-  sub->add_option("--experts-used", a->o.n_expert_used, "MoE families: experts per token (0: the family's default)");
-  sub->add_option("--expert-ffn", a->o.n_ff_expert, "MoE families: one expert's FFN width (0: ffn / 2)");
+  sub->add_option("--experts", a->o.n_expert,
+                  "MoE families: experts per layer (0: the family's default)");
+  sub->add_option("--experts-used", a->o.n_expert_used,
+                  "MoE families: experts per token (0: the family's default)");
+  sub->add_option("--expert-ffn", a->o.n_ff_expert,
+                  "MoE families: one expert's FFN width (0: ffn / 2)");
   sub->add_option("--ctx", a->o.ctx, "advertised context length")->capture_default_str();
-  sub->add_option("--sliding-window", a->o.sliding_window, "gemma3/spark: window of sliding layers");
-  sub->add_option("--sliding-pattern", a->o.sliding_pattern, "gemma3/spark: one global layer every N");
+  sub->add_option("--sliding-window", a->o.sliding_window,
+                  "gemma3/spark: window of sliding layers");
+  sub->add_option("--sliding-pattern", a->o.sliding_pattern,
+                  "gemma3/spark: one global layer every N");
   sub->add_flag("--tied", a->tied, "output head shares the embedding");
   sub->add_flag("--untied", a->untied, "separate output head");
   sub->add_option("--type", a->type, "f32 | f16 | bf16")->capture_default_str();
-  sub->add_option("--pooling", a->o.pooling_type,
-                  "GGUF pooling_type of an embedding model: 1 mean, 2 cls, 3 last (Qwen3-Embedding), "
-                  "4 rank (bert --rerank)")
+  sub->add_option(
+         "--pooling", a->o.pooling_type,
+         "GGUF pooling_type of an embedding model: 1 mean, 2 cls, 3 last (Qwen3-Embedding), "
+         "4 rank (bert --rerank)")
       ->check(CLI::Range(1, 4));
   sub->add_flag("--rerank", a->rerank,
                 "bert: a cross-encoder (BGE-reranker style classification head; pooling 4)");
-  sub->add_option("--experts-type", a->experts_type,
-                  "MoE families: the stacked experts' type, f32 | f16 | bf16 | mxfp4 (default: --type)");
+  sub->add_option(
+      "--experts-type", a->experts_type,
+      "MoE families: the stacked experts' type, f32 | f16 | bf16 | mxfp4 (default: --type)");
   sub->add_option("--seed", a->o.seed)->capture_default_str();
-  sub->add_option("--outetts-version", a->o.outetts,
-                  "0.2 | 0.3: an OuteTTS speech-code LM (qwen2 with the OuteTTS tokens; --arch outetts "
-                  "defaults to 0.2)");
+  sub->add_option("--quiet-from", a->o.quiet_from,
+                  "layers from this one on add --quiet-scale times their attention and FFN "
+                  "outputs: a model that a draft of its first layers (--layers N, same seed) "
+                  "agrees with at a chosen rate");
+  sub->add_option("--quiet-scale", a->o.quiet_scale, "see --quiet-from")->capture_default_str();
+  sub->add_option(
+      "--outetts-version", a->o.outetts,
+      "0.2 | 0.3: an OuteTTS speech-code LM (qwen2 with the OuteTTS tokens; --arch outetts "
+      "defaults to 0.2)");
   sub->add_option("--cp-layers", a->tts.cp_n_layer, "qwen3-tts: code predictor layers")
       ->capture_default_str();
   sub->add_option("--cp-dim", a->tts.cp_n_embd, "qwen3-tts: code predictor width (0: --dim)")
@@ -188,7 +210,8 @@ void register_make_model(CLI::App& app, Context& ctx) {
   sub->add_option("--codec-size", a->codec_size,
                   "qwen3-tts-tokenizer: small | published (Qwen's sizes); other flags override")
       ->capture_default_str();
-  sub->add_option("-o,--output", a->out, "FILE.gguf, or a directory for Hugging Face format")->required();
+  sub->add_option("-o,--output", a->out, "FILE.gguf, or a directory for Hugging Face format")
+      ->required();
   a->sub = sub;
   sub->callback([a, &ctx] { ctx.exit_code = run_make_model(*a); });
 }

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "commands.h"
@@ -61,8 +62,9 @@ struct ServeArgs {
   double itl_target_ms = 0;
   bool no_prefix_cache = false;
   int32_t state_checkpoints = 4;
-  std::string spec;  // --spec ngram: speculative decoding in the scheduler
+  std::string spec;  // --spec ngram|draft: speculative decoding in the scheduler
   int32_t draft_max = 4;
+  std::string draft;  // --draft MODEL (--spec draft)
   double drain_timeout_s = 10;
   // /v1/audio/speech: this pair (the demo's when serving the demo model), vocoder where.
   std::string speech_model, vocoder;
@@ -106,6 +108,9 @@ bool mmproj_has_vision(const std::string& path) {
 // The memory plan of the served configuration, from the model's metadata: refuses before
 // any weight is read (instead of the OOM killer refusing half way through loading).
 Status plan_before_load(const ServeArgs& a, const std::string& path) {
+  if ((a.spec == "draft") != !a.draft.empty())
+    return Status::invalid_argument(a.draft.empty() ? "--spec draft needs --draft MODEL"
+                                                    : "--draft MODEL needs --spec draft");
   ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(path));
   PlanArgs pa;
   pa.kv_budget = a.kv_budget;
@@ -120,6 +125,13 @@ Status plan_before_load(const ServeArgs& a, const std::string& path) {
   // Hybrid models: the prefix cache's state checkpoints and speculation's state copies.
   o.state_checkpoints = a.no_prefix_cache ? 0 : a.state_checkpoints;
   o.draft_states = a.spec.empty() ? 0 : int64_t{a.max_seqs} * (1 + a.draft_max);
+  std::optional<ModelFootprint> draft;  // --draft: its weights, caches and scratch
+  if (!a.draft.empty()) {
+    auto d = read_model_footprint(a.draft);
+    if (!d) return d.status().with_context("--draft " + a.draft);
+    draft = std::move(*d);
+    o.draft = &*draft;
+  }
   if (!a.mmproj.empty() &&
       mmproj_has_vision(a.mmproj)) {  // the vision encoder's weights and one encode's activations
     ASSIGN_OR_RETURN(VisionFootprint v, vision_encoder_footprint(a.mmproj));
@@ -158,6 +170,7 @@ Expected<pipeline::PipelineSpec> served_graph(const ServeArgs& a, const std::str
   e.state_checkpoints = a.state_checkpoints;
   e.speculative = a.spec;
   e.draft_max = a.draft_max;
+  e.draft_model = a.draft;
   if (!a.kv_budget.empty()) {
     ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_byte_size(a.kv_budget));
   }
@@ -456,8 +469,12 @@ void register_serve(CLI::App& app, Context& ctx) {
                   "sequence's next step; "
                   "the draft length follows measured acceptance and step costs; greedy gives the "
                   "same tokens, "
-                  "sampling the same distribution)")
-      ->check(CLI::IsMember({"ngram"}));
+                  "sampling the same distribution); draft (a small model sharing the "
+                  "tokenizer, --draft, drafts greedily)")
+      ->check(CLI::IsMember({"ngram", "draft"}));
+  sub->add_option("--draft", a->draft,
+                  "--spec draft: the draft model, run on the server's threads and counted in "
+                  "the memory plan");
   sub->add_option("--draft-max", a->draft_max, "--spec: longest draft per step")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();

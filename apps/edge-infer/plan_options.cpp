@@ -1,24 +1,32 @@
 #include "plan_options.h"
 
+#include <optional>
+
 #include "model/model_footprint.h"
 
 namespace edge::cli {
 
 void add_plan_options(CLI::App* sub, PlanArgs& a, bool with_ctx) {
-  if (with_ctx) sub->add_option("-c,--ctx", a.ctx, "context per sequence: N or auto (largest that fits)");
-  sub->add_option("--kv-budget", a.kv_budget, "exact KV cache budget: bytes (192MiB, 2GiB) or tokens (4096tok)");
-  sub->add_option("--kv-type", a.kv_type, "KV element type: f32, f16, bf16, q8")->capture_default_str();
-  sub->add_option("--max-seqs", a.max_seqs, "sequences served at once")->capture_default_str();
-  sub->add_option("--max-batched-tokens", a.max_batched_tokens, "tokens per forward step (sizes activations)")
+  if (with_ctx)
+    sub->add_option("-c,--ctx", a.ctx, "context per sequence: N or auto (largest that fits)");
+  sub->add_option("--kv-budget", a.kv_budget,
+                  "exact KV cache budget: bytes (192MiB, 2GiB) or tokens (4096tok)");
+  sub->add_option("--kv-type", a.kv_type, "KV element type: f32, f16, bf16, q8")
       ->capture_default_str();
-  sub->add_option("--memory-limit", a.memory_limit, "memory this process may use (e.g. 2GiB); "
-                                                     "default: MemAvailable and the cgroup limit");
+  sub->add_option("--max-seqs", a.max_seqs, "sequences served at once")->capture_default_str();
+  sub->add_option("--max-batched-tokens", a.max_batched_tokens,
+                  "tokens per forward step (sizes activations)")
+      ->capture_default_str();
+  sub->add_option("--memory-limit", a.memory_limit,
+                  "memory this process may use (e.g. 2GiB); "
+                  "default: MemAvailable and the cgroup limit");
 }
 
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() > suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 Status parse_budget(const std::string& text, PlanOptions& o) {
@@ -46,16 +54,20 @@ Expected<PlanOptions> plan_options_from(const PlanArgs& a, int64_t default_ctx, 
   } else if (!a.ctx.empty()) {
     char* end = nullptr;
     const long long v = std::strtoll(a.ctx.c_str(), &end, 10);
-    if (*end != '\0' || v < 1) return Status::invalid_argument("--ctx must be a positive integer or auto (got " + a.ctx + ")");
+    if (*end != '\0' || v < 1)
+      return Status::invalid_argument("--ctx must be a positive integer or auto (got " + a.ctx +
+                                      ")");
     o.ctx = v;
   } else {
     o.ctx = default_ctx;
   }
   if (!parse_kv_type(a.kv_type, &o.kv_type))
-    return Status::invalid_argument("--kv-type must be f32, f16, bf16 or q8 (got " + a.kv_type + ")");
+    return Status::invalid_argument("--kv-type must be f32, f16, bf16 or q8 (got " + a.kv_type +
+                                    ")");
   if (!a.kv_budget.empty()) RETURN_IF_ERROR(parse_budget(a.kv_budget, o));
   if (a.max_seqs < 1) return Status::invalid_argument("--max-seqs must be at least 1");
-  if (a.max_batched_tokens < 1) return Status::invalid_argument("--max-batched-tokens must be at least 1");
+  if (a.max_batched_tokens < 1)
+    return Status::invalid_argument("--max-batched-tokens must be at least 1");
   o.max_seqs = a.max_seqs;
   o.max_batched_tokens = a.max_batched_tokens;
   if (!a.memory_limit.empty()) {
@@ -80,14 +92,25 @@ Expected<MemoryPlan> plan_for_model(const std::string& model_path, const PlanOpt
   return plan_memory(fp, o, read_memory_limit(o.memory_limit));
 }
 
-Status check_plan_before_load(const std::string& model_path, int64_t ctx, const std::string& memory_limit,
-                              int threads) {
+Status check_plan_before_load(const std::string& model_path, int64_t ctx,
+                              const std::string& memory_limit, int threads,
+                              const std::string& draft_path) {
   ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(model_path));
+  std::optional<ModelFootprint> draft;
+  if (!draft_path.empty()) {
+    auto d = read_model_footprint(draft_path);
+    if (!d)
+      return Status(d.status().code(), "draft model " + draft_path + ": " + d.status().message());
+    draft = std::move(*d);
+  }
   PlanArgs args;
   args.memory_limit = memory_limit;
   args.kv_type = "f32";  // what InferenceState holds by default
   const int64_t model_ctx = fp.config.max_ctx > 0 ? fp.config.max_ctx : 4096;
-  ASSIGN_OR_RETURN(PlanOptions o, plan_options_from(args, ctx > 0 ? ctx : std::min<int64_t>(model_ctx, 4096), threads));
+  ASSIGN_OR_RETURN(
+      PlanOptions o,
+      plan_options_from(args, ctx > 0 ? ctx : std::min<int64_t>(model_ctx, 4096), threads));
+  if (draft) o.draft = &*draft;
   ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(fp, o, read_memory_limit(o.memory_limit)));
   return admission_status(plan);
 }

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "core/status.h"
@@ -13,12 +12,12 @@
 namespace edge::cli {
 
 struct PlanArgs {
-  std::string ctx;                 // "N" or "auto"; empty = the command's default
-  std::string kv_budget;           // "192MiB", "1000000", or "4096tok" (tokens per sequence)
+  std::string ctx;        // "N" or "auto"; empty = the command's default
+  std::string kv_budget;  // "192MiB", "1000000", or "4096tok" (tokens per sequence)
   std::string kv_type = "f16";
   int64_t max_seqs = 1;
   int64_t max_batched_tokens = 512;
-  std::string memory_limit;        // "" = none
+  std::string memory_limit;  // "" = none
 };
 
 // Adds the options to `sub`. with_ctx=false when the command has its own --ctx.
@@ -33,8 +32,10 @@ Expected<MemoryLimit> memory_limit_flag(const std::string& flag);
 
 // For generate (and serve): plans the served configuration from the model's metadata and
 // refuses, before any weight is read, when it cannot fit. ctx 0: min(model's, 4096), as
-// generate serves; memory_limit "" = MemAvailable / cgroup only.
-Status check_plan_before_load(const std::string& model_path, int64_t ctx, const std::string& memory_limit,
-                              int threads);
+// generate serves; memory_limit "" = MemAvailable / cgroup only. draft_path: a draft model
+// (--draft) counted beside it.
+Status check_plan_before_load(const std::string& model_path, int64_t ctx,
+                              const std::string& memory_limit, int threads,
+                              const std::string& draft_path = "");
 
 }  // namespace edge::cli

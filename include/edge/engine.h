@@ -56,8 +56,13 @@ struct EngineOptions {
   // measured step costs, and is 0 where drafting does not pay. "" decodes plainly. Requests
   // with a guide or logprobs decode plainly; models with recurrent layers keep 1 + draft_max
   // state copies per sequence (the memory plan counts them) to go back after a rejection.
+  // "draft": a small model sharing the tokenizer (draft_model) drafts greedily for each
+  // decoding sequence, its cost per drafted token weighed beside the verify step's; it runs
+  // on the engine's threads and keeps a KV cache per decoding sequence (the memory plan
+  // counts its weights, caches and scratch).
   std::string speculative;
-  int32_t draft_max = 4;  // longest draft per sequence and step
+  int32_t draft_max = 4;    // longest draft per sequence and step
+  std::string draft_model;  // speculative "draft": the draft model's file or directory
   // Fault injection for tests of the failure paths: called before each forward step; a
   // non-OK status fails that step as a failing forward pass would. Unset in production.
   std::function<Status()> step_fault;

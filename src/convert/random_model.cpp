@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "convert/random_model_internal.h"
@@ -17,8 +18,8 @@
 #include "model/gguf_hparams.h"
 #include "model/registry.h"
 #include "quant/mxfp4.h"
-#include "tokenizer/outetts_tokens.h"
 #include "tokenizer/harmony.h"
+#include "tokenizer/outetts_tokens.h"
 #include "tokenizer/vocab_io.h"
 
 namespace edge {
@@ -36,9 +37,12 @@ struct Rng {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
-  double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+  double uniform() {
+    return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  }
   float normal() {  // Box-Muller
-    return static_cast<float>(std::sqrt(-2.0 * std::log(uniform())) * std::cos(2 * M_PI * uniform()));
+    return static_cast<float>(std::sqrt(-2.0 * std::log(uniform())) *
+                              std::cos(2 * M_PI * uniform()));
   }
 };
 
@@ -51,6 +55,15 @@ uint64_t fnv1a(const std::string& s) {
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// An output projection (attention or FFN, dense or experts) of a layer at or past
+// RandomModelOptions::quiet_from.
+bool is_quiet_output(const RandomModelOptions& o, const std::string& name) {
+  if (o.quiet_from < 0 || name.rfind("blk.", 0) != 0) return false;
+  const int layer = std::atoi(name.c_str() + 4);
+  return layer >= o.quiet_from && (name.find(".attn_output.") != std::string::npos ||
+                                   name.find(".ffn_down") != std::string::npos);
 }
 
 }  // namespace
@@ -101,6 +114,7 @@ std::vector<Tensor> make_tensors(const RandomModelOptions& o, const ModelConfig&
       t.stddev = 0.1f;
     } else {
       t.stddev = 1.0f / std::sqrt(static_cast<float>(s.shape.back()));
+      if (is_quiet_output(o, s.name)) t.stddev *= o.quiet_scale;
     }
     out.push_back(std::move(t));
   }
@@ -128,7 +142,8 @@ std::vector<uint8_t> encode_q8_0(const std::vector<float>& v) {
     const uint16_t h = f32_to_f16(d);
     out.push_back(static_cast<uint8_t>(h & 0xff));
     out.push_back(static_cast<uint8_t>(h >> 8));
-    for (size_t i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(v[b + i] * inv))));
+    for (size_t i = 0; i < 32; ++i)
+      out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(v[b + i] * inv))));
   }
   return out;
 }
@@ -231,7 +246,8 @@ Expected<ModelConfig> random_model_config(const RandomModelOptions& o) {
     c.moe.n_ff_expert = o.n_ff_expert > 0 ? o.n_ff_expert : std::max(c.n_ff / 2, 1);
     for (LayerConfig& l : c.layers) l.moe = true;
   } else if (o.n_expert > 0 || o.n_expert_used > 0 || o.n_ff_expert > 0) {
-    return Status::invalid_argument("make-model: experts for " + o.arch + ", not a mixture-of-experts family");
+    return Status::invalid_argument("make-model: experts for " + o.arch +
+                                    ", not a mixture-of-experts family");
   }
   if (fam->made_up) fam->made_up(&c);  // after the experts: a family may size its shared one
   if (o.llama3_rope_factor > 0) {
@@ -253,9 +269,8 @@ void write_gguf_hparams(const RandomModelOptions& o, const ModelConfig& c, GgufW
   for (const LayerConfig& l : c.layers) (l.sliding ? local : global) = &l;
   write_common_gguf_hparams(c, *global, "edge-random-" + a, w);
   // llama.cpp's MOSTLY_MXFP4_MOE (38) when the experts are MXFP4.
-  w.set_u32("general.file_type", o.experts_dtype == DType::MXFP4
-                                     ? 38u
-                                     : random_model::gguf_file_type(o.dtype));
+  w.set_u32("general.file_type",
+            o.experts_dtype == DType::MXFP4 ? 38u : random_model::gguf_file_type(o.dtype));
   const ArchFamily* fam = find_family_gguf(a);
   if (fam->gguf_extras) fam->gguf_extras(c, &w);
   if (local && fam->gguf_sliding_pattern) {
@@ -303,19 +318,22 @@ Status write_random_model(const RandomModelOptions& o, const std::string& out) {
   ASSIGN_OR_RETURN(ModelConfig c, random_model_config(o));
   // GPT-OSS speaks harmony: its o200k-style byte-level vocabulary with the harmony tokens,
   // and the harmony chat template.
-  ASSIGN_OR_RETURN(Vocab vocab, c.arch == "gpt-oss" ? make_synthetic_harmony_vocab(o.n_vocab, o.seed)
-                                                    : make_synthetic_vocab(o.n_vocab, o.seed));
+  ASSIGN_OR_RETURN(Vocab vocab, c.arch == "gpt-oss"
+                                    ? make_synthetic_harmony_vocab(o.n_vocab, o.seed)
+                                    : make_synthetic_vocab(o.n_vocab, o.seed));
   if (!o.outetts.empty()) append_outetts_tokens(vocab);
   if (vocab.n_tokens() != c.n_vocab)
-    return Status::internal(fmt::format("synthetic vocabulary has {} tokens, wanted {}",
-                                        vocab.n_tokens(), c.n_vocab));
+    return Status::internal(
+        fmt::format("synthetic vocabulary has {} tokens, wanted {}", vocab.n_tokens(), c.n_vocab));
   const bool gguf = out.size() > 5 && out.compare(out.size() - 5, 5, ".gguf") == 0;
   const ArchFamily* fam = find_family_gguf(c.arch);
   if (!gguf && o.experts_dtype == DType::MXFP4 && !(fam && fam->hf_fused_experts))
-    return Status::invalid_argument("make-model: MXFP4 experts of " + c.arch +
-                                    " are written as GGUF (-o FILE.gguf); only gpt-oss's HF form has them");
+    return Status::invalid_argument(
+        "make-model: MXFP4 experts of " + c.arch +
+        " are written as GGUF (-o FILE.gguf); only gpt-oss's HF form has them");
   if (!gguf && !o.outetts.empty())
-    return Status::invalid_argument("make-model: an OuteTTS model is written as GGUF (-o FILE.gguf)");
+    return Status::invalid_argument(
+        "make-model: an OuteTTS model is written as GGUF (-o FILE.gguf)");
   Status st = gguf ? write_gguf(o, c, vocab, out) : random_model::write_hf_dir(o, c, vocab, out);
   return st.with_context("writing random model " + out);
 }

@@ -9,6 +9,7 @@
 #include "runtime/engine_impl.h"
 #include "runtime/media_splice.h"
 #include "runtime/memory_plan.h"
+#include "runtime/model_drafter.h"
 #include "runtime/request_rules.h"
 
 namespace edge {
@@ -58,9 +59,13 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
   if (o.max_model_len > (int64_t{1} << 26))
     return Status::invalid_argument(
         fmt::format("max_model_len {} exceeds {}", o.max_model_len, int64_t{1} << 26));
-  if (!o.speculative.empty() && o.speculative != "ngram")
+  if (!o.speculative.empty() && o.speculative != "ngram" && o.speculative != "draft")
     return Status::invalid_argument("unknown speculative drafter '" + o.speculative +
-                                    "' (ngram, or empty for none)");
+                                    "' (ngram, draft, or empty for none)");
+  if ((o.speculative == "draft") != !o.draft_model.empty())
+    return Status::invalid_argument(o.draft_model.empty()
+                                        ? "speculative 'draft' needs a draft model (draft_model)"
+                                        : "a draft model is given but speculative is not 'draft'");
   if (!o.speculative.empty() && (o.draft_max < 1 || o.draft_max > 16))
     return Status::invalid_argument(fmt::format("draft_max {} is outside [1, 16]", o.draft_max));
   ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model.config(), ko));
@@ -74,8 +79,22 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
   }
   ThreadPool* threads = pool.owned ? pool.owned.get() : &model.pool();
   ASSIGN_OR_RETURN(ForwardPass pass, ForwardPass::create(model, o.max_batched_tokens, threads));
-  return std::unique_ptr<Engine>(
-      new EngineImpl(model, std::move(owned), o, std::move(kv), std::move(pool), std::move(pass)));
+  // The draft model runs on the engine's threads, between its steps.
+  std::unique_ptr<Model> draft;
+  if (!o.draft_model.empty()) {
+    LoadOptions lo;
+    lo.pool = threads;
+    lo.activations = o.activations;
+    auto loaded = Model::load(o.draft_model, lo);
+    if (!loaded)
+      return Status(loaded.status().code(),
+                    "draft model " + o.draft_model + ": " + loaded.status().message());
+    draft = std::move(*loaded);
+    RETURN_IF_ERROR(check_draft_model(model, *draft));
+  }
+  return std::unique_ptr<Engine>(new EngineImpl(model, std::move(owned), o, std::move(kv),
+                                                std::move(pool), std::move(draft),
+                                                std::move(pass)));
 }
 
 }  // namespace
@@ -89,6 +108,15 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   // weight is read, instead of being killed by the OOM killer half way through loading.
   ASSIGN_OR_RETURN(ModelFootprint footprint, read_model_footprint(o.model_path));
   PlanOptions po;
+  std::optional<ModelFootprint> draft;
+  if (!o.draft_model.empty()) {
+    auto d = read_model_footprint(o.draft_model);
+    if (!d)
+      return Status(d.status().code(),
+                    "draft model " + o.draft_model + ": " + d.status().message());
+    draft = std::move(*d);
+    po.draft = &*draft;
+  }
   po.ctx = o.max_model_len;
   po.kv_budget_bytes = static_cast<int64_t>(o.kv_budget_bytes);
   po.kv_type = type;
@@ -114,12 +142,14 @@ Expected<std::unique_ptr<Engine>> Engine::create(const Model& model, const Engin
 }
 
 EngineImpl::EngineImpl(const Model& model, std::unique_ptr<Model> owned,
-                       const EngineOptions& options, KvCache kv, EnginePool pool, ForwardPass pass)
+                       const EngineOptions& options, KvCache kv, EnginePool pool,
+                       std::unique_ptr<Model> draft, ForwardPass pass)
     : model_(&model),
       owned_model_(std::move(owned)),
       options_(options),
       engine_id_(g_next_engine_id.fetch_add(1)),
       pool_(std::move(pool)),
+      draft_model_(std::move(draft)),
       kv_(std::move(kv)),
       pass_(std::move(pass)),
       scheduler_(SchedulerConfig{options.max_seqs, options.max_batched_tokens}, &kv_) {
@@ -213,10 +243,14 @@ Expected<RequestHandle> EngineImpl::submit(SessionId session, GenerateRequest re
   if (model_->tokenizer() != nullptr) r->decoder.emplace(*model_->tokenizer());
   // Guided and logprob requests decode plainly (a guide's state follows each sampled token;
   // logprobs are reported per sampled position).
-  if (options_.speculative == "ngram" && req.pooling == Pooling::kNone && !r->params.guide &&
-      r->params.logprobs < 0) {
+  // A draft model cannot read media positions.
+  if (!options_.speculative.empty() && req.pooling == Pooling::kNone && !r->params.guide &&
+      r->params.logprobs < 0 && (!draft_model_ || r->media.empty())) {
     if (options_.draft_source)
       r->drafter = std::make_unique<SourceDrafter>(options_);
+    else if (draft_model_)
+      r->drafter = std::make_unique<ModelDrafter>(*draft_model_, *model_, options_.max_model_len,
+                                                  kv_.layout().settings.type);
     else
       r->drafter = std::make_unique<NgramDrafter>();
     r->draft_control = DraftController(options_.draft_max);

@@ -68,7 +68,7 @@ struct EnginePool {
 class EngineImpl final : public Engine {
  public:
   EngineImpl(const Model& model, std::unique_ptr<Model> owned, const EngineOptions& options,
-             KvCache kv, EnginePool pool, ForwardPass pass);
+             KvCache kv, EnginePool pool, std::unique_ptr<Model> draft, ForwardPass pass);
   ~EngineImpl() override;
 
   Expected<SessionId> open_session() override;
@@ -127,6 +127,8 @@ class EngineImpl final : public Engine {
   EngineOptions options_;
   uint64_t engine_id_;
   EnginePool pool_;  // before pass_, which runs on it; released after the loop thread joins
+  // speculative "draft": the draft model (on pool_'s threads); requests' drafters use it.
+  std::unique_ptr<Model> draft_model_;
   KvCache kv_;
   ForwardPass pass_;
   Scheduler scheduler_;

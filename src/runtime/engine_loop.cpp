@@ -107,7 +107,9 @@ void EngineImpl::prepare_draft(EngineRequest& r, int32_t other_decoding) {
     room = std::min(room, (next + bt - 1) / bt * bt - next + 1);
   }
   const int32_t want = static_cast<int32_t>(
-      std::min<int64_t>(r.draft_control.next_length(spec_costs_, other_decoding), room - 1));
+      std::min<int64_t>(r.draft_control.next_length(spec_costs_, other_decoding,
+                                                    r.drafter->ms_per_token(spec_costs_.ms(1))),
+                        room - 1));
   if (want <= 0) return;
   r.seq.draft = r.drafter->draft(r.seq.tokens, want);
   // Media positions are keyed by negative ids: a draft copied from them stops there.

@@ -11,6 +11,7 @@
 #include "kernels/packed_api.h"
 #include "model/forward.h"
 #include "model/kv_layout.h"
+#include "runtime/model_drafter.h"
 
 namespace edge {
 namespace {
@@ -282,6 +283,15 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   }
   set(MemCategory::kTokenizer, m.tokenizer_bytes);
   set(MemCategory::kRuntime, plan_runtime_bytes(o.n_threads));
+  if (o.draft) {
+    const DraftModelBytes d = plan_draft_model_bytes(*o.draft, o.kv_type, o.ctx, o.max_seqs);
+    auto add = [&](MemCategory cat, int64_t v) { p.bytes[static_cast<int>(cat)] += v; };
+    add(MemCategory::kWeights, d.weights_anon);
+    add(MemCategory::kWeightsMapped, d.weights_mapped);
+    add(MemCategory::kKv, d.kv);
+    add(MemCategory::kScratch, d.scratch);
+    add(MemCategory::kTokenizer, o.draft->tokenizer_bytes);
+  }
   plan_file_backed_experts(m, &p);
   if (p.kv_from_budget && budget < p.kv_needed_per_seq) {
     p.refusal = "KV budget " + format_bytes(budget) +
@@ -293,6 +303,18 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   p.admitted = p.total() <= limit.bytes;
   if (!p.admitted) p.refusal = refusal_text(p);
   return p;
+}
+
+DraftModelBytes plan_draft_model_bytes(const ModelFootprint& draft, KvType kv_type, int64_t ctx,
+                                       int64_t max_seqs) {
+  DraftModelBytes d;
+  d.weights_anon = static_cast<int64_t>(draft.weights_anon);
+  d.weights_mapped = static_cast<int64_t>(draft.weights_mapped);
+  // Each decoding sequence has a cache of its own (an InferenceState): ctx positions.
+  d.kv = max_seqs * plan_kv_bytes(draft.config, kv_type, ctx, 1, ModelDrafter::kMaxStep);
+  d.scratch = max_seqs * (plan_scratch_bytes(draft.config, ModelDrafter::kMaxStep, 1) +
+                          ForwardPass::rope_table_bytes(draft.config, ModelDrafter::kMaxStep));
+  return d;
 }
 
 Expected<MemoryPlan> plan_memory(const ModelFootprint& m, const PlanOptions& o,

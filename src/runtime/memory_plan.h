@@ -34,7 +34,18 @@ struct PlanOptions {
   // Media encoders served beside the model (--mmproj): their weights (mapped file pages,
   // anonymous repacked ones) and the activations of one encode; added to those categories.
   int64_t encoder_weights_mapped = 0, encoder_weights_anon = 0, encoder_scratch = 0;
+  // A draft model for speculative decoding (--draft): its weights, and per sequence its
+  // KV cache for ctx positions and the scratch of its short forwards. Not owned.
+  const ModelFootprint* draft = nullptr;
 };
+
+// What a draft model adds for max_seqs sequences of ctx positions: weights (anonymous,
+// mapped), KV caches (kv_type) and forward scratch (runtime/model_drafter.h's step size).
+struct DraftModelBytes {
+  int64_t weights_anon = 0, weights_mapped = 0, kv = 0, scratch = 0;
+};
+DraftModelBytes plan_draft_model_bytes(const ModelFootprint& draft, KvType kv_type, int64_t ctx,
+                                       int64_t max_seqs);
 
 // The memory this process may use: the smallest of MemAvailable, the cgroup room (limit -
 // usage, v2 or v1: cgroup_room_under) and the --memory-limit flag. -1 = not known / no limit.

@@ -84,29 +84,43 @@ double DraftController::alpha() const {
   return (taken_ + 0.5) / (taken_ + refused_ + 1.0);
 }
 
-int32_t DraftController::next_length(const StepCostTable& costs, int32_t others) {
+int32_t DraftController::next_length(const StepCostTable& costs, int32_t others, double draft_ms) {
   if (off_steps_ > 0) {
     --off_steps_;
     return 0;
   }
+  const double plain = costs.ms(others + 1);
   if (probe_) {  // after a cooldown: one draft, judged with the evidence so far
+    // Unless drafting could not pay even if every draft were taken (a draft model about as
+    // slow as the target): then a probe only costs, and the sequence stays off. (A lookup
+    // drafter costs nothing to ask; its probe is one cheap verify step, always made.)
+    if (draft_ms > 0 && plain > 0 && best_length(costs, others, draft_ms, 1.0) == 0) {
+      go_off(backoff_);
+      --off_steps_;
+      return 0;
+    }
     probe_ = false;
     probing_ = true;
     return std::min(1, max_draft_);
   }
-  const double plain = costs.ms(others + 1);
   if (plain <= 0) return 0;  // time a step first: every other cost is relative to it
-  const double a = alpha();
-  // Drafting must beat plain decoding by 3%: step costs are measured on a noisy machine, and
-  // the margin bounds the loss where drafts are never taken but a verify step is nearly free
-  // (the estimate cannot fall below 0.045 with these counts).
+  const int32_t best = best_length(costs, others, draft_ms, alpha());
+  if (best == 0) go_off(cooldown_);  // measured not to pay: off for a while
+  return best;
+}
+
+// Drafting must beat plain decoding by 3%: step costs are measured on a noisy machine, and
+// the margin bounds the loss where drafts are never taken but a verify step is nearly free
+// (the estimate cannot fall below 0.045 with these counts).
+int32_t DraftController::best_length(const StepCostTable& costs, int32_t others, double draft_ms,
+                                     double a) const {
   int32_t best = 0;
-  double best_rate = 1.03 * (others + 1) / plain;
+  double best_rate = 1.03 * (others + 1) / costs.ms(others + 1);
   for (int32_t k = 1; k <= max_draft_; ++k) {
-    const double rate = (others + expected_tokens(a, k)) / costs.ms(others + 1 + k);
+    const double rate =
+        (others + expected_tokens(a, k)) / (costs.ms(others + 1 + k) + k * draft_ms);
     if (rate > best_rate) best = k, best_rate = rate;
   }
-  if (best == 0) go_off(cooldown_);  // measured not to pay: off for a while
   return best;
 }
 
@@ -163,7 +177,8 @@ Status decode_speculative(InferenceState& state, std::span<const float> logits,
     if (!emit(next) || state.n_past() >= state.n_ctx()) return Status();
     const int32_t room = static_cast<int32_t>(
         std::min<int64_t>(int64_t{n_predict - emit.produced}, state.n_ctx() - state.n_past()));
-    const int32_t want = std::min(control.next_length(costs), room - 1);
+    const int32_t want =
+        std::min(control.next_length(costs, 0, drafter.ms_per_token(costs.ms(1))), room - 1);
     std::vector<int32_t> step{next};
     if (want > 0) {
       const std::vector<int32_t> d = drafter.draft(history, want);

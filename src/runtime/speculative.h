@@ -30,6 +30,10 @@ class Drafter {
  public:
   virtual ~Drafter() = default;
   virtual std::vector<int32_t> draft(std::span<const int32_t> history, int32_t max_tokens) = 0;
+  // Milliseconds per drafted token (a draft model's forwards; 0 for a lookup), given what a
+  // plain decode step of the target costs (a drafter may estimate from it before it has
+  // measured itself).
+  virtual double ms_per_token(double /*plain_step_ms*/) const { return 0.0; }
 };
 
 // Prompt lookup: the longest suffix of the history (max_n tokens down to min_n) that occurred
@@ -79,8 +83,9 @@ class DraftController {
       : max_draft_(max_draft), cooldown_(cooldown) {}
   // Drafts to ask for this step (0: decode plainly). `others`: positions other sequences
   // put in the same step (a batch), each counted as one token: the step's tokens per
-  // millisecond are weighed, (others + expected) / ms(others + 1 + k).
-  int32_t next_length(const StepCostTable& costs, int32_t others = 0);
+  // millisecond are weighed, (others + expected) / (ms(others + 1 + k) + k * draft_ms),
+  // draft_ms: the drafter's own cost per drafted token (Drafter::ms_per_token).
+  int32_t next_length(const StepCostTable& costs, int32_t others = 0, double draft_ms = 0.0);
   void on_verify(int32_t drafted, int32_t accepted);
   double alpha() const;  // the acceptance estimate (0.5 before any verify step)
   int32_t max_draft() const { return max_draft_; }
@@ -88,6 +93,8 @@ class DraftController {
 
  private:
   void go_off(int32_t steps);
+  // The k with the most tokens per millisecond at acceptance a (0: plain decoding).
+  int32_t best_length(const StepCostTable& costs, int32_t others, double draft_ms, double a) const;
 
   int32_t max_draft_, cooldown_;
   int32_t off_steps_ = 0;           // plain steps left before the next probe

@@ -108,9 +108,14 @@ Status parse_engine_settings(const YAML::Node& n, EngineSettings& e, VocoderSett
       return Status::invalid_argument(fmt::format("itl_target_ms '{}' must be a number", itl));
   }
   e.speculative = scalar(n, "speculative");
-  if (!e.speculative.empty() && e.speculative != "ngram")
+  if (!e.speculative.empty() && e.speculative != "ngram" && e.speculative != "draft")
     return Status::invalid_argument(
-        fmt::format("speculative '{}' is not ngram (or absent: none)", e.speculative));
+        fmt::format("speculative '{}' is not ngram or draft (or absent: none)", e.speculative));
+  e.draft_model = scalar(n, "draft_model");
+  if ((e.speculative == "draft") != !e.draft_model.empty())
+    return Status::invalid_argument(e.draft_model.empty()
+                                        ? "speculative 'draft' needs draft_model (a path)"
+                                        : "draft_model is given but speculative is not 'draft'");
   int64_t draft_max = e.draft_max;
   RETURN_IF_ERROR(integer("draft_max", 1, 16, draft_max));
   e.draft_max = static_cast<int32_t>(draft_max);
@@ -248,6 +253,10 @@ Expected<PipelineSpec> parse_yaml(const YAML::Node& root, const std::string& bas
         "'routes' must be a list of at most {} routes (nothing is routed by default)", kMaxRoutes));
   for (const YAML::Node& s : stages) {
     ASSIGN_OR_RETURN(StageSpec st, parse_stage(s));
+    // A draft model's path is relative to the pipeline file, as artifacts are.
+    std::string& draft = st.engine.draft_model;
+    if (!draft.empty() && draft[0] != '/' && !base_dir.empty())
+      draft = (std::filesystem::path(base_dir) / draft).string();
     p.stages.push_back(std::move(st));
   }
   for (const YAML::Node& r : routes) {

@@ -52,7 +52,7 @@ struct Artifact {
 
 // How a stage on our engine (lm, speech_codes) sizes it; its memory plan uses the same
 // numbers. File keys: ctx, max_batched_tokens, kv_type, kv_budget (bytes, e.g. 256MiB),
-// itl_target_ms, speculative (ngram), draft_max.
+// itl_target_ms, speculative (ngram | draft), draft_max, draft_model.
 struct EngineSettings {
   int64_t ctx = 0;  // positions per sequence; 0: the run's context (--ctx)
   int64_t max_batched_tokens = 512;
@@ -61,8 +61,10 @@ struct EngineSettings {
   double itl_target_ms = 0;       // EngineOptions::itl_target_ms (file key itl_target_ms)
   bool prefix_cache = true;       // EngineOptions::prefix_cache (file key prefix_cache: true|false)
   int32_t state_checkpoints = 4;  // EngineOptions::state_checkpoints (file key state_checkpoints)
-  std::string speculative;        // EngineOptions::speculative ("" or "ngram")
+  std::string speculative;        // EngineOptions::speculative ("", "ngram" or "draft")
   int32_t draft_max = 4;          // EngineOptions::draft_max
+  // EngineOptions::draft_model (speculative "draft"): a path, relative to the pipeline file.
+  std::string draft_model;
   // Text around the rows of a `media` input (text.generate@1), tokenised by the model: the
   // family's markers, e.g. Gemma-3's "<start_of_image>" and "<end_of_image>". File keys
   // media_begin, media_end; empty: the rows alone.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "core/process_rss.h"
 #include "kernels/api.h"
 #include "runtime/memory_plan.h"
@@ -20,6 +22,17 @@ Expected<PlannedBytes> engine_stage_reservation(const StageSpec& s, const Artifa
   if (!parse_kv_type(s.engine.kv_type, &po.kv_type))
     return Status::invalid_argument(fmt::format(
         "stage '{}': kv_type '{}' is not one of f32, f16, bf16, q8", s.name, s.engine.kv_type));
+  po.state_checkpoints = s.engine.prefix_cache ? s.engine.state_checkpoints : 0;
+  po.draft_states = s.engine.speculative.empty() ? 0 : po.max_seqs * (1 + s.engine.draft_max);
+  std::optional<ModelFootprint> draft;
+  if (!s.engine.draft_model.empty()) {
+    auto d = read_model_footprint(s.engine.draft_model);
+    if (!d)
+      return d.status().with_context(
+          fmt::format("stage '{}': draft model {}", s.name, s.engine.draft_model));
+    draft = std::move(*d);
+    po.draft = &*draft;
+  }
   MemoryLimit unlimited;  // the stage's own bytes; the pipeline ledger decides admission
   ASSIGN_OR_RETURN(MemoryPlan mp, make_memory_plan(fp, po, unlimited));
   return PlannedBytes{mp.total(), fmt::format("memory plan of {} at ctx {} x {} seqs", model.path,
@@ -43,6 +56,7 @@ Status EngineStage::load(const std::string& model_path, const StageSpec& s,
   eo.state_checkpoints = s.engine.state_checkpoints;
   eo.speculative = s.engine.speculative;
   eo.draft_max = s.engine.draft_max;
+  eo.draft_model = s.engine.draft_model;
   ASSIGN_OR_RETURN(engine_, Engine::create(*model_, eo));
   return Status();
 }

@@ -65,6 +65,7 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   s.engine.state_checkpoints = h.value("state_checkpoints", 4);
   s.engine.speculative = h.value("speculative", std::string());
   s.engine.draft_max = h.value("draft_max", 4);
+  s.engine.draft_model = h.value("draft_model", std::string());
   s.engine.media_begin = h.value("media_begin", std::string());
   s.engine.media_end = h.value("media_end", std::string());
   PipelineRunOptions o;

@@ -335,6 +335,7 @@ class WorkerStageRunner final : public StageRunner {
                                   {"state_checkpoints", spec_.engine.state_checkpoints},
                                   {"speculative", spec_.engine.speculative},
                                   {"draft_max", spec_.engine.draft_max},
+                                  {"draft_model", spec_.engine.draft_model},
                                   {"media_begin", spec_.engine.media_begin},
                                   {"media_end", spec_.engine.media_end},
                                   {"max_tokens", o_.run.max_tokens},

@@ -86,6 +86,19 @@ TEST(PipelineGraph, SpeculativeDecodingIsAStageSetting) {
   expect_refused(replace(kTts, "contract: speech.codes@1\n",
                          "contract: speech.codes@1\n    speculative: eagle\n"),
                  "speculative 'eagle' is not ngram");
+  // A draft model: relative to the pipeline file, and only with speculative "draft".
+  auto drafted = parse_pipeline(
+      replace(kTts, "contract: speech.codes@1\n",
+              "contract: speech.codes@1\n    speculative: draft\n    draft_model: small.gguf\n"),
+      "/models");
+  ASSERT_TRUE(drafted.ok()) << drafted.status().to_string();
+  EXPECT_EQ(drafted->stages[0].engine.draft_model, "/models/small.gguf");
+  expect_refused(replace(kTts, "contract: speech.codes@1\n",
+                         "contract: speech.codes@1\n    speculative: draft\n"),
+                 "speculative 'draft' needs draft_model");
+  expect_refused(replace(kTts, "contract: speech.codes@1\n",
+                         "contract: speech.codes@1\n    draft_model: small.gguf\n"),
+                 "draft_model is given but speculative is not 'draft'");
   expect_refused(
       replace(kTts, "contract: speech.codes@1\n", "contract: speech.codes@1\n    draft_max: 40\n"),
       "draft_max '40' must be an integer in 1..16");
