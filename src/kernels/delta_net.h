@@ -151,6 +151,14 @@ void delta_net_conv(const KernelTable& k, const DeltaConvArgs& a, ThreadPool& po
 // Decode: one step per sequence (each args usually n = 1; n > 1 runs token by token), the
 // (sequence, value head) pairs split among threads. Each sequence has its own state.
 void delta_net_decode(const KernelTable& k, std::span<const DeltaNetArgs> as, ThreadPool& pool);
+// The a.n tokens of one sequence one by one in the decode form (the numbers of n decode
+// steps), the recurrent state after token t copied to kept + t * kept_stride ([n_v_heads,
+// d_k, d_v] there): a speculative verify step, which may have to go back to any of them.
+// One region; each thread runs its value heads through every token (a head's recurrence
+// needs no other head), so its heads' states stay in its cache between the tokens and the
+// copies read them from there.
+void delta_net_decode_kept(const KernelTable& k, const DeltaNetArgs& a, float* kept,
+                           int64_t kept_stride, ThreadPool& pool);
 // Prefill of n tokens of one sequence from a.state, chunk-wise; value heads split among
 // threads. Leaves the final state in a.state.
 void delta_net_prefill(const KernelTable& k, const DeltaNetArgs& a, ThreadPool& pool);

@@ -215,6 +215,28 @@ void delta_net_decode(const KernelTable& k, std::span<const DeltaNetArgs> as, Th
   });
 }
 
+void delta_net_decode_kept(const KernelTable& k, const DeltaNetArgs& a, float* kept,
+                           int64_t kept_stride, ThreadPool& pool) {
+  check_delta_net_args(a);
+  const DeltaNetShape& s = a.shape;
+  const int64_t head_floats = delta_net_recurrent_state_floats(s) / s.n_v_heads;
+  const int64_t C = a.qkv_stride, H = s.n_v_heads, V = s.value_dim();
+  const size_t scratch = static_cast<size_t>(delta_net_scratch_floats(s));
+  pool.run([&](int tid, int nth) {
+    const auto [h0, h1] = ThreadPool::split(H, tid, nth);
+    if (h0 >= h1) return;
+    float* buf = thread_scratch(scratch);
+    for (int64_t t = 0; t < a.n; ++t) {
+      DeltaNetArgs one = a;
+      one.qkv += t * C, one.g += t * H, one.beta += t * H, one.out += t * V;
+      one.n = 1;
+      k.delta_net_recurrent(one, static_cast<int32_t>(h0), static_cast<int32_t>(h1), buf);
+      std::copy_n(a.state + h0 * head_floats, (h1 - h0) * head_floats,
+                  kept + t * kept_stride + h0 * head_floats);
+    }
+  });
+}
+
 void delta_net_prefill(const KernelTable& k, const DeltaNetArgs& a, ThreadPool& pool) {
   check_delta_net_args(a);
   const size_t scratch = static_cast<size_t>(delta_net_scratch_floats(a.shape));

@@ -84,14 +84,7 @@ void DeltaNetMixer::delta_rule(const ModelConfig& c, const KernelTable& k,
     a.n = sl.n;
     if (sl.snapshots) {  // token by token (the decode form), the state kept after each
       const int64_t delta_floats = delta_net_recurrent_state_floats(s);
-      for (int64_t t = 0; t < sl.n; ++t) {
-        DeltaNetArgs one = a;
-        one.qkv += t * C, one.g += t * H, one.beta += t * H, one.out += t * V;
-        one.n = 1;
-        delta_net_decode(k, std::span<const DeltaNetArgs>(&one, 1), pool);
-        std::copy_n(a.state, delta_floats,
-                    sl.snapshots + t * (conv_floats + delta_floats) + conv_floats);
-      }
+      delta_net_decode_kept(k, a, sl.snapshots + conv_floats, conv_floats + delta_floats, pool);
     } else if (sl.n == 1) {
       decode_.push_back(a);
     } else {

@@ -533,6 +533,27 @@ TEST(DeltaNet, ParallelDriversEqualSingleCalls) {
   EXPECT_EQ(g0s, w0s);
   EXPECT_EQ(g1s, w1s);
 
+  // A verify step's tokens one by one, the state kept after each: the outputs and states of
+  // five single decode steps, bit for bit.
+  const Inputs five(s, 5, 740);
+  const int64_t sf = delta_net_recurrent_state_floats(s), stride = sf + 7;
+  std::vector<float> st_steps = five.state, out_steps(static_cast<size_t>(5 * s.value_dim()));
+  std::vector<float> kept_want(static_cast<size_t>(5 * stride), -1.0f);
+  std::vector<float> scratch(static_cast<size_t>(delta_net_scratch_floats(s)));
+  for (int64_t t = 0; t < 5; ++t) {
+    DeltaNetArgs one;
+    one.shape = s, one.qkv = five.qkv.data() + t * five.stride, one.qkv_stride = five.stride;
+    one.g = five.g.data() + t * s.n_v_heads, one.beta = five.beta.data() + t * s.n_v_heads;
+    one.state = st_steps.data(), one.out = out_steps.data() + t * s.value_dim(), one.n = 1;
+    k.delta_net_recurrent(one, 0, s.n_v_heads, scratch.data());
+    std::copy_n(st_steps.begin(), sf, kept_want.begin() + t * stride);
+  }
+  std::vector<float> st_kept, out_kept, kept(static_cast<size_t>(5 * stride), -1.0f);
+  delta_net_decode_kept(k, five.args(&st_kept, &out_kept), kept.data(), stride, pool);
+  EXPECT_EQ(out_kept, out_steps);
+  EXPECT_EQ(st_kept, st_steps);
+  EXPECT_EQ(kept, kept_want);
+
   // Conv.
   const int64_t C = 100, n = 5;
   const auto x = randn(n * C, 730), w = randn(C * 4, 731);
