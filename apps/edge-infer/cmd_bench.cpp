@@ -9,6 +9,7 @@
 #include "harness/spec_bench.h"
 #include "model/model.h"
 #include "model_source.h"
+#include "plan_options.h"
 
 namespace edge::cli {
 namespace {
@@ -19,6 +20,7 @@ struct BenchArgs {
   int threads = 0;
   std::string output = "md";
   std::string kv_type = "f16";
+  std::string kv_type_k, kv_type_v;
   std::vector<double> spec_acceptance;  // --spec-acceptance: the speculative test instead
   SpecBenchOptions spec;
 };
@@ -42,9 +44,9 @@ int run_bench_cmd(const BenchArgs& a) {
   if (a.output != "md" && a.output != "json")
     return report_error(Status::invalid_argument("-o must be md or json (got " + a.output + ")"));
   BenchOptions o = a.o;
-  if (!parse_kv_type(a.kv_type, &o.kv_type))
-    return report_error(
-        Status::invalid_argument("unknown KV cache type '" + a.kv_type + "' (f32, f16, bf16, q8)"));
+  auto types = kv_types_from(a.kv_type, a.kv_type_k, a.kv_type_v);
+  if (!types) return report_error(types.status());
+  o.kv_types = *types;
   if (o.n_ubatch <= 0)
     return report_error(Status::invalid_argument("--ubatch-size must be positive"));
   std::string path = a.model;
@@ -87,8 +89,7 @@ void register_bench(CLI::App& app, Context& ctx) {
   sub->add_option("-r,--repetitions", a->o.reps)->capture_default_str();
   sub->add_option("-t,--threads", a->threads, "threads (default: all allowed cores)");
   sub->add_option("-o,--output", a->output, "md | json")->capture_default_str();
-  sub->add_option("--cache-type-k,--kv-type", a->kv_type, "KV cache type: f32 | f16 | bf16 | q8")
-      ->capture_default_str();
+  add_kv_type_options(sub, a->kv_type, a->kv_type_k, a->kv_type_v);
   sub->add_option("--ubatch-size", a->o.n_ubatch, "prompt tokens per forward step")
       ->capture_default_str();
   sub->add_option("--roofline-bytes", a->o.roofline_bytes,

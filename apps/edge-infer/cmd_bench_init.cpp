@@ -76,7 +76,7 @@ int run_bench_init(const BenchInitArgs& a, RssSampler& sampler) {
   if (!model) return report_error(model.status());
   sampler.mark("loaded");
   InferenceOptions io;
-  io.kv_type = plan->kv_type;
+  io.kv_types = plan->kv_types;
   io.max_step = plan->max_batched_tokens;
   auto state = InferenceState::create(**model, plan->ctx, io);
   if (!state) return report_error(state.status());

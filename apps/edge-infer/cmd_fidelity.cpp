@@ -1,7 +1,9 @@
 // edge-infer fidelity --ref MODEL_A --test MODEL_B --prompts FILE [--ctx N] [-t THREADS]
-//   [--activations auto|f32|int8] [--greedy-tokens G]: how closely the test model (e.g. a
+//   [--activations auto|f32|int8] [--greedy-tokens G] [--ref-kv-type T] [--kv-type T]
+//   [--kv-type-k T] [--kv-type-v T] [--score-last N]: how closely the test model (e.g. a
 // quantised copy) follows the reference over a corpus — mean/p99/max KL(ref||test), top-1
-// agreement, greedy exact match — as JSON with provenance.
+// agreement, greedy exact match — as JSON with provenance. With --test the same file as
+// --ref and different KV types, it measures what the KV cache's type costs (loaded once).
 #include <cstdio>
 #include <memory>
 
@@ -11,6 +13,7 @@
 #include "harness/fidelity.h"
 #include "harness/provenance.h"
 #include "model/model.h"
+#include "plan_options.h"
 
 namespace edge::cli {
 
@@ -21,6 +24,8 @@ struct FidelityArgs {
   int64_t ctx = 512;
   int threads = 0;
   int greedy_tokens = 32;
+  std::string ref_kv = "f32", kv_type = "f32", kv_type_k, kv_type_v;
+  int64_t score_last = 0;
 };
 
 int run_fidelity(const FidelityArgs& a) {
@@ -31,16 +36,26 @@ int run_fidelity(const FidelityArgs& a) {
   lo.activations = a.activations;
   auto ref = Model::load(a.ref, lo);
   if (!ref) return report_error(ref.status());
-  auto test = Model::load(a.test, lo);
+  FidelityOptions fo;
+  auto ref_kv = parse_kv_types(a.ref_kv, "");
+  if (!ref_kv) return report_error(ref_kv.status().with_context("--ref-kv-type"));
+  auto test_kv = kv_types_from(a.kv_type, a.kv_type_k, a.kv_type_v);
+  if (!test_kv) return report_error(test_kv.status());
+  fo.ref_kv = *ref_kv;
+  fo.test_kv = *test_kv;
+  fo.score_last = a.score_last;
+  // The same file as both: one load (the comparison is then of the KV types alone).
+  Expected<std::unique_ptr<Model>> test = std::unique_ptr<Model>();
+  if (a.test != a.ref) test = Model::load(a.test, lo);
   if (!test) return report_error(test.status());
+  const Model& test_model = a.test != a.ref ? **test : **ref;
   auto text = read_text_file(a.prompts);
   if (!text) return report_error(text.status());
   auto prompts = parse_fidelity_prompts(*text, (*ref)->tokenizer(), (*ref)->config().n_vocab);
   if (!prompts) return report_error(prompts.status().with_context(a.prompts));
-  FidelityOptions fo;
   fo.ctx = a.ctx;
   fo.greedy_tokens = a.greedy_tokens;
-  auto r = compare_models(**ref, **test, *prompts, fo);
+  auto r = compare_models(**ref, test_model, *prompts, fo);
   if (!r) return report_error(r.status());
   nlohmann::json j;
   j["ref"] = a.ref;
@@ -48,9 +63,12 @@ int run_fidelity(const FidelityArgs& a) {
   j.update(fidelity_json(*r));
   j["greedy_tokens"] = a.greedy_tokens;
   j["ctx"] = a.ctx;
+  j["score_last"] = a.score_last;
+  j["ref_kv_type"] = kv_types_name(fo.ref_kv);
+  j["test_kv_type"] = kv_types_name(fo.test_kv);
   j["provenance"] = {{"machine", machine_provenance()},
                      {"ref", model_provenance(**ref)},
-                     {"test", model_provenance(**test)}};
+                     {"test", model_provenance(test_model)}};
   std::printf("%s\n", j.dump(2).c_str());
   return 0;
 }
@@ -74,6 +92,14 @@ void register_fidelity(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"auto", "f32", "int8"}))
       ->capture_default_str();
   sub->add_option("--greedy-tokens", a->greedy_tokens, "tokens generated greedily per prompt")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--ref-kv-type", a->ref_kv, "the reference's KV cache type (K and V)")
+      ->capture_default_str();
+  add_kv_type_options(sub, a->kv_type, a->kv_type_k, a->kv_type_v);
+  sub->add_option("--score-last", a->score_last,
+                  "score only each prompt's last N positions (0: all; long prompts need it: "
+                  "every scored position keeps n_vocab logits)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   sub->callback([a, &ctx] { ctx.exit_code = run_fidelity(*a); });

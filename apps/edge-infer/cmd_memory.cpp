@@ -163,7 +163,7 @@ int run_memory(const MemoryArgs& a) {
   const int64_t kv_before = ledger_current(MemCategory::kKv);
   const int64_t scratch_before = ledger_current(MemCategory::kScratch);
   InferenceOptions io;
-  io.kv_type = plan->kv_type;
+  io.kv_types = plan->kv_types;
   io.max_step = plan->max_batched_tokens;
   auto state = InferenceState::create(**model, plan->ctx, io);
   if (!state) return report_error(state.status());

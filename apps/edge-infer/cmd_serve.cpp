@@ -54,6 +54,7 @@ struct ServeArgs {
   std::string chat_template_file;
   std::string kv_budget;
   std::string kv_type = "f16";
+  std::string kv_type_k, kv_type_v;
   std::string memory_limit;  // the memory plan refuses before loading what cannot fit
   int64_t ctx = 0;
   int threads = 0;
@@ -115,6 +116,8 @@ Status plan_before_load(const ServeArgs& a, const std::string& path) {
   PlanArgs pa;
   pa.kv_budget = a.kv_budget;
   pa.kv_type = a.kv_type;
+  pa.kv_type_k = a.kv_type_k;
+  pa.kv_type_v = a.kv_type_v;
   pa.max_seqs = a.max_seqs;
   pa.max_batched_tokens = a.max_batched_tokens;
   pa.memory_limit = a.memory_limit;
@@ -164,7 +167,9 @@ Expected<pipeline::PipelineSpec> served_graph(const ServeArgs& a, const std::str
   pipeline::EngineSettings e;
   e.ctx = served_ctx(a, fp);
   e.max_batched_tokens = a.max_batched_tokens;
-  e.kv_type = a.kv_type;
+  ASSIGN_OR_RETURN(const KvTypes types, kv_types_from(a.kv_type, a.kv_type_k, a.kv_type_v));
+  e.kv_type = kv_type_name(types.k);
+  if (types.v != types.k) e.kv_type_v = kv_type_name(types.v);
   e.itl_target_ms = a.itl_target_ms;
   e.prefix_cache = !a.no_prefix_cache;
   e.state_checkpoints = a.state_checkpoints;
@@ -458,7 +463,7 @@ void register_serve(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   sub->add_option("--kv-budget", a->kv_budget,
                   "KV cache bytes, e.g. 512M (default: max-seqs full contexts)");
-  sub->add_option("--kv-type", a->kv_type, "f32 | f16 | bf16 | q8")->capture_default_str();
+  add_kv_type_options(sub, a->kv_type, a->kv_type_k, a->kv_type_v);
   sub->add_option(
          "--itl-target-ms", a->itl_target_ms,
          "inter-token latency running streams keep while prompts are computed: caps a step's "

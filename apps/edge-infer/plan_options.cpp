@@ -6,13 +6,26 @@
 
 namespace edge::cli {
 
+Expected<KvTypes> kv_types_from(const std::string& both, const std::string& k,
+                                const std::string& v) {
+  return parse_kv_types(k.empty() ? both : k, v.empty() ? both : v);
+}
+
+void add_kv_type_options(CLI::App* sub, std::string& both, std::string& k, std::string& v) {
+  sub->add_option("--kv-type", both,
+                  std::string("KV cache element type, K and V: ") + kv_type_choices() +
+                      " (q4: 4-bit codes of rotated rows)")
+      ->capture_default_str();
+  sub->add_option("--kv-type-k,--cache-type-k", k, "K cache element type (default: --kv-type)");
+  sub->add_option("--kv-type-v,--cache-type-v", v, "V cache element type (default: --kv-type)");
+}
+
 void add_plan_options(CLI::App* sub, PlanArgs& a, bool with_ctx) {
   if (with_ctx)
     sub->add_option("-c,--ctx", a.ctx, "context per sequence: N or auto (largest that fits)");
   sub->add_option("--kv-budget", a.kv_budget,
                   "exact KV cache budget: bytes (192MiB, 2GiB) or tokens (4096tok)");
-  sub->add_option("--kv-type", a.kv_type, "KV element type: f32, f16, bf16, q8")
-      ->capture_default_str();
+  add_kv_type_options(sub, a.kv_type, a.kv_type_k, a.kv_type_v);
   sub->add_option("--max-seqs", a.max_seqs, "sequences served at once")->capture_default_str();
   sub->add_option("--max-batched-tokens", a.max_batched_tokens,
                   "tokens per forward step (sizes activations)")
@@ -61,9 +74,7 @@ Expected<PlanOptions> plan_options_from(const PlanArgs& a, int64_t default_ctx, 
   } else {
     o.ctx = default_ctx;
   }
-  if (!parse_kv_type(a.kv_type, &o.kv_type))
-    return Status::invalid_argument("--kv-type must be f32, f16, bf16 or q8 (got " + a.kv_type +
-                                    ")");
+  ASSIGN_OR_RETURN(o.kv_types, kv_types_from(a.kv_type, a.kv_type_k, a.kv_type_v));
   if (!a.kv_budget.empty()) RETURN_IF_ERROR(parse_budget(a.kv_budget, o));
   if (a.max_seqs < 1) return Status::invalid_argument("--max-seqs must be at least 1");
   if (a.max_batched_tokens < 1)

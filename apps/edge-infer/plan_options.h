@@ -1,5 +1,6 @@
 // CLI options shared by the commands that plan memory before loading (plan, memory,
-// bench-init, generate): --ctx N|auto, --kv-budget, --kv-type, --max-seqs,
+// bench-init, generate): --ctx N|auto, --kv-budget, --kv-type (K and V), --kv-type-k,
+// --kv-type-v, --max-seqs,
 // --max-batched-tokens, --memory-limit. Sizes accept 1000000, 192MiB, 2GiB, 1.5GB.
 #pragma once
 
@@ -14,11 +15,18 @@ namespace edge::cli {
 struct PlanArgs {
   std::string ctx;        // "N" or "auto"; empty = the command's default
   std::string kv_budget;  // "192MiB", "1000000", or "4096tok" (tokens per sequence)
-  std::string kv_type = "f16";
+  std::string kv_type = "f16";  // K and V, unless one is set on its own
+  std::string kv_type_k, kv_type_v;
   int64_t max_seqs = 1;
   int64_t max_batched_tokens = 512;
   std::string memory_limit;  // "" = none
 };
+
+// K's and V's types from --kv-type and the per-cache overrides ("" = --kv-type's).
+Expected<KvTypes> kv_types_from(const std::string& both, const std::string& k,
+                                const std::string& v);
+// Adds --kv-type, --kv-type-k and --kv-type-v to `sub`.
+void add_kv_type_options(CLI::App* sub, std::string& both, std::string& k, std::string& v);
 
 // Adds the options to `sub`. with_ctx=false when the command has its own --ctx.
 void add_plan_options(CLI::App* sub, PlanArgs& a, bool with_ctx = true);

@@ -37,7 +37,8 @@ struct EngineOptions {
   int32_t max_seqs = 8;              // sequences scheduled together
   int64_t max_batched_tokens = 512;  // tokens per forward step (chunked prefill)
   uint64_t kv_budget_bytes = 0;      // 0: enough for max_seqs full contexts
-  std::string kv_type = "f16";       // f32 | f16 | bf16 | q8
+  std::string kv_type = "f16";       // K cache (and V, unless kv_type_v): f32|f16|bf16|q8|q4
+  std::string kv_type_v;             // V cache; "" = as kv_type
   bool prefix_cache = true;
   // Models with recurrent layers (Qwen3.5): state checkpoints kept for the prefix cache, each
   // one sequence's state bytes (runtime/kv_cache.h); 0 turns their prefix cache off.

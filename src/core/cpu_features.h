@@ -14,6 +14,14 @@ namespace edge {
 // "asimd", "asimddp", "i8mm", "sve", "fphp", "asimdhp", "bf16").
 void detect_isa_features(std::vector<std::string>* features);
 
+// Asks the OS for the register state that features in *features need before their first
+// use, and removes the features it refuses; returns why ("" when nothing was refused). x86
+// Linux: the AMX tile data (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): the
+// kernel keeps it disabled per process until asked, and a tile instruction would be killed
+// with SIGILL without it); aarch64: nothing to ask. Called once by cpu_info(), after the
+// EDGE_MAX_ISA cap (a capped-away feature is not asked for).
+std::string enable_os_features(std::vector<std::string>* features);
+
 struct CacheSizes;
 
 // The data caches as the CPU itself describes them (x86: cpuid's deterministic cache

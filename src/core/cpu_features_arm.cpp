@@ -33,6 +33,11 @@ void detect_isa_features(std::vector<std::string>* features) {
     if (f.word & f.bit) features->emplace_back(f.name);
 }
 
+// Nothing to ask for: the hwcaps above already name only what the kernel enabled.
+std::string enable_os_features(std::vector<std::string>*) {
+  return "";
+}
+
 void cpu_cache_sizes(CacheSizes*) {}  // sysfs is the source on aarch64
 
 const char* isa_class_names() { return "scalar, neon, dotprod, i8mm"; }

@@ -3,6 +3,14 @@
 // kernel folders that asks the CPU anything.
 #include <cpuid.h>
 #include <immintrin.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "core/cpu_features.h"
 #include "core/cpu_info.h"
@@ -29,6 +37,34 @@ void detect_isa_features(std::vector<std::string>* features) {
   EDGE_FEATURE("amx-int8")
   EDGE_FEATURE("amx-bf16")
 #undef EDGE_FEATURE
+}
+
+// amx-tile and amx-int8 come from __builtin_cpu_supports above: CPUID leaf 7 EDX bits 24
+// and 25, and only where XCR0 has the tile state enabled (bits 17-18). Linux still keeps
+// the tile data disabled per process (XFD) until the process asks for it; without the
+// permission the first tile instruction is killed with SIGILL. Asked once here, for every
+// thread of the process, before any kernel can run.
+std::string enable_os_features(std::vector<std::string>* features) {
+  const std::vector<std::string> amx = {"amx-tile", "amx-int8", "amx-bf16"};
+  auto has = [&](const std::string& f) {
+    return std::find(features->begin(), features->end(), f) != features->end();
+  };
+  if (std::none_of(amx.begin(), amx.end(), has)) return "";
+  std::string why;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023;  // asm/prctl.h (Linux 5.16)
+  constexpr long kXfeatureXtiledata = 18;     // the AMX tile data state component
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0) return "";
+  const int err = errno;
+  why = std::string("arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) failed: ") + std::strerror(err);
+#else
+  why = "no known way to ask this OS for the AMX tile data state";
+#endif
+  std::string names;
+  for (const std::string& f : amx)
+    if (has(f)) names += (names.empty() ? "" : " ") + f;
+  hide_features(amx, features);
+  return names + " hidden: " + why;
 }
 
 void cpu_cache_sizes(CacheSizes* sizes) {

@@ -40,6 +40,7 @@ CpuInfo detect() {
     else
       log_warn("EDGE_MAX_ISA={} is not one of {}; ignored", cap, isa_class_names());
   }
+  c.os_refused = enable_os_features(&c.features);
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
     for (int i = 0; i < CPU_SETSIZE; ++i)

@@ -29,6 +29,9 @@ struct CpuInfo {
   CacheSizes caches;
   bool caches_from_cpuid = false;     // sysfs had none; the sizes are cpuid's
   std::string capped_by;              // "EDGE_MAX_ISA=avx2" when features were hidden
+  // Features the CPU has but the OS refused to enable, and why ("" when none): e.g. AMX
+  // when Linux refuses this process the tile data state (core/cpu_features.h).
+  std::string os_refused;
   bool has(const std::string& feature) const;
   std::string features_string() const;  // "avx2 fma f16c ..."
 };

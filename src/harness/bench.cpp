@@ -126,18 +126,32 @@ nlohmann::json make_record(const Model& model, const BenchOptions& o, const Size
   }
   const double denom = ns.size() > 1 ? static_cast<double>(ns.size() - 1) : 1.0;
   nlohmann::json prov = machine_provenance();
-  nlohmann::json r = {
-      {"build_commit", prov["commit"]}, {"build_number", 0}, {"cpu_info", prov["cpu"]},
-      {"gpu_info", ""}, {"backends", "CPU"}, {"model_filename", model.path()},
-      {"model_type", fmt::format("{} {}", model.config().arch, "edge")},
-      {"model_size", sz.bytes}, {"model_n_params", sz.params},
-      {"n_batch", n_prompt > 0 ? n_prompt : 1},
-      {"n_ubatch", n_prompt > 0 ? std::min<int64_t>(n_prompt, o.n_ubatch) : 1},
-      {"n_threads", model.pool().size()}, {"type_k", kv_type_name(o.kv_type)}, {"type_v", kv_type_name(o.kv_type)},
-      {"n_gpu_layers", 0}, {"use_mmap", true}, {"n_prompt", n_prompt}, {"n_gen", n_gen}, {"n_depth", depth},
-      {"test_time", prov["time"]}, {"avg_ns", static_cast<int64_t>(mean_ns)},
-      {"stddev_ns", static_cast<int64_t>(std::sqrt(var_ns / denom))}, {"avg_ts", mean_ts},
-      {"stddev_ts", std::sqrt(var_ts / denom)}, {"samples_ns", ns}, {"samples_ts", ts}};
+  nlohmann::json r = {{"build_commit", prov["commit"]},
+                      {"build_number", 0},
+                      {"cpu_info", prov["cpu"]},
+                      {"gpu_info", ""},
+                      {"backends", "CPU"},
+                      {"model_filename", model.path()},
+                      {"model_type", fmt::format("{} {}", model.config().arch, "edge")},
+                      {"model_size", sz.bytes},
+                      {"model_n_params", sz.params},
+                      {"n_batch", n_prompt > 0 ? n_prompt : 1},
+                      {"n_ubatch", n_prompt > 0 ? std::min<int64_t>(n_prompt, o.n_ubatch) : 1},
+                      {"n_threads", model.pool().size()},
+                      {"type_k", kv_type_name(o.kv_types.k)},
+                      {"type_v", kv_type_name(o.kv_types.v)},
+                      {"n_gpu_layers", 0},
+                      {"use_mmap", true},
+                      {"n_prompt", n_prompt},
+                      {"n_gen", n_gen},
+                      {"n_depth", depth},
+                      {"test_time", prov["time"]},
+                      {"avg_ns", static_cast<int64_t>(mean_ns)},
+                      {"stddev_ns", static_cast<int64_t>(std::sqrt(var_ns / denom))},
+                      {"avg_ts", mean_ts},
+                      {"stddev_ts", std::sqrt(var_ts / denom)},
+                      {"samples_ns", ns},
+                      {"samples_ts", ts}};
   r["provenance"] = prov;
   r["provenance"]["engine"] = model_provenance(model);
   return r;
@@ -152,7 +166,7 @@ uint64_t DecodeBytes::at(int64_t pos) const {
   return b;
 }
 
-DecodeBytes decode_bytes(const Model& model, KvType kv_type) {
+DecodeBytes decode_bytes(const Model& model, KvTypes kv_types) {
   DecodeBytes d;
   const ModelWeights& w = model.weights();
   const ModelConfig& c = model.config();
@@ -171,7 +185,7 @@ DecodeBytes decode_bytes(const Model& model, KvType kv_type) {
     d.expert_bytes += experts;
     if (experts > 0) d.weights += experts * static_cast<uint64_t>(c.moe.n_expert_used) / c.moe.n_expert;
   }
-  const uint64_t kv_row = 2 * static_cast<uint64_t>(kv_row_bytes(kv_type, c.n_head_kv, c.head_dim));
+  const uint64_t kv_row = static_cast<uint64_t>(kv_pos_bytes(kv_types, c.n_head_kv, c.head_dim));
   d.kv_sliding_window_bytes = kv_row;
   for (const LayerConfig& lc : c.layers) {
     if (lc.sliding)
@@ -191,7 +205,7 @@ Expected<nlohmann::json> run_bench(Model& model, const BenchOptions& o) {
     if (d < 0) return Status::invalid_argument(fmt::format("depth {} must not be negative", d));
   auto run_test = [&](int n_prompt, int n_gen, int depth) -> Status {
     InferenceOptions io;
-    io.kv_type = o.kv_type;
+    io.kv_types = o.kv_types;
     io.max_step = o.n_ubatch;
     ASSIGN_OR_RETURN(InferenceState st,
                      InferenceState::create(model, depth + std::max(n_prompt, n_gen) + 1, io));
@@ -219,7 +233,7 @@ Expected<nlohmann::json> run_bench(Model& model, const BenchOptions& o) {
   std::optional<BandwidthResult> after = decode ? probe_ceiling(model, o) : std::nullopt;
   if (before && after && after->best_gbps > before->best_gbps) before = after;
   if (before) {
-    const DecodeBytes db = decode_bytes(model, o.kv_type);
+    const DecodeBytes db = decode_bytes(model, o.kv_types);
     for (size_t i = first_tg; i < out.size(); ++i)
       add_roofline(out[i], db, out[i]["n_gen"].get<int>(), out[i]["n_depth"].get<int>(), *before);
   }

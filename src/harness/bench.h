@@ -24,7 +24,7 @@ struct BenchOptions {
   std::vector<int> n_depth = {0};
   int reps = 5;
   uint64_t seed = 1234;  // for the random prompt tokens
-  KvType kv_type = KvType::kF16;  // llama-bench's default cache type
+  KvTypes kv_types = KvType::kF16;  // llama-bench's default cache types (-ctk, -ctv)
   int64_t n_ubatch = 512;         // prompt tokens per forward step
   // Decode against the machine's streaming-read ceiling measured in the same run (the
   // bandwidth probe, before and after the tg tests; the better pass is the ceiling): each
@@ -45,7 +45,7 @@ struct DecodeBytes {
   std::vector<int32_t> sliding_windows;  // one per sliding layer
   uint64_t at(int64_t pos) const;
 };
-DecodeBytes decode_bytes(const Model& model, KvType kv_type);
+DecodeBytes decode_bytes(const Model& model, KvTypes kv_types);
 
 // Runs every pp and tg test (n = 0 entries skipped) and returns one JSON record each.
 Expected<nlohmann::json> run_bench(Model& model, const BenchOptions& o);

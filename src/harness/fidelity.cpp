@@ -74,17 +74,24 @@ Expected<std::vector<int32_t>> greedy(InferenceState& st, const float* last, int
   return out;
 }
 
-// Prefill with all logits, then the greedy continuation. `on_logits` sees the prefill
-// logits [n, n_vocab] before generation overwrites them.
+// Prefill (the first n - scored tokens without logits, the scored ones with all of theirs),
+// then the greedy continuation. `on_logits` sees the scored positions' logits
+// [scored, n_vocab] before generation overwrites them.
 template <typename F>
 Expected<std::vector<int32_t>> run_prompt(const Model& m, std::span<const int32_t> prompt, int g,
-                                          F&& on_logits) {
+                                          KvTypes kv, size_t scored, F&& on_logits) {
   const int64_t v = m.config().n_vocab;
-  ASSIGN_OR_RETURN(InferenceState st,
-                   InferenceState::create(m, static_cast<int64_t>(prompt.size()) + std::max(g, 1)));
-  ASSIGN_OR_RETURN(std::span<const float> logits, st.forward(prompt, /*all_logits=*/true));
+  InferenceOptions io;
+  io.kv_types = kv;
+  ASSIGN_OR_RETURN(
+      InferenceState st,
+      InferenceState::create(m, static_cast<int64_t>(prompt.size()) + std::max(g, 1), io));
+  if (scored < prompt.size())
+    RETURN_IF_ERROR(st.forward(prompt.first(prompt.size() - scored)).status());
+  ASSIGN_OR_RETURN(std::span<const float> logits,
+                   st.forward(prompt.last(scored), /*all_logits=*/true));
   on_logits(logits);
-  return greedy(st, logits.data() + (prompt.size() - 1) * v, v, g);
+  return greedy(st, logits.data() + (scored - 1) * v, v, g);
 }
 
 }  // namespace
@@ -148,21 +155,25 @@ Expected<FidelityResult> compare_models(const Model& ref, const Model& test,
     if (p.empty()) return Status::invalid_argument("fidelity: empty prompt");
     const auto prompt = std::span<const int32_t>(p).first(
         static_cast<size_t>(std::min<int64_t>(o.ctx, static_cast<int64_t>(p.size()))));
-    const int64_t n = static_cast<int64_t>(prompt.size());
+    const int64_t n = o.score_last > 0
+                          ? std::min<int64_t>(o.score_last, static_cast<int64_t>(prompt.size()))
+                          : static_cast<int64_t>(prompt.size());
+    const auto scored = static_cast<size_t>(n);
     std::vector<float> ref_logits;
-    ASSIGN_OR_RETURN(std::vector<int32_t> ref_cont,
-                     run_prompt(ref, prompt, o.greedy_tokens, [&](std::span<const float> l) {
-                       ref_logits.assign(l.begin(), l.end());
-                     }));
-    ASSIGN_OR_RETURN(std::vector<int32_t> test_cont,
-                     run_prompt(test, prompt, o.greedy_tokens, [&](std::span<const float> l) {
-                       for (int64_t i = 0; i < n; ++i) {
-                         const float* a = ref_logits.data() + i * v;
-                         const float* b = l.data() + i * v;
-                         kls.push_back(kl_from_logits(a, b, v));
-                         agree += argmax(a, v) == argmax(b, v);
-                       }
-                     }));
+    ASSIGN_OR_RETURN(
+        std::vector<int32_t> ref_cont,
+        run_prompt(ref, prompt, o.greedy_tokens, o.ref_kv, scored,
+                   [&](std::span<const float> l) { ref_logits.assign(l.begin(), l.end()); }));
+    ASSIGN_OR_RETURN(
+        std::vector<int32_t> test_cont,
+        run_prompt(test, prompt, o.greedy_tokens, o.test_kv, scored, [&](std::span<const float> l) {
+          for (int64_t i = 0; i < n; ++i) {
+            const float* a = ref_logits.data() + i * v;
+            const float* b = l.data() + i * v;
+            kls.push_back(kl_from_logits(a, b, v));
+            agree += argmax(a, v) == argmax(b, v);
+          }
+        }));
     int first = 0;
     while (first < o.greedy_tokens && ref_cont[first] == test_cont[first]) ++first;
     r.greedy_first_divergence.push_back(first);

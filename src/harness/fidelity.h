@@ -29,6 +29,12 @@ Expected<std::vector<std::vector<int32_t>>> parse_fidelity_prompts(std::string_v
 struct FidelityOptions {
   int64_t ctx = 512;       // prompts are truncated to their first ctx tokens (> 0)
   int greedy_tokens = 32;  // G tokens generated greedily per prompt by each model (>= 0)
+  // KV cache types of each model's runs: the same model with f16 KV as ref and q4 KV as
+  // test measures what the cache type alone costs.
+  KvTypes ref_kv = KvType::kF32, test_kv = KvType::kF32;
+  // Score only each prompt's last N positions (0: all). The earlier ones are prefilled
+  // without logits: a 16K-token prompt's full logits would be 16K x n_vocab floats.
+  int64_t score_last = 0;
 };
 
 struct FidelityResult {

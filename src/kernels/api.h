@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "core/status.h"
 #include "formats/tensor.h"
 
 namespace edge {
@@ -44,19 +45,64 @@ struct RopeParams {
 void rope_angles(int64_t pos, const RopeParams& p, float* cos_sin);
 
 // Element type of the KV cache. A row holds one position's keys (or values) for all kv
-// heads: [n_head_kv * head_dim]. kQ8 rows are int8 codes followed by one f32 scale per kv
-// head (symmetric, scale = max|x| / 127): kv_dim + 4 * n_head_kv bytes.
-enum class KvType : uint8_t { kF32, kF16, kBF16, kQ8 };
+// heads: [n_head_kv * head_dim].
+//   kQ8: int8 codes, then one f32 scale per kv head (symmetric, scale = max|x| / 127):
+//        kv_dim + 4 * n_head_kv bytes.
+//   kQ4: each head's slice is first rotated (kv_rotate(): a fixed orthogonal transform that
+//        spreads an outlier dimension over the whole block, so one 4-bit scale per group
+//        fits every element), then cut in groups of kv_q4_group(head_dim) elements with one
+//        f16 scale each (codes 0..15 = value / scale + 8; scale = the group's signed
+//        max-|x| element / -8). Bytes: kv_dim / 2 of codes (group-major; byte b of a group
+//        holds its element b in the low nibble and element b + G/2 in the high one), then
+//        the f16 scales in head, group order: kv_dim / 2 + 2 * kv_dim / G.
+//        Rotated rows are dotted with rotated queries (q.k is unchanged by an orthogonal
+//        transform) and rotated values give a rotated output, turned back once per row.
+enum class KvType : uint8_t { kF32, kF16, kBF16, kQ8, kQ4 };
 const char* kv_type_name(KvType t);
-// "f32" | "f16" | "bf16" | "q8"; false if unknown.
+// "f32" | "f16" | "bf16" | "q8" | "q4"; false if unknown.
 bool parse_kv_type(const std::string& s, KvType* out);
+// "f32, f16, bf16, q8, q4": for error messages and --help.
+const char* kv_type_choices();
+// Whether rows of type t are stored rotated (kQ4).
+inline bool kv_type_rotated(KvType t) {
+  return t == KvType::kQ4;
+}
+// Elements per kQ4 scale: 32 where head_dim is a multiple of 32, else the whole head.
+inline int32_t kv_q4_group(int32_t head_dim) {
+  return head_dim % 32 == 0 ? 32 : head_dim;
+}
+// Whether a cache of type t can hold heads of head_dim (kQ4: an even head_dim).
+bool kv_type_fits(KvType t, int32_t head_dim);
 int64_t kv_row_bytes(KvType t, int32_t n_head_kv, int32_t head_dim);
-// Writes one F32 row [n_head_kv * head_dim] as type t; reads it back.
+// Writes one F32 row [n_head_kv * head_dim] as type t; reads it back (kQ4: rotated back).
 void kv_store_row(KvType t, const float* src, int32_t n_head_kv, int32_t head_dim, uint8_t* dst);
 void kv_load_row(KvType t, const uint8_t* src, int32_t n_head_kv, int32_t head_dim, float* dst);
-// Kv head h's slice [head_dim] of a row, as F32.
+// Kv head h's slice [head_dim] of a row, as F32 (kQ4: rotated back).
 void kv_load_head(KvType t, const uint8_t* row, int32_t n_head_kv, int32_t head_dim, int32_t h,
                   float* dst);
+// The rotation of kQ4 rows, in place on one head's slice x [head_dim]: in blocks of the
+// largest power of two dividing head_dim, x <- H . D . x (D: fixed signs +-1, H: the
+// normalised Walsh-Hadamard matrix, so the transform is orthogonal). inverse: D . H . x.
+void kv_rotate(float* x, int32_t head_dim, bool inverse);
+
+// The K and the V cache's element types: they may differ (4-bit keys beside 8-bit values,
+// ...). A single KvType converts to both.
+struct KvTypes {
+  KvType k = KvType::kF16;
+  KvType v = KvType::kF16;
+  constexpr KvTypes() = default;
+  constexpr KvTypes(KvType both) : k(both), v(both) {}  // NOLINT: one type for K and V
+  constexpr KvTypes(KvType k_type, KvType v_type) : k(k_type), v(v_type) {}
+  bool operator==(const KvTypes&) const = default;
+};
+// K's type from k, V's from v ("" = as K); the error names the bad name and the choices.
+Expected<KvTypes> parse_kv_types(const std::string& k, const std::string& v);
+// "q8" when K and V agree, else "q4/f16" (K, then V).
+std::string kv_types_name(KvTypes t);
+// Bytes one position takes in one layer: its K row and its V row.
+inline int64_t kv_pos_bytes(KvTypes t, int32_t n_head_kv, int32_t head_dim) {
+  return kv_row_bytes(t.k, n_head_kv, head_dim) + kv_row_bytes(t.v, n_head_kv, head_dim);
+}
 
 // Causal (optionally sliding-window) attention of n_q queries over a cache whose row p
 // holds the key/value of position p. Query i is at position pos0 + i and sees keys
@@ -65,16 +111,16 @@ void kv_load_head(KvType t, const uint8_t* row, int32_t n_head_kv, int32_t head_
 //
 // The cache is paged: the row of position p lives in block p / block_tokens, at row
 // p % block_tokens; k_blocks[b] / v_blocks[b] point at block b's first row (rows are
-// row_bytes apart). Blocks wholly outside every query's window may be null (a sliding
-// layer's ring has already reused them). A contiguous F32 cache is one block
+// k_row_bytes / v_row_bytes apart). Blocks wholly outside every query's window may be null (a
+// sliding layer's ring has already reused them). A contiguous F32 cache is one block
 // (contiguous_f32()).
 struct AttentionArgs {
   const float* q = nullptr;                  // [n_q, n_head * head_dim]
   const uint8_t* const* k_blocks = nullptr;  // [>= (pos0 + n_q) / block_tokens]
   const uint8_t* const* v_blocks = nullptr;
   int64_t block_tokens = 0;
-  int64_t row_bytes = 0;
-  KvType kv_type = KvType::kF32;
+  int64_t k_row_bytes = 0, v_row_bytes = 0;
+  KvType k_type = KvType::kF32, v_type = KvType::kF32;
   float* out = nullptr;  // [n_q, n_head * head_dim]
   int64_t n_q = 0;
   int64_t pos0 = 0;
@@ -89,10 +135,10 @@ struct AttentionArgs {
   // k, v [>= pos0 + n_q, n_head_kv * head_dim].
   void contiguous_f32(const float* k, const float* v, const uint8_t* storage[2]);
   const uint8_t* k_row(int64_t pos) const {
-    return k_blocks[pos / block_tokens] + (pos % block_tokens) * row_bytes;
+    return k_blocks[pos / block_tokens] + (pos % block_tokens) * k_row_bytes;
   }
   const uint8_t* v_row(int64_t pos) const {
-    return v_blocks[pos / block_tokens] + (pos % block_tokens) * row_bytes;
+    return v_blocks[pos / block_tokens] + (pos % block_tokens) * v_row_bytes;
   }
 };
 

@@ -330,22 +330,28 @@ struct Flash {
     for (; d < stride; d += kW) P::store(out + d, load(d, hd - d));
   }
 
-  // Converts kv head g's slice of n cache rows of a non-F32 type to F32 rows of dst
-  // (`pitch` apart, zero-filled to `stride`). Q8 rows: codes, then one f32 scale per kv head.
+  // Converts kv head g's slice of n cache rows of type t to F32 rows of dst (`pitch` apart,
+  // zero-filled to `stride`). Q8 rows: codes, then one f32 scale per kv head; Q4 rows:
+  // unpack_q4 (values stay in the rotated space).
   static void pack_typed_rows(float* dst, const uint8_t* const* rows, int n, const AttentionArgs& a,
-                              int32_t g, int64_t stride, int64_t pitch) {
+                              KvType t, int32_t g, int64_t stride, int64_t pitch) {
     const int64_t hd = a.head_dim;
     const int64_t off = static_cast<int64_t>(g) * hd;
     for (int j = 0; j < n; ++j) {
       float* out = dst + j * pitch;
-      if (a.kv_type == KvType::kQ8) {
+      if (t == KvType::kQ4) {
+        unpack_q4(a, rows[j], g, out, stride);
+      } else if (t == KvType::kF32) {
+        const float* src = reinterpret_cast<const float*>(rows[j]) + off;
+        pack_rows(out, &src, 1, hd, stride, pitch);
+      } else if (t == KvType::kQ8) {
         const auto* src = reinterpret_cast<const int8_t*>(rows[j]) + off;
         float scale;
         std::memcpy(&scale, rows[j] + static_cast<int64_t>(a.n_head_kv) * hd + 4 * g, 4);
         const V vs = P::set1(scale);
         pack_row(out, hd, stride,
                  [&](int64_t d, int64_t rem) { return P::mul(vs, P::load_i8(src + d, rem)); });
-      } else if (a.kv_type == KvType::kF16) {
+      } else if (t == KvType::kF16) {
         const auto* src = reinterpret_cast<const uint16_t*>(rows[j]) + off;
         pack_row(out, hd, stride,
                  [&](int64_t d, int64_t rem) { return P::load_f16(src + d, rem); });
@@ -355,6 +361,80 @@ struct Flash {
                  [&](int64_t d, int64_t rem) { return P::load_bf16(src + d, rem); });
       }
     }
+  }
+
+  // ---- Q4 rows (api.h): rotated head slices, 4-bit codes in groups with f16 scales ------
+
+  static int64_t q4_group(int64_t hd) {
+    return hd % 32 == 0 ? 32 : hd;
+  }
+
+  // Kv head g's slice of a Q4 row as F32 into out [stride] (zero past hd), in the rotated
+  // space. The nibble loop is plain code the compiler vectorises with the file's ISA.
+  static void unpack_q4(const AttentionArgs& a, const uint8_t* row, int32_t g, float* out,
+                        int64_t stride) {
+    const int64_t hd = a.head_dim, grp = q4_group(hd), half = grp / 2, ng = hd / grp;
+    const uint8_t* codes = row + static_cast<int64_t>(g) * hd / 2;
+    const auto* scales =
+        reinterpret_cast<const uint16_t*>(row + static_cast<int64_t>(a.n_head_kv) * hd / 2) +
+        static_cast<int64_t>(g) * ng;
+    // The group scales as F32, kW at a time (kMaxHeadDim / 32 groups at most, or one).
+    alignas(64) float sc[kMaxHeadDim / 32 + kW];
+    for (int64_t j = 0; j < ng; j += kW) P::store(sc + j, P::load_f16(scales + j, ng - j));
+    for (int64_t j = 0; j < ng; ++j) {
+      const uint8_t* c = codes + j * half;
+      float* o = out + j * grp;
+      const float s = sc[j];
+      for (int64_t b = 0; b < half; ++b) {
+        o[b] = static_cast<float>((c[b] & 15) - 8) * s;
+        o[b + half] = static_cast<float>((c[b] >> 4) - 8) * s;
+      }
+    }
+    for (int64_t d = hd; d < stride; ++d) out[d] = 0.0f;
+  }
+
+  // kv_rotate (api.h) on one row x [hd] of queries or outputs, written here again so that it
+  // compiles with the ISA file's flags: blocks of the largest power of two dividing hd,
+  // forward x <- H.D.x (the keys' and values' rotation), inverse x <- D.H.x.
+  static float rotation_sign(int64_t i) {
+    return ((static_cast<uint32_t>(i) * 0x9E3779B1u) >> 31) != 0 ? -1.0f : 1.0f;
+  }
+  static void rotate(float* x, int64_t hd, bool inverse) {
+    const int64_t n = hd & -hd;
+    const float norm = 1.0f / __builtin_sqrtf(static_cast<float>(n));
+    for (int64_t b0 = 0; b0 < hd; b0 += n) {
+      float* v = x + b0;
+      if (!inverse)
+        for (int64_t i = 0; i < n; ++i) v[i] *= rotation_sign(i);
+      for (int64_t len = 1; len < n; len *= 2)
+        for (int64_t i = 0; i < n; i += 2 * len)
+          for (int64_t j = i; j < i + len; ++j) {
+            const float p = v[j], q = v[j + len];
+            v[j] = p + q;
+            v[j + len] = p - q;
+          }
+      for (int64_t i = 0; i < n; ++i) v[i] *= inverse ? norm * rotation_sign(i) : norm;
+    }
+  }
+  static bool rotated(KvType t) {
+    return t == KvType::kQ4;
+  }
+
+  // Bytes of one kv head's slice of a row of type t (the prefetched span; Q4's scales sit
+  // apart from the codes and are left to the cache).
+  static int64_t slice_bytes(KvType t, int64_t hd) {
+    switch (t) {
+      case KvType::kF32:
+        return hd * 4;
+      case KvType::kF16:
+      case KvType::kBF16:
+        return hd * 2;
+      case KvType::kQ8:
+        return hd;
+      case KvType::kQ4:
+        return hd / 2;
+    }
+    return hd;
   }
 
   // The cache rows of the kB keys of the block at kb (kr, vr: row starts), and a prefetch of
@@ -369,13 +449,14 @@ struct Flash {
     }
     // The next block's rows are scattered (one head's slice of each cache row), so the
     // hardware prefetcher does not fetch them ahead (decode reads K/V once, from L3/DRAM).
-    const int64_t elem = a.kv_type == KvType::kF32 ? 4 : a.kv_type == KvType::kQ8 ? 1 : 2;
-    const int64_t off = static_cast<int64_t>(g) * a.head_dim * elem;
-    for (int64_t key = kb + kB; key < min64(kb + 2 * kB, hi + 1); ++key)
-      for (int64_t d = 0; d < a.head_dim * elem; d += 64) {
-        __builtin_prefetch(a.k_row(key) + off + d, 0, 3);
-        __builtin_prefetch(a.v_row(key) + off + d, 0, 3);
-      }
+    const int64_t kb_slice = slice_bytes(a.k_type, a.head_dim);
+    const int64_t vb_slice = slice_bytes(a.v_type, a.head_dim);
+    for (int64_t key = kb + kB; key < min64(kb + 2 * kB, hi + 1); ++key) {
+      for (int64_t d = 0; d < kb_slice; d += 64)
+        __builtin_prefetch(a.k_row(key) + g * kb_slice + d, 0, 3);
+      for (int64_t d = 0; d < vb_slice; d += 64)
+        __builtin_prefetch(a.v_row(key) + g * vb_slice + d, 0, 3);
+    }
   }
 
   // Rows share kv head g; runs every key block any of them sees. F32 caches are read in
@@ -413,7 +494,7 @@ struct Flash {
     alignas(64) float qbuf[kMaxRows * kMaxHeadDim];
     alignas(64) float kbuf[kBK * kMaxHeadDim];
     alignas(64) float vbuf[kBK * kMaxHeadDim];
-    const bool f32 = a.kv_type == KvType::kF32;
+    const bool f32 = a.k_type == KvType::kF32 && a.v_type == KvType::kF32;
     // Packing pays off once several rows reuse a block (prefill); decode tiles read in place.
     const bool pack = nrows >= 4;
     int64_t lo = rows[0].lo, hi = rows[0].hi;
@@ -437,8 +518,8 @@ struct Flash {
         vp[j] = reinterpret_cast<const float*>(vr[j]) + kv_off;
       }
       if (!f32) {
-        pack_typed_rows(kbuf, kr, kBK, a, g, ostride, ostride);
-        pack_typed_rows(vbuf, vr, kBK, a, g, ostride, ostride);
+        pack_typed_rows(kbuf, kr, kBK, a, a.k_type, g, ostride, ostride);
+        pack_typed_rows(vbuf, vr, kBK, a, a.v_type, g, ostride, ostride);
         for (int j = 0; j < kBK; ++j) kp[j] = kbuf + j * ostride, vp[j] = vbuf + j * ostride;
       } else if (pack) {
         pack_rows(kbuf, kp, kBK, hd, ostride, ostride);
@@ -449,6 +530,24 @@ struct Flash {
     }
     for (int i = 0; i < nrows; ++i)
       store_out(rows[i].out, o + i * ostride, hd, inv_denominator(rows[i].l, rows[i].m, rows[i].sink));
+  }
+
+  // run_tile in the rotated space of Q4 caches: rotated keys are dotted with rotated
+  // queries (copies: a.q is the caller's), rotated values give rotated outputs, each turned
+  // back once the row is done.
+  static void run_rotated_tile(const AttentionArgs& a, Row* rows, int nrows, int32_t g) {
+    const int64_t hd = a.head_dim;
+    alignas(64) float qrot[kMaxRows * kMaxHeadDim];
+    if (rotated(a.k_type))
+      for (int r = 0; r < nrows; ++r) {
+        float* q = qrot + r * hd;
+        std::memcpy(q, rows[r].q, static_cast<size_t>(hd) * sizeof(float));
+        rotate(q, hd, /*inverse=*/false);
+        rows[r].q = q;
+      }
+    run_tile(a, rows, nrows, g);
+    if (rotated(a.v_type))
+      for (int r = 0; r < nrows; ++r) rotate(rows[r].out, hd, /*inverse=*/true);
   }
 
   // Tiles: kv head outer (its K/V stay in L2 across query blocks), then blocks of `bq`
@@ -478,7 +577,7 @@ struct Flash {
               r.sink = a.sinks ? a.sinks[h] : -__builtin_inff();
             }
           }
-          if (nrows > 0) run_tile(a, rows, nrows, g);
+          if (nrows > 0) run_rotated_tile(a, rows, nrows, g);
         }
       }
     }

@@ -144,17 +144,18 @@ struct RowLanes {
                             int64_t ostride, float* kbuf, float* vbuf) {
     constexpr int kLB = P::kLaneBlock;
     const int64_t hd = a.head_dim;
-    if (a.kv_type == KvType::kF32) {
-      const int64_t off = static_cast<int64_t>(g) * hd;
-      for (int j = 0; j < kLB; ++j) {
-        kp[j] = reinterpret_cast<const float*>(kr[j]) + off;
-        vp[j] = reinterpret_cast<const float*>(vr[j]) + off;
-      }
+    const int64_t off = static_cast<int64_t>(g) * hd;
+    if (a.k_type == KvType::kF32) {
+      for (int j = 0; j < kLB; ++j) kp[j] = reinterpret_cast<const float*>(kr[j]) + off;
       F::pack_rows(kbuf, kp, kLB, hd, ostride, kKPitch);
+    } else {
+      F::pack_typed_rows(kbuf, kr, kLB, a, a.k_type, g, ostride, kKPitch);
+    }
+    if (a.v_type == KvType::kF32) {
+      for (int j = 0; j < kLB; ++j) vp[j] = reinterpret_cast<const float*>(vr[j]) + off;
       F::pack_rows(vbuf, vp, kLB, hd, ostride, ostride);
     } else {
-      F::pack_typed_rows(kbuf, kr, kLB, a, g, ostride, kKPitch);
-      F::pack_typed_rows(vbuf, vr, kLB, a, g, ostride, ostride);
+      F::pack_typed_rows(vbuf, vr, kLB, a, a.v_type, g, ostride, ostride);
     }
     for (int j = 0; j < kLB; ++j) vp[j] = vbuf + j * ostride;
   }
@@ -223,11 +224,14 @@ struct RowLanes {
 
   // Elements [d, d + kW) of kv head g's slice of a cache row of type T as F32 (zero past
   // rem = hd - d): the same values convert_block writes.
+  // F32 rows start their head's slice at f32_off elements (g * head_dim in the cache, 0 in
+  // an unpacked buffer).
   template <KvType T>
-  static V load_k(const AttentionArgs& a, const uint8_t* row, int32_t g, int64_t d, int64_t rem) {
+  static V load_k(const AttentionArgs& a, const uint8_t* row, int32_t g, int64_t f32_off, int64_t d,
+                  int64_t rem) {
     const int64_t off = static_cast<int64_t>(g) * a.head_dim + d;
     if constexpr (T == KvType::kF32) {
-      const float* src = reinterpret_cast<const float*>(row) + off;
+      const float* src = reinterpret_cast<const float*>(row) + f32_off + d;
       return rem >= kW ? P::load(src) : P::load_tail(P::tail(rem), src);
     } else if constexpr (T == KvType::kF16) {
       return P::load_f16(reinterpret_cast<const uint16_t*>(row) + off, rem);
@@ -245,7 +249,7 @@ struct RowLanes {
   // once (no converted copy of K is written).
   template <int R, KvType T>
   static void key_scores(const AttentionArgs& a, int32_t g, const uint8_t* const* kr,
-                         const float* q, V (*s)[P::kLaneBlock / kW]) {
+                         int64_t f32_off, const float* q, V (*s)[P::kLaneBlock / kW]) {
     constexpr int C = P::kLaneBlock / kW;
     const int64_t hd = a.head_dim;
     V acc[R][C];
@@ -255,7 +259,7 @@ struct RowLanes {
       const int n = hd - d0 < kW ? static_cast<int>(hd - d0) : kW;
       for (int c = 0; c < C; ++c) {
         V t[kW];
-        for (int i = 0; i < kW; ++i) t[i] = load_k<T>(a, kr[c * kW + i], g, d0, hd - d0);
+        for (int i = 0; i < kW; ++i) t[i] = load_k<T>(a, kr[c * kW + i], g, f32_off, d0, hd - d0);
         P::transpose(t);
         for (int i = 0; i < n; ++i)
           for (int r = 0; r < R; ++r)
@@ -296,7 +300,8 @@ struct RowLanes {
   // run_tile for R (< kMinRows) rows.
   template <int R>
   static void run_keys(const AttentionArgs& a, Row* rows, int32_t g) {
-    switch (a.kv_type) {
+    switch (a.k_type) {
+      case KvType::kQ4:  // unpacked block by block into F32 rows first (run_keys_t)
       case KvType::kF32:
         return run_keys_t<R, KvType::kF32>(a, rows, g);
       case KvType::kF16:
@@ -318,6 +323,7 @@ struct RowLanes {
     alignas(64) float o[R * kMaxHeadDim];
     alignas(64) float q[R * kMaxHeadDim];
     alignas(64) float vbuf[kLB * kMaxHeadDim];
+    alignas(64) float kbuf[kLB * kMaxHeadDim];
     alignas(64) float p[R][kLB];
     alignas(64) float keys[kLB];
     int64_t lo = rows[0].lo, hi = rows[0].hi;
@@ -335,17 +341,18 @@ struct RowLanes {
     float alpha[R];
     for (int64_t kb = lo / kLB * kLB; kb <= hi; kb += kLB) {
       F::template block_rows<kLB>(a, g, kb, lo, hi, kr, vr);
-      if constexpr (T == KvType::kF32) {
-        for (int j = 0; j < kLB; ++j)
-          vp[j] = reinterpret_cast<const float*>(vr[j]) + static_cast<int64_t>(g) * hd;
-        F::pack_rows(vbuf, vp, kLB, hd, ostride, ostride);
-      } else {
-        F::pack_typed_rows(vbuf, vr, kLB, a, g, ostride, ostride);
-      }
+      F::pack_typed_rows(vbuf, vr, kLB, a, a.v_type, g, ostride, ostride);
       for (int j = 0; j < kLB; ++j) vp[j] = vbuf + j * ostride;
       for (int j = 0; j < kLB; ++j) keys[j] = static_cast<float>(kb + j);
+      int64_t k_off = static_cast<int64_t>(g) * hd;  // kv head g's slice within a K row
+      if (a.k_type == KvType::kQ4) {
+        // Q4 keys: unpacked to F32 rows of kbuf, then read as an F32 cache of one head.
+        F::pack_typed_rows(kbuf, kr, kLB, a, a.k_type, g, ostride, ostride);
+        for (int j = 0; j < kLB; ++j) kr[j] = reinterpret_cast<const uint8_t*>(kbuf + j * ostride);
+        k_off = 0;
+      }
       V s[R][C];
-      key_scores<R, T>(a, g, kr, q, s);
+      key_scores<R, T>(a, g, kr, k_off, q, s);
       int na = 0;
       for (int r = 0; r < R; ++r)
         if (rows[r].lo < kb + kLB && rows[r].hi >= kb)

@@ -22,11 +22,11 @@
 
 namespace edge {
 
-enum class Isa { kAvx2, kAvxVnni, kAvx512, kAvx512Vnni, kNeon, kDotprod, kI8mm };
+enum class Isa { kAvx2, kAvxVnni, kAvx512, kAvx512Vnni, kAmx, kNeon, kDotprod, kI8mm };
 
 struct IsaLevel {
   Isa isa;
-  const char* suffix;                 // file-name suffix: "avx2", "avxvnni", "neon", ...
+  const char* suffix;                 // file-name suffix: "avx2", "avxvnni", "amx", "neon", ...
   std::vector<std::string> features;  // cpu_info() names (x86: == the GCC -m flag names)
   std::vector<std::string> flags;     // exactly the compile flags of its files
 };

@@ -1,6 +1,7 @@
 // Kernels over the packed weight layout of quant/packed.h (panels of 16 rows, groups of G
 // along K; W4 symmetric/asymmetric, W8). One function table per ISA variant: the scalar
-// reference (ref/packed_ref.cpp), AVX2 (+AVX-VNNI or maddubs) and AVX-512 VNNI. W6 has its
+// reference (ref/packed_ref.cpp), AVX2 (+AVX-VNNI or maddubs), AVX-512 VNNI and AMX-INT8
+// (prefill int8 matmuls on the AMX tiles, the rest AVX-512 VNNI's). W6 has its
 // own entries; a variant that does not install them keeps the reference's (slow, correct).
 // packed_kernels() picks one variant once, from the CPU's features and a short timing.
 //
@@ -184,6 +185,8 @@ void packed_matmul_a8(const PackedKernels& kern, const PackedMatrixView& w, cons
 // reference table). Only call them after checking the CPU (available_packed_kernels() does,
 // through kernels/isa.h).
 void install_packed_avx512vnni(PackedKernels* t);  // x86_avx512/packed_avx512vnni.cpp
+// x86_avx512/packed_amx.cpp: the AVX-512 VNNI table with AMX-INT8 tiles for prefill A8.
+void install_packed_amx(PackedKernels* t);
 void install_packed_q4k_avx512vnni(
     PackedKernels* t);  // x86_avx512/packed_q4k_avx512vnni.cpp: Q4K, Q5K, Q6K
 void install_packed_avxvnni(PackedKernels* t);     // x86_avx2/packed_avxvnni.cpp

@@ -1,8 +1,10 @@
 // Chooses the packed-kernel variant once: the variants the CPU's features allow (cpu_info +
-// kernels/isa.h, so an ISA the CPU or OS lacks is never run), then a few ms of timing per matmul op between the
-// candidates on a 2048x2048 GEMV (on some AMD parts 512-bit ops are split in two and AVX2
-// can match AVX-512). EDGE_PACKED_KERNELS=<name> forces one variant (ref, avx2, avx2_vnni,
-// avx512_vnni; neon, neon_dotprod on aarch64) when this CPU can run it.
+// kernels/isa.h, so an ISA the CPU or OS lacks is never run), then a few ms of timing per matmul op
+// between the candidates on a 2048x2048 GEMV (on some AMD parts 512-bit ops are split in two and
+// AVX2 can match AVX-512). EDGE_PACKED_KERNELS=<name> forces one variant (ref, avx2, avx2_vnni,
+// avx512_vnni, avx512_amx; neon, neon_dotprod on aarch64) when this CPU can run it. The
+// GEMV timing runs avx512_amx on its AVX-512 VNNI entries (its tiles serve prefill only), so
+// it is kept as the widest unless another variant is faster at decode.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -311,6 +313,8 @@ std::string packed_kernels_description() {
     missing += fmt::format("{}{} (lacks {})", missing.empty() ? "" : ", ", v.name,
                            isa_missing_features(v.isa, cpu));
   }
+  // Features the CPU has but the OS refused (AMX without the tile data permission).
+  if (!cpu.os_refused.empty()) missing += fmt::format(" [{}]", cpu.os_refused);
   // W6 is not calibrated: the chosen table's own (or borrowed, see borrow_narrower_entries)
   // kernels. The first variant in the list (reference first) whose kernel is the chosen table's.
   auto owner = [](PackedMatmulA8Fn PackedKernels::*op) -> const char* {

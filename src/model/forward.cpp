@@ -277,11 +277,10 @@ void ForwardPass::store_kv(int layer, std::span<const SeqStep> seqs, KvStorage& 
     const int64_t p = pos_[static_cast<size_t>(t)];
     const int32_t b = s.blocks[g][static_cast<size_t>(p / bt)];
     CHECK_MSG(b >= 0, "forward: a token's KV block was released");
-    const int64_t off = (p % bt) * l.row_bytes;
-    store_row(l.settings.type, k_.data() + t * kvd, c.n_head_kv, c.head_dim,
-              kv.k_block(layer, b) + off);
-    store_row(l.settings.type, v_.data() + t * kvd, c.n_head_kv, c.head_dim,
-              kv.v_block(layer, b) + off);
+    store_row(l.settings.types.k, k_.data() + t * kvd, c.n_head_kv, c.head_dim,
+              kv.k_block(layer, b) + (p % bt) * l.k_row_bytes);
+    store_row(l.settings.types.v, v_.data() + t * kvd, c.n_head_kv, c.head_dim,
+              kv.v_block(layer, b) + (p % bt) * l.v_row_bytes);
   }
 }
 
@@ -409,8 +408,10 @@ void ForwardPass::plan_attention(int l, std::span<const SeqStep> seqs, KvStorage
     a.k_blocks = block_ptrs_.data() + off;
     a.v_blocks = block_ptrs_.data() + off + nb;
     a.block_tokens = kl.settings.block_tokens;
-    a.row_bytes = kl.row_bytes;
-    a.kv_type = kl.settings.type;
+    a.k_row_bytes = kl.k_row_bytes;
+    a.v_row_bytes = kl.v_row_bytes;
+    a.k_type = kl.settings.types.k;
+    a.v_type = kl.settings.types.v;
     a.n_head = c.n_head;
     a.n_head_kv = c.n_head_kv;
     a.head_dim = c.head_dim;
@@ -505,9 +506,13 @@ Expected<InferenceState> InferenceState::create(const Model& model, int64_t n_ct
   if (n_ctx <= 0)
     return Status::invalid_argument(fmt::format("context size {} must be positive", n_ctx));
   const ModelConfig& c = model.config();
-  const KvLayout layout = KvLayout::make(c, KvSettings{o.kv_type, 16});
+  for (KvType t : {o.kv_types.k, o.kv_types.v})
+    if (!kv_type_fits(t, c.head_dim))
+      return Status::invalid_argument(fmt::format("KV cache type {} cannot hold heads of {} dims",
+                                                  kv_type_name(t), c.head_dim));
+  const KvLayout layout = KvLayout::make(c, KvSettings{o.kv_types, 16});
   const int64_t step = std::max<int64_t>(1, std::min(o.max_step, n_ctx));
-  const int64_t per_pos = 2ll * c.n_layer * layout.row_bytes;
+  const int64_t per_pos = c.n_layer * (layout.k_row_bytes + layout.v_row_bytes);
   if (n_ctx > (int64_t{1} << 46) / std::max<int64_t>(per_pos, 1))
     return Status::resource_exhausted(
         fmt::format("KV cache for context {} would need {} bytes per position", n_ctx, per_pos));

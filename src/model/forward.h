@@ -165,7 +165,7 @@ class ForwardPass {
 };
 
 struct InferenceOptions {
-  KvType kv_type = KvType::kF32;
+  KvTypes kv_types = KvType::kF32;
   bool sliding_ring = true;  // false: sliding layers keep every position (masked)
   int64_t max_step = 512;    // longer prompts run in chunks of this many tokens
 };

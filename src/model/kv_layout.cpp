@@ -11,7 +11,8 @@ namespace edge {
 KvLayout KvLayout::make(const ModelConfig& c, const KvSettings& s) {
   KvLayout l;
   l.settings = s;
-  l.row_bytes = kv_row_bytes(s.type, c.n_head_kv, c.head_dim);
+  l.k_row_bytes = kv_row_bytes(s.types.k, c.n_head_kv, c.head_dim);
+  l.v_row_bytes = kv_row_bytes(s.types.v, c.n_head_kv, c.head_dim);
   for (const LayerConfig& lc : c.layers) {
     if (lc.recurrent) {
       l.layer_group.push_back(-1);
@@ -23,7 +24,8 @@ KvLayout KvLayout::make(const ModelConfig& c, const KvSettings& s) {
     l.layer_slot.push_back(l.n_slots[g]++);
     if (g == kKvSliding) l.window = std::max(l.window, lc.window);
   }
-  for (int g = 0; g < 2; ++g) l.block_bytes[g] = int64_t{l.n_slots[g]} * 2 * s.block_tokens * l.row_bytes;
+  for (int g = 0; g < 2; ++g)
+    l.block_bytes[g] = int64_t{l.n_slots[g]} * s.block_tokens * (l.k_row_bytes + l.v_row_bytes);
   if (l.n_state_layers > 0)
     l.state_floats_per_layer =
         delta_net_conv_state_floats(c.linear) + delta_net_recurrent_state_floats(c.linear);
@@ -90,8 +92,10 @@ uint8_t* KvStorage::block_base(int layer, int64_t b, int kv) {
   const int g = layout_.layer_group[static_cast<size_t>(layer)];
   CHECK(g >= 0 && b >= 0 && b < n_blocks_[g]);
   const int64_t bt = layout_.settings.block_tokens;
+  const int64_t slot = layout_.layer_slot[static_cast<size_t>(layer)];
   const int64_t off = b * layout_.block_bytes[g] +
-                      (int64_t{layout_.layer_slot[static_cast<size_t>(layer)]} * 2 + kv) * bt * layout_.row_bytes;
+                      slot * bt * (layout_.k_row_bytes + layout_.v_row_bytes) +
+                      (kv != 0 ? bt * layout_.k_row_bytes : 0);
   return buffers_[g].data() + off;
 }
 

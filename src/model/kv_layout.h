@@ -6,7 +6,8 @@
 //                     overlap its window plus the step in flight (a ring), so a Spark-style
 //                     model pays full-context KV on its few global layers only.
 // A block of a group holds K and V of every layer of that group:
-//   [slot (layer within group)][K | V][block_tokens][row_bytes].
+//   [slot (layer within group)][K: block_tokens x k_row_bytes | V: block_tokens x v_row_bytes]
+// (K and V may have different element types: KvTypes).
 // Recurrent (Gated DeltaNet) layers keep no KV: each sequence has a state SLOT instead,
 // a fixed number of bytes whatever its length, holding for every recurrent layer its conv
 // state then its delta-rule state (kernels/delta_net.h):
@@ -31,13 +32,14 @@ constexpr int kKvGlobal = 0;
 constexpr int kKvSliding = 1;
 
 struct KvSettings {
-  KvType type = KvType::kF16;
+  KvTypes types;  // K's and V's element types
   int32_t block_tokens = 16;
 };
 
 struct KvLayout {
   KvSettings settings;
-  int64_t row_bytes = 0;                    // one position's K (or V) for all kv heads
+  int64_t k_row_bytes = 0;                  // one position's K for all kv heads
+  int64_t v_row_bytes = 0;                  // one position's V for all kv heads
   std::array<int32_t, 2> n_slots{};         // layers per group
   std::array<int64_t, 2> block_bytes{};     // bytes of one block of each group
   int32_t window = 0;                       // largest window of the sliding layers

@@ -47,9 +47,12 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
   if (o.stream_queue_limit <= 0)
     return Status::invalid_argument("stream_queue_limit must be positive");
   KvCacheOptions ko;
-  if (!parse_kv_type(o.kv_type, &ko.settings.type))
-    return Status::invalid_argument("unknown KV cache type '" + o.kv_type +
-                                    "' (f32, f16, bf16, q8)");
+  ASSIGN_OR_RETURN(ko.settings.types, parse_kv_types(o.kv_type, o.kv_type_v));
+  for (KvType t : {ko.settings.types.k, ko.settings.types.v})
+    if (!kv_type_fits(t, model.config().head_dim))
+      return Status::invalid_argument(std::string("KV cache type ") + kv_type_name(t) +
+                                      " cannot hold heads of " +
+                                      std::to_string(model.config().head_dim) + " dims");
   ko.budget_bytes = o.kv_budget_bytes;
   ko.max_model_len = o.max_model_len;
   ko.max_step = o.max_batched_tokens;
@@ -100,10 +103,7 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
 }  // namespace
 
 Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
-  KvType type;
-  if (!parse_kv_type(o.kv_type, &type))
-    return Status::invalid_argument("unknown KV cache type '" + o.kv_type +
-                                    "' (f32, f16, bf16, q8)");
+  ASSIGN_OR_RETURN(const KvTypes types, parse_kv_types(o.kv_type, o.kv_type_v));
   // The memory plan runs first: a configuration that cannot fit is refused before any
   // weight is read, instead of being killed by the OOM killer half way through loading.
   ASSIGN_OR_RETURN(ModelFootprint footprint, read_model_footprint(o.model_path));
@@ -119,7 +119,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   }
   po.ctx = o.max_model_len;
   po.kv_budget_bytes = static_cast<int64_t>(o.kv_budget_bytes);
-  po.kv_type = type;
+  po.kv_types = types;
   po.max_seqs = o.max_seqs;
   po.state_checkpoints = o.prefix_cache ? o.state_checkpoints : 0;
   po.draft_states = o.speculative.empty() ? 0 : int64_t{o.max_seqs} * (1 + o.draft_max);
@@ -250,7 +250,7 @@ Expected<RequestHandle> EngineImpl::submit(SessionId session, GenerateRequest re
       r->drafter = std::make_unique<SourceDrafter>(options_);
     else if (draft_model_)
       r->drafter = std::make_unique<ModelDrafter>(*draft_model_, *model_, options_.max_model_len,
-                                                  kv_.layout().settings.type);
+                                                  kv_.layout().settings.types);
     else
       r->drafter = std::make_unique<NgramDrafter>();
     r->draft_control = DraftController(options_.draft_max);

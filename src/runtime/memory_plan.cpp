@@ -176,7 +176,7 @@ MemoryLimit read_memory_limit(int64_t flag_limit) {
   return l;
 }
 
-int64_t plan_kv_bytes(const ModelConfig& c, KvType t, int64_t ctx, int64_t max_seqs,
+int64_t plan_kv_bytes(const ModelConfig& c, KvTypes t, int64_t ctx, int64_t max_seqs,
                       int64_t max_batched_tokens) {
   // The KV cache's own layout (model/kv_layout.h), so the plan and the cache agree.
   const KvLayout layout = KvLayout::make(c, KvSettings{t, static_cast<int32_t>(kKvBlockTokens)});
@@ -241,7 +241,7 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   p.n_sliding_layers = c.n_sliding_layers();
   p.ctx = o.ctx;
   p.model_max_ctx = c.max_ctx;
-  p.kv_type = o.kv_type;
+  p.kv_types = o.kv_types;
   p.max_seqs = o.max_seqs;
   p.max_batched_tokens = std::min(o.max_batched_tokens, o.ctx * o.max_seqs);
   p.limit = limit;
@@ -249,21 +249,21 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   set(MemCategory::kWeights, static_cast<int64_t>(m.weights_anon) + o.encoder_weights_anon);
   set(MemCategory::kWeightsMapped,
       static_cast<int64_t>(m.weights_mapped) + o.encoder_weights_mapped);
-  p.kv_needed_per_seq = plan_kv_bytes(c, o.kv_type, o.ctx, 1, p.max_batched_tokens);
+  p.kv_needed_per_seq = plan_kv_bytes(c, o.kv_types, o.ctx, 1, p.max_batched_tokens);
   int64_t budget = o.kv_budget_bytes;
   if (o.kv_budget_tokens > 0)
-    budget = plan_kv_bytes(c, o.kv_type, o.kv_budget_tokens, 1, p.max_batched_tokens);
+    budget = plan_kv_bytes(c, o.kv_types, o.kv_budget_tokens, 1, p.max_batched_tokens);
   if (budget > 0) {
     p.kv_from_budget = true;
     set(MemCategory::kKv, budget);
   } else {
-    set(MemCategory::kKv, plan_kv_bytes(c, o.kv_type, o.ctx, o.max_seqs, p.max_batched_tokens));
+    set(MemCategory::kKv, plan_kv_bytes(c, o.kv_types, o.ctx, o.max_seqs, p.max_batched_tokens));
   }
   // Recurrent layers: one fixed-size state slot per sequence, whatever the context, the
   // prefix cache's state checkpoints of the same size, and with speculation the states a
   // verify step keeps after each of its tokens.
   set(MemCategory::kState, (o.max_seqs + o.state_checkpoints + o.draft_states) *
-                               KvLayout::make(c, KvSettings{o.kv_type, 16}).state_bytes_per_seq());
+                               KvLayout::make(c, KvSettings{o.kv_types, 16}).state_bytes_per_seq());
   set(MemCategory::kScratch,
       plan_scratch_bytes(c, p.max_batched_tokens, o.max_seqs) + o.encoder_scratch);
   // The per-step cos/sin tables of the forward pass (model/forward.h).
@@ -284,7 +284,7 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   set(MemCategory::kTokenizer, m.tokenizer_bytes);
   set(MemCategory::kRuntime, plan_runtime_bytes(o.n_threads));
   if (o.draft) {
-    const DraftModelBytes d = plan_draft_model_bytes(*o.draft, o.kv_type, o.ctx, o.max_seqs);
+    const DraftModelBytes d = plan_draft_model_bytes(*o.draft, o.kv_types, o.ctx, o.max_seqs);
     auto add = [&](MemCategory cat, int64_t v) { p.bytes[static_cast<int>(cat)] += v; };
     add(MemCategory::kWeights, d.weights_anon);
     add(MemCategory::kWeightsMapped, d.weights_mapped);
@@ -296,7 +296,7 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   if (p.kv_from_budget && budget < p.kv_needed_per_seq) {
     p.refusal = "KV budget " + format_bytes(budget) +
                 " is smaller than one request needs: " + format_bytes(p.kv_needed_per_seq) +
-                " for a context of " + std::to_string(o.ctx) + " (" + kv_type_name(o.kv_type) +
+                " for a context of " + std::to_string(o.ctx) + " (" + kv_types_name(o.kv_types) +
                 "); short by " + format_bytes(p.kv_needed_per_seq - budget) + ".";
     return p;
   }
@@ -305,13 +305,13 @@ Expected<MemoryPlan> make_memory_plan(const ModelFootprint& m, const PlanOptions
   return p;
 }
 
-DraftModelBytes plan_draft_model_bytes(const ModelFootprint& draft, KvType kv_type, int64_t ctx,
+DraftModelBytes plan_draft_model_bytes(const ModelFootprint& draft, KvTypes kv_types, int64_t ctx,
                                        int64_t max_seqs) {
   DraftModelBytes d;
   d.weights_anon = static_cast<int64_t>(draft.weights_anon);
   d.weights_mapped = static_cast<int64_t>(draft.weights_mapped);
   // Each decoding sequence has a cache of its own (an InferenceState): ctx positions.
-  d.kv = max_seqs * plan_kv_bytes(draft.config, kv_type, ctx, 1, ModelDrafter::kMaxStep);
+  d.kv = max_seqs * plan_kv_bytes(draft.config, kv_types, ctx, 1, ModelDrafter::kMaxStep);
   d.scratch = max_seqs * (plan_scratch_bytes(draft.config, ModelDrafter::kMaxStep, 1) +
                           ForwardPass::rope_table_bytes(draft.config, ModelDrafter::kMaxStep));
   return d;
@@ -360,7 +360,9 @@ nlohmann::json MemoryPlan::to_json() const {
                       {"ctx", ctx},
                       {"ctx_auto", ctx_auto},
                       {"model_max_ctx", model_max_ctx},
-                      {"kv_type", kv_type_name(kv_type)},
+                      {"kv_type", kv_types_name(kv_types)},
+                      {"kv_type_k", kv_type_name(kv_types.k)},
+                      {"kv_type_v", kv_type_name(kv_types.v)},
                       {"max_seqs", max_seqs},
                       {"max_batched_tokens", max_batched_tokens},
                       {"kv_from_budget", kv_from_budget},
@@ -390,7 +392,7 @@ std::string MemoryPlan::table() const {
   s << "model   " << model_path << " (" << format << ", " << arch << ", " << n_layer << " layers, "
     << n_sliding_layers << " sliding)\n";
   s << "config  ctx " << ctx << (ctx_auto ? " (auto)" : "") << ", max_seqs " << max_seqs << ", kv "
-    << kv_type_name(kv_type) << (kv_from_budget ? " (budget)" : "") << ", max_batched_tokens "
+    << kv_types_name(kv_types) << (kv_from_budget ? " (budget)" : "") << ", max_batched_tokens "
     << max_batched_tokens << "\n";
   char line[160];
   for (int i = 0; i < kMemCategoryCount; ++i) {

@@ -23,7 +23,7 @@ struct PlanOptions {
   bool ctx_auto = false;         // largest context that fits
   int64_t kv_budget_bytes = 0;   // exact KV budget; 0 = sized from ctx * max_seqs
   int64_t kv_budget_tokens = 0;  // budget as tokens per sequence (alternative to bytes)
-  KvType kv_type = KvType::kF16;
+  KvTypes kv_types = KvType::kF16;  // K's and V's element types
   int64_t max_seqs = 1;
   int64_t state_checkpoints = 0;  // recurrent state copies beside the slots (kv_cache.h)
   int64_t draft_states =
@@ -40,11 +40,11 @@ struct PlanOptions {
 };
 
 // What a draft model adds for max_seqs sequences of ctx positions: weights (anonymous,
-// mapped), KV caches (kv_type) and forward scratch (runtime/model_drafter.h's step size).
+// mapped), KV caches (kv_types) and forward scratch (runtime/model_drafter.h's step size).
 struct DraftModelBytes {
   int64_t weights_anon = 0, weights_mapped = 0, kv = 0, scratch = 0;
 };
-DraftModelBytes plan_draft_model_bytes(const ModelFootprint& draft, KvType kv_type, int64_t ctx,
+DraftModelBytes plan_draft_model_bytes(const ModelFootprint& draft, KvTypes kv_types, int64_t ctx,
                                        int64_t max_seqs);
 
 // The memory this process may use: the smallest of MemAvailable, the cgroup room (limit -
@@ -63,11 +63,11 @@ MemoryLimit read_memory_limit(int64_t flag_limit);
 // the container's own cgroup). -1 when no limit is set.
 int64_t cgroup_room_under(const std::string& root, const std::string& proc_self_cgroup);
 
-// KV bytes for the plan: paged in blocks of 16 tokens; per block per layer 2 (K, V) *
-// 16 * row_bytes; global layers need ceil(ctx / 16) blocks per sequence, sliding layers
-// min(that, ceil((window + max_batched_tokens - 1) / 16) + 1); times max_seqs. Computed
-// by model/kv_layout.h's KvLayout, the layout the cache itself uses.
-int64_t plan_kv_bytes(const ModelConfig& c, KvType t, int64_t ctx, int64_t max_seqs,
+// KV bytes for the plan: paged in blocks of 16 tokens; per block per layer 16 * (K row +
+// V row bytes, each of its own type); global layers need ceil(ctx / 16) blocks per sequence,
+// sliding layers min(that, ceil((window + max_batched_tokens - 1) / 16) + 1); times max_seqs.
+// Computed by model/kv_layout.h's KvLayout, the layout the cache itself uses.
+int64_t plan_kv_bytes(const ModelConfig& c, KvTypes t, int64_t ctx, int64_t max_seqs,
                       int64_t max_batched_tokens);
 // Activations for max_batched_tokens tokens per step plus logits for max_seqs rows:
 // tokens * (4*n_embd + 2*q_dim + 2*kv_dim + 3*n_ff) * 4 + max_seqs * n_vocab * 4.
@@ -85,7 +85,7 @@ struct MemoryPlan {
   int64_t ctx = 0;
   int64_t model_max_ctx = 0;
   bool ctx_auto = false;
-  KvType kv_type = KvType::kF16;
+  KvTypes kv_types = KvType::kF16;
   int64_t max_seqs = 1;
   int64_t max_batched_tokens = 0;
   bool kv_from_budget = false;

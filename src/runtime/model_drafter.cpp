@@ -55,10 +55,10 @@ double weight_bytes(const Model& m) {
 
 }  // namespace
 
-ModelDrafter::ModelDrafter(const Model& draft, const Model& target, int64_t n_ctx, KvType kv_type)
+ModelDrafter::ModelDrafter(const Model& draft, const Model& target, int64_t n_ctx, KvTypes kv_types)
     : model_(&draft),
       n_ctx_(n_ctx),
-      kv_type_(kv_type),
+      kv_types_(kv_types),
       n_target_vocab_(target.config().n_vocab),
       weight_ratio_(weight_bytes(target) > 0 ? weight_bytes(draft) / weight_bytes(target) : 1.0) {}
 
@@ -71,7 +71,7 @@ const float* ModelDrafter::catch_up(std::span<const int32_t> history) {
   if (n < 1 || n >= n_ctx_) return nullptr;
   if (!state_) {
     InferenceOptions o;
-    o.kv_type = kv_type_;
+    o.kv_types = kv_types_;
     o.max_step = kMaxStep;
     auto st = InferenceState::create(*model_, n_ctx_, o);
     if (!st) return nullptr;

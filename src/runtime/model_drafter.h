@@ -28,7 +28,7 @@ class ModelDrafter final : public Drafter {
  public:
   // n_ctx: positions the sequence may reach (the target's context). The draft cache is
   // allocated on the first draft() (a request that never decodes costs nothing).
-  ModelDrafter(const Model& draft, const Model& target, int64_t n_ctx, KvType kv_type);
+  ModelDrafter(const Model& draft, const Model& target, int64_t n_ctx, KvTypes kv_types);
   std::vector<int32_t> draft(std::span<const int32_t> history, int32_t max_tokens) override;
   // Measured; before that, a plain step's cost scaled by the draft's share of the weight
   // bytes (decode reads every weight once per token on both).
@@ -50,7 +50,7 @@ class ModelDrafter final : public Drafter {
 
   const Model* model_;
   int64_t n_ctx_;
-  KvType kv_type_;
+  KvTypes kv_types_;
   int32_t n_target_vocab_;
   double weight_ratio_;  // the draft's weight bytes over the target's
   std::unique_ptr<InferenceState> state_;

@@ -100,7 +100,8 @@ TEST_P(KernelVariantTest, ExercisedOnThisCpu) {
   if (!missing.empty())
     GTEST_SKIP() << v.family << " variant " << v.name << " not exercised: this CPU lacks "
                  << missing
-                 << (cpu_info().capped_by.empty() ? "" : " (" + cpu_info().capped_by + ")");
+                 << (cpu_info().capped_by.empty() ? "" : " (" + cpu_info().capped_by + ")")
+                 << (cpu_info().os_refused.empty() ? "" : " [" + cpu_info().os_refused + "]");
   std::vector<std::string> compared;
   if (std::string(v.family) == "packed")
     for (const PackedKernels* k : available_packed_kernels()) compared.emplace_back(k->name);

@@ -2,9 +2,11 @@
 // EDGE_MAX_ISA hides everything above a class (built on x86 only).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/cpu_info.h"
 #include "kernels/cpu_with.h"
 #include "kernels/isa.h"
@@ -39,9 +41,20 @@ std::vector<CpuClass> cpu_classes() {
        "avx512",
        {"avx2", "avx512_vnni"}},
       {"Sapphire Rapids",
+       cpu_with(
+           plus(skx, {"avx512vnni", "avx512bf16", "avxvnni", "amx-tile", "amx-int8", "amx-bf16"})),
+       "avx512",
+       {"avx2", "avx2_vnni", "avx512_vnni", "avx512_amx"}},
+      // The OS refused the tile data state (core/cpu_features.h hides the AMX features).
+      {"Sapphire Rapids without the AMX permission",
        cpu_with(plus(skx, {"avx512vnni", "avx512bf16", "avxvnni"})),
        "avx512",
        {"avx2", "avx2_vnni", "avx512_vnni"}},
+      // AMX tiles for int8 but not the AVX-512 VNNI table the variant extends: not run.
+      {"AMX without AVX-512 VNNI (none known)",
+       cpu_with(plus(skx, {"amx-tile", "amx-int8"})),
+       "avx512",
+       {"avx2"}},
   };
 }
 
@@ -77,12 +90,55 @@ TEST(IsaDispatch, MissingFeaturesAreNamed) {
   EXPECT_EQ(isa_missing_features(Isa::kAvxVnni, skx), "avxvnni");
   EXPECT_EQ(isa_missing_features(Isa::kAvx512, skx), "");
   EXPECT_EQ(isa_missing_features(Isa::kAvx2, cpu_with({"avx2"})), "fma f16c");
+  std::vector<std::string> clx = skx.features;
+  clx.push_back("avx512vnni");
+  EXPECT_EQ(isa_missing_features(Isa::kAmx, cpu_with(clx)), "amx-tile amx-int8");
+  clx.push_back("amx-tile");
+  EXPECT_EQ(isa_missing_features(Isa::kAmx, cpu_with(clx)), "amx-int8");
+}
+
+// The AMX level's features and flags: AVX-512 VNNI's plus the two tile extensions.
+TEST(IsaDispatch, AmxLevelExtendsAvx512Vnni) {
+  std::vector<std::string> want = isa_level(Isa::kAvx512Vnni).features;
+  want.push_back("amx-tile");
+  want.push_back("amx-int8");
+  EXPECT_EQ(isa_level(Isa::kAmx).features, want);
+  EXPECT_EQ(std::string(isa_level(Isa::kAmx).suffix), "amx");
+  const std::vector<std::string>& flags = isa_level(Isa::kAmx).flags;
+  EXPECT_EQ(flags.size(), want.size());
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-mamx-tile"), flags.end());
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-mamx-int8"), flags.end());
+}
+
+// Linux hands out the AMX tile data state per process on request (arch_prctl): asked on
+// behalf of a CPU reporting AMX, it is granted where this CPU has AMX, and refused elsewhere
+// (no tile state, or a kernel before 5.16), which hides the AMX features with the reason.
+TEST(IsaDispatch, AmxFeaturesNeedTheOsPermission) {
+  if (!cpu_info().capped_by.empty())
+    GTEST_SKIP() << "features capped (" << cpu_info().capped_by << "): the CPU's AMX is unknown";
+  std::vector<std::string> f = {"avx2", "amx-tile", "amx-int8"};
+  const std::string why = enable_os_features(&f);
+  if (cpu_info().has("amx-tile") && cpu_info().has("amx-int8")) {
+    EXPECT_EQ(why, "");
+    EXPECT_EQ(f.size(), 3u);
+  } else {
+    EXPECT_EQ(f, std::vector<std::string>{"avx2"});
+#if defined(__linux__)
+    EXPECT_NE(why.find("amx-tile amx-int8 hidden: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)"),
+              std::string::npos)
+        << why;
+#endif
+  }
+  std::vector<std::string> no_amx = {"avx2", "avx512f"};
+  EXPECT_EQ(enable_os_features(&no_amx), "");  // nothing to ask for
+  EXPECT_EQ(no_amx.size(), 2u);
 }
 
 TEST(IsaDispatch, MaxIsaCapHidesEverythingAboveTheClass) {
-  const std::vector<std::string> all = {
-      "sse4.2",   "avx",      "avx2",       "fma",        "f16c",    "avx512f", "avx512bw",
-      "avx512vl", "avx512dq", "avx512vnni", "avx512bf16", "avxvnni", "amx-tile"};
+  const std::vector<std::string> all = {"sse4.2",   "avx",        "avx2",       "fma",
+                                        "f16c",     "avx512f",    "avx512bw",   "avx512vl",
+                                        "avx512dq", "avx512vnni", "avx512bf16", "avxvnni",
+                                        "amx-tile", "amx-int8",   "amx-bf16"};
   auto capped = [&](const char* cap) {
     std::vector<std::string> f = all;
     EXPECT_TRUE(cap_cpu_features(cap, &f)) << cap;
@@ -97,6 +153,10 @@ TEST(IsaDispatch, MaxIsaCapHidesEverythingAboveTheClass) {
   EXPECT_EQ(packed_variants_for(capped("avx512vnni")),
             (std::vector<std::string>{"avx2", "avx512_vnni"}));
   EXPECT_EQ(dense_variant_for(capped("scalar")), "ref");
+  // Uncapped, the AMX variant is the widest; every class hides it.
+  EXPECT_EQ(packed_variants_for(cpu_with(all)).back(), "avx512_amx");
+  for (const char* cap : {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni"})
+    EXPECT_FALSE(isa_runnable(Isa::kAmx, capped(cap))) << cap;
   std::vector<std::string> f = all;
   EXPECT_FALSE(cap_cpu_features("avx3", &f));
   EXPECT_EQ(f, all);

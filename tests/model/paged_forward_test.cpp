@@ -129,7 +129,7 @@ TEST(PagedForward, SequencesInOneStepEqualEachAlone) {
   ASSERT_TRUE(logits.ok()) << logits.status().to_string();
   const std::vector<float> batched(logits->begin(), logits->end());
   InferenceOptions o;
-  o.kv_type = KvType::kF16;
+  o.kv_types = KvType::kF16;
   o.sliding_ring = false;
   const int32_t nv = m->config().n_vocab;
   for (int s = 0; s < 3; ++s) {
@@ -164,13 +164,19 @@ TEST(PagedForward, ReducedPrecisionKvStaysCloseToF32) {
   const auto toks = test_tokens(30, 512, 11);
   InferenceOptions f32;
   const auto ref = run_all(*m, toks, f32, 30);
-  for (auto [t, bound] : {std::pair{KvType::kF16, 5e-3}, {KvType::kBF16, 3e-2}, {KvType::kQ8, 5e-2}}) {
+  for (auto [t, bound] : {std::pair{KvTypes(KvType::kF16), 5e-3},
+                          {KvType::kBF16, 3e-2},
+                          {KvType::kQ8, 5e-2},
+                          {KvTypes(KvType::kQ4, KvType::kF16), 0.15},
+                          {KvTypes(KvType::kF16, KvType::kQ4), 0.15},
+                          {KvType::kQ4, 0.2}}) {
     InferenceOptions o;
-    o.kv_type = t;
+    o.kv_types = t;
     const auto got = run_all(*m, toks, o, 30);
     const double d = rel_diff(got, ref);
-    EXPECT_LT(d, bound) << kv_type_name(t);
-    EXPECT_GT(d, 0.0) << kv_type_name(t) << ": the type did not take effect";
+    std::printf("kv %s: relative logit difference %.4f\n", kv_types_name(t).c_str(), d);
+    EXPECT_LT(d, bound) << kv_types_name(t);
+    EXPECT_GT(d, 0.0) << kv_types_name(t) << ": the type did not take effect";
   }
 }
 

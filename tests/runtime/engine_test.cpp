@@ -108,7 +108,7 @@ TEST(Engine, GreedyEqualsTheSingleSequenceForwardPass) {
   EXPECT_EQ(got.finish, "length");
   EXPECT_EQ(got.completion, 12);
   InferenceOptions io;
-  io.kv_type = KvType::kF16;
+  io.kv_types = KvType::kF16;
   auto st = InferenceState::create(*m, 64, io);
   ASSERT_TRUE(st.ok());
   std::vector<int32_t> want;

@@ -86,7 +86,7 @@ Result drain(Engine& e, const RequestHandle& h) {
 // Greedy tokens of one sequence alone (F16 KV, as the engine's default).
 std::vector<int32_t> alone(const Model& m, const std::vector<int32_t>& prompt, int n) {
   InferenceOptions io;
-  io.kv_type = KvType::kF16;
+  io.kv_types = KvType::kF16;
   auto st = InferenceState::create(m, 512, io);
   EXPECT_TRUE(st.ok());
   std::vector<int32_t> out;
@@ -239,7 +239,7 @@ TEST(HybridEngine, StateSlotsAreFixedAndApartFromTheBlocks) {
   const int64_t per_layer = 3 * s.conv_channels() + int64_t{s.n_v_heads} * s.d_k * s.d_v;
   EXPECT_EQ(l.state_bytes_per_seq(), 3 * per_layer * 4);
   // Blocks: one layer's K and V per position, the same at every context.
-  EXPECT_EQ(l.bytes_for(1, 1024, 64), 1024ull * 2 * l.row_bytes);
+  EXPECT_EQ(l.bytes_for(1, 1024, 64), 1024ull * (l.k_row_bytes + l.v_row_bytes));
   EngineOptions o;
   o.max_model_len = 256;
   o.max_seqs = 3;

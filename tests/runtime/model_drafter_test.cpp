@@ -253,7 +253,7 @@ TEST(ModelDrafter, TheMemoryPlanCountsTheDraftModel) {
   o.draft = &*draft;
   auto with = make_memory_plan(*target, o, unlimited);
   ASSERT_TRUE(without.ok() && with.ok());
-  const DraftModelBytes d = plan_draft_model_bytes(*draft, o.kv_type, 256, 3);
+  const DraftModelBytes d = plan_draft_model_bytes(*draft, o.kv_types, 256, 3);
   EXPECT_GT(d.kv, 0);
   EXPECT_EQ(with->of(MemCategory::kKv) - without->of(MemCategory::kKv), d.kv);
   EXPECT_EQ(with->of(MemCategory::kScratch) - without->of(MemCategory::kScratch), d.scratch);

@@ -23,7 +23,7 @@ void attention(const AttentionArgs& a, int64_t t0, int64_t t1, float* scratch) {
     float* scores = scratch;          // [n_keys]: scores[j - lo] for keys lo..pos
     float* row = scratch + n_keys;    // [head_dim]
     for (int64_t j = lo; j <= pos; ++j) {
-      kv_load_head(a.kv_type, a.k_row(j), a.n_head_kv, a.head_dim, hk, row);
+      kv_load_head(a.k_type, a.k_row(j), a.n_head_kv, a.head_dim, hk, row);
       scores[j - lo] = dot(q, row, a.head_dim) * a.scale;
     }
     if (a.sinks) {
@@ -41,7 +41,7 @@ void attention(const AttentionArgs& a, int64_t t0, int64_t t1, float* scratch) {
     std::fill(o, o + a.head_dim, 0.0f);
     for (int64_t j = lo; j <= pos; ++j) {
       const float p = scores[j - lo];
-      kv_load_head(a.kv_type, a.v_row(j), a.n_head_kv, a.head_dim, hk, row);
+      kv_load_head(a.v_type, a.v_row(j), a.n_head_kv, a.head_dim, hk, row);
       for (int32_t d = 0; d < a.head_dim; ++d) o[d] += p * row[d];
     }
   }

@@ -281,7 +281,7 @@ void transformer_layer(const Qwen3TtsCodecExec& ex, const Qwen3TtsCodecHparams& 
   a.k_blocks = kt.data();
   a.v_blocks = vt.data();
   a.block_tokens = Qwen3TtsCodecState::kPage;
-  a.row_bytes = nkv * static_cast<int64_t>(sizeof(float));
+  a.k_row_bytes = a.v_row_bytes = nkv * static_cast<int64_t>(sizeof(float));
   a.out = o.data();
   a.n_q = t;
   a.pos0 = pos0;

@@ -261,7 +261,7 @@ Expected<Qwen3TtsFrames> Qwen3TtsTalker::generate_ids(std::span<const int32_t> c
     max_frames = std::min<int64_t>(max_frames, fit - p.n_rows);
   }
   InferenceOptions io;
-  io.kv_type = o.kv_type;
+  io.kv_types = o.kv_type;
   ASSIGN_OR_RETURN(InferenceState st, InferenceState::create(*talker_, p.n_rows + max_frames, io));
   std::mt19937_64 rng(o.seed);
   Qwen3TtsFrames out;

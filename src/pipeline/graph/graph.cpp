@@ -97,9 +97,8 @@ Status parse_engine_settings(const YAML::Node& n, EngineSettings& e, VocoderSett
                       static_cast<int32_t>(lookahead)};
   RETURN_IF_ERROR(integer("max_batched_tokens", 1, 1 << 20, e.max_batched_tokens));
   e.kv_type = scalar(n, "kv_type", e.kv_type);
-  if (e.kv_type != "f32" && e.kv_type != "f16" && e.kv_type != "bf16" && e.kv_type != "q8")
-    return Status::invalid_argument(
-        fmt::format("kv_type '{}' is not one of f32, f16, bf16, q8", e.kv_type));
+  e.kv_type_v = scalar(n, "kv_type_v", e.kv_type_v);
+  if (auto t = parse_kv_types(e.kv_type, e.kv_type_v); !t) return t.status();
   const std::string itl = scalar(n, "itl_target_ms");
   if (!itl.empty()) {
     char* end = nullptr;

@@ -51,12 +51,14 @@ struct Artifact {
 };
 
 // How a stage on our engine (lm, speech_codes) sizes it; its memory plan uses the same
-// numbers. File keys: ctx, max_batched_tokens, kv_type, kv_budget (bytes, e.g. 256MiB),
+// numbers. File keys: ctx, max_batched_tokens, kv_type (K, and V unless kv_type_v),
+// kv_type_v, kv_budget (bytes, e.g. 256MiB),
 // itl_target_ms, speculative (ngram | draft), draft_max, draft_model.
 struct EngineSettings {
   int64_t ctx = 0;  // positions per sequence; 0: the run's context (--ctx)
   int64_t max_batched_tokens = 512;
   std::string kv_type = "f16";
+  std::string kv_type_v;          // "" = as kv_type
   int64_t kv_budget_bytes = 0;    // 0: capacity full contexts
   double itl_target_ms = 0;       // EngineOptions::itl_target_ms (file key itl_target_ms)
   bool prefix_cache = true;       // EngineOptions::prefix_cache (file key prefix_cache: true|false)

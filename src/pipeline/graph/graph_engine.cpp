@@ -215,6 +215,7 @@ Expected<std::unique_ptr<Engine>> make_graph_engine(PipelineRuntime& graph) {
   o.max_seqs = s->capacity;
   o.max_batched_tokens = s->engine.max_batched_tokens;
   o.kv_type = s->engine.kv_type;
+  o.kv_type_v = s->engine.kv_type_v;
   std::string chat_input;
   for (const Route& r : graph.spec().routes)
     if (r.from.stage == "input" && r.to.stage == s->name && r.to.port == "chat") chat_input = r.from.port;

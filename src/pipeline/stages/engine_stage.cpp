@@ -19,9 +19,11 @@ Expected<PlannedBytes> engine_stage_reservation(const StageSpec& s, const Artifa
   po.max_seqs = o.max_seqs > 0 ? o.max_seqs : s.capacity;
   po.max_batched_tokens = s.engine.max_batched_tokens;
   po.kv_budget_bytes = s.engine.kv_budget_bytes;
-  if (!parse_kv_type(s.engine.kv_type, &po.kv_type))
-    return Status::invalid_argument(fmt::format(
-        "stage '{}': kv_type '{}' is not one of f32, f16, bf16, q8", s.name, s.engine.kv_type));
+  auto types = parse_kv_types(s.engine.kv_type, s.engine.kv_type_v);
+  if (!types)
+    return Status::invalid_argument(
+        fmt::format("stage '{}': {}", s.name, types.status().message()));
+  po.kv_types = *types;
   po.state_checkpoints = s.engine.prefix_cache ? s.engine.state_checkpoints : 0;
   po.draft_states = s.engine.speculative.empty() ? 0 : po.max_seqs * (1 + s.engine.draft_max);
   std::optional<ModelFootprint> draft;
@@ -50,6 +52,7 @@ Status EngineStage::load(const std::string& model_path, const StageSpec& s,
   eo.n_threads = o.n_threads;
   eo.max_batched_tokens = s.engine.max_batched_tokens;
   eo.kv_type = s.engine.kv_type;
+  eo.kv_type_v = s.engine.kv_type_v;
   eo.kv_budget_bytes = static_cast<uint64_t>(s.engine.kv_budget_bytes);
   eo.itl_target_ms = s.engine.itl_target_ms;
   eo.prefix_cache = s.engine.prefix_cache;

@@ -63,6 +63,7 @@ std::vector<std::string> backend_argv(const BackendLaunch& l, int port) {
          l.engine.kv_type,
          "--max-batched-tokens",
          std::to_string(l.engine.max_batched_tokens)};
+    if (!l.engine.kv_type_v.empty()) a.insert(a.end(), {"--kv-type-v", l.engine.kv_type_v});
     if (l.engine.kv_budget_bytes > 0)
       a.insert(a.end(), {"--kv-budget", std::to_string(l.engine.kv_budget_bytes)});
   } else {

@@ -59,6 +59,7 @@ Expected<std::unique_ptr<StageRunner>> start_from_hello(const nlohmann::json& h)
   s.engine.ctx = h.value("engine_ctx", int64_t{0});
   s.engine.max_batched_tokens = h.value("max_batched_tokens", int64_t{512});
   s.engine.kv_type = h.value("kv_type", "f16");
+  s.engine.kv_type_v = h.value("kv_type_v", "");
   s.engine.kv_budget_bytes = h.value("kv_budget_bytes", int64_t{0});
   s.engine.itl_target_ms = h.value("itl_target_ms", 0.0);
   s.engine.prefix_cache = h.value("prefix_cache", true);

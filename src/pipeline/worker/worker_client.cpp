@@ -329,6 +329,7 @@ class WorkerStageRunner final : public StageRunner {
                                   {"engine_ctx", spec_.engine.ctx},
                                   {"max_batched_tokens", spec_.engine.max_batched_tokens},
                                   {"kv_type", spec_.engine.kv_type},
+                                  {"kv_type_v", spec_.engine.kv_type_v},
                                   {"kv_budget_bytes", spec_.engine.kv_budget_bytes},
                                   {"itl_target_ms", spec_.engine.itl_target_ms},
                                   {"prefix_cache", spec_.engine.prefix_cache},
