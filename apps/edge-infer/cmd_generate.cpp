@@ -41,6 +41,7 @@ struct GenerateArgs {
   std::string spec;           // --spec ngram|draft: speculative decoding
   int draft_max = 4;          // --draft-max: most tokens drafted per step
   std::string draft;          // --draft MODEL: the draft model (--spec draft)
+  std::string kv_type = "f32", kv_type_k, kv_type_v;  // the KV cache's element types
 };
 
 void add_common_options(CLI::App* sub, GenerateArgs& a) {
@@ -60,6 +61,7 @@ struct Loaded {
   std::vector<int32_t> prompt;
   int64_t ctx = 0;
   double load_ms = 0;
+  KvTypes kv_types = KvType::kF32;
 };
 
 Expected<Loaded> load_and_prepare(const GenerateArgs& a) {
@@ -72,7 +74,9 @@ Expected<Loaded> load_and_prepare(const GenerateArgs& a) {
   if ((a.spec == "draft") != !a.draft.empty())
     return Status::invalid_argument(a.draft.empty() ? "--spec draft needs --draft MODEL"
                                                     : "--draft MODEL needs --spec draft");
-  RETURN_IF_ERROR(check_plan_before_load(path, a.ctx, a.memory_limit, a.threads, a.draft));
+  ASSIGN_OR_RETURN(l.kv_types, kv_types_from(a.kv_type, a.kv_type_k, a.kv_type_v));
+  RETURN_IF_ERROR(
+      check_plan_before_load(path, a.ctx, a.memory_limit, a.threads, a.draft, l.kv_types));
   LoadOptions opts;
   opts.n_threads = a.threads;
   ASSIGN_OR_RETURN(l.model, Model::load(path, opts));
@@ -177,7 +181,8 @@ Expected<Generated> generate_tokens(const GenerateArgs& a, const Model& model,
   if (!a.spec.empty() && g.spec_off.empty() && a.n_predict > 0) {
     std::unique_ptr<Drafter> drafter;
     if (draft_model)
-      drafter = std::make_unique<ModelDrafter>(*draft_model, model, state.n_ctx(), KvType::kF32);
+      drafter = std::make_unique<ModelDrafter>(*draft_model, model, state.n_ctx(),
+                                               state.kv_layout().settings.types);
     else
       drafter = std::make_unique<NgramDrafter>();
     DraftController control(a.draft_max);
@@ -251,7 +256,9 @@ int run_generate(const GenerateArgs& a) {
   auto l = load_and_prepare(a);
   if (!l) return report_error(l.status());
   Model& model = *l->model;
-  auto state = InferenceState::create(model, l->ctx);
+  InferenceOptions io;
+  io.kv_types = l->kv_types;
+  auto state = InferenceState::create(model, l->ctx, io);
   if (!state) return report_error(state.status());
   auto media = build_media(model, a, l->prompt);
   if (!media) return report_error(media.status());
@@ -285,7 +292,9 @@ int run_logits(const GenerateArgs& a) {
     return report_error(Status::invalid_argument("logits needs --prompt-ids"));
   auto l = load_and_prepare(a);
   if (!l) return report_error(l.status());
-  auto state = InferenceState::create(*l->model, l->ctx);
+  InferenceOptions io;
+  io.kv_types = l->kv_types;
+  auto state = InferenceState::create(*l->model, l->ctx, io);
   if (!state) return report_error(state.status());
   auto logits = state->forward(l->prompt);
   if (!logits) return report_error(logits.status());
@@ -329,6 +338,7 @@ void register_generate(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"ngram", "draft"}));
   sub->add_option("--draft", a->draft,
                   "--spec draft: the draft model (GGUF, Hugging Face directory, llama2.c .bin)");
+  add_kv_type_options(sub, a->kv_type, a->kv_type_k, a->kv_type_v);
   sub->add_option("--draft-max", a->draft_max, "--spec: most tokens drafted per step")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();

@@ -105,7 +105,7 @@ Expected<MemoryPlan> plan_for_model(const std::string& model_path, const PlanOpt
 
 Status check_plan_before_load(const std::string& model_path, int64_t ctx,
                               const std::string& memory_limit, int threads,
-                              const std::string& draft_path) {
+                              const std::string& draft_path, KvTypes kv_types) {
   ASSIGN_OR_RETURN(ModelFootprint fp, read_model_footprint(model_path));
   std::optional<ModelFootprint> draft;
   if (!draft_path.empty()) {
@@ -116,12 +116,12 @@ Status check_plan_before_load(const std::string& model_path, int64_t ctx,
   }
   PlanArgs args;
   args.memory_limit = memory_limit;
-  args.kv_type = "f32";  // what InferenceState holds by default
   const int64_t model_ctx = fp.config.max_ctx > 0 ? fp.config.max_ctx : 4096;
   ASSIGN_OR_RETURN(
       PlanOptions o,
       plan_options_from(args, ctx > 0 ? ctx : std::min<int64_t>(model_ctx, 4096), threads));
   if (draft) o.draft = &*draft;
+  o.kv_types = kv_types;
   ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(fp, o, read_memory_limit(o.memory_limit)));
   return admission_status(plan);
 }

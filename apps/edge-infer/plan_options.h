@@ -41,9 +41,9 @@ Expected<MemoryLimit> memory_limit_flag(const std::string& flag);
 // For generate (and serve): plans the served configuration from the model's metadata and
 // refuses, before any weight is read, when it cannot fit. ctx 0: min(model's, 4096), as
 // generate serves; memory_limit "" = MemAvailable / cgroup only. draft_path: a draft model
-// (--draft) counted beside it.
+// (--draft) counted beside it; kv_types: the cache's (generate's default f32).
 Status check_plan_before_load(const std::string& model_path, int64_t ctx,
                               const std::string& memory_limit, int threads,
-                              const std::string& draft_path = "");
+                              const std::string& draft_path = "", KvTypes kv_types = KvType::kF32);
 
 }  // namespace edge::cli

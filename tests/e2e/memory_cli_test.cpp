@@ -104,6 +104,27 @@ TEST(MemoryCli, PlanRefusesNamingTheLargestCategory) {
   EXPECT_NE(budget.err.find("smaller than one request"), std::string::npos) << budget.err;
 }
 
+// K and V of their own types: the plan charges each cache its own row bytes (q4: 4-bit
+// codes of 64-wide heads, one f16 scale per 32), the filled cache holds exactly that, and
+// a bad name is refused naming it.
+TEST(MemoryCli, SeparateKAndVTypesArePlannedAndChargedExactly) {
+  RunResult r = run("plan -m " + mid_model() + " --ctx 1024 --kv-type-k q4 --kv-type-v f16 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = parse(r.out);
+  EXPECT_EQ(j["kv_type"], "q4/f16");
+  // 4 layers * 64 blocks * 16 positions * (K: 256 / 2 + 2 * 256 / 32, V: 256 * 2) bytes.
+  EXPECT_EQ(j["bytes"]["kv"].get<int64_t>(), 4LL * 64 * 16 * ((128 + 16) + 512));
+  RunResult m = run("memory -m " + mid_model() + " --ctx 1024 --kv-type q4 --fill --json");
+  ASSERT_EQ(m.code, 0) << m.err;
+  nlohmann::json mj = parse(m.out);
+  EXPECT_EQ(mj["ledger"]["kv"].get<int64_t>(), 4LL * 64 * 16 * 2 * (128 + 16)) << mj.dump(2);
+  RunResult g = run("generate -m " + mid_model() + " -n 4 --kv-type-k q4 --kv-type-v q8 --json");
+  EXPECT_EQ(g.code, 0) << g.err;
+  RunResult bad = run("plan -m " + mid_model() + " --ctx 1024 --kv-type-v q3");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("'q3'"), std::string::npos) << bad.err;
+}
+
 TEST(MemoryCli, CtxAutoFitsTheLimit) {
   RunResult r = run("plan -m " + mid_model() + " --ctx auto --kv-type f32 --memory-limit 40MiB --json");
   ASSERT_EQ(r.code, 0) << r.err;
