@@ -370,7 +370,9 @@ struct Flash {
   }
 
   // Kv head g's slice of a Q4 row as F32 into out [stride] (zero past hd), in the rotated
-  // space. The nibble loop is plain code the compiler vectorises with the file's ISA.
+  // space: the nibbles expanded to int8 codes - 8 first (a byte loop the compiler vectorises
+  // with the file's ISA), then converted kW at a time as Q8 rows are, times their group's
+  // scale (groups are whole vectors where head_dim is a multiple of 32).
   static void unpack_q4(const AttentionArgs& a, const uint8_t* row, int32_t g, float* out,
                         int64_t stride) {
     const int64_t hd = a.head_dim, grp = q4_group(hd), half = grp / 2, ng = hd / grp;
@@ -381,15 +383,22 @@ struct Flash {
     // The group scales as F32, kW at a time (kMaxHeadDim / 32 groups at most, or one).
     alignas(64) float sc[kMaxHeadDim / 32 + kW];
     for (int64_t j = 0; j < ng; j += kW) P::store(sc + j, P::load_f16(scales + j, ng - j));
+    alignas(64) int8_t q[kMaxHeadDim];
     for (int64_t j = 0; j < ng; ++j) {
       const uint8_t* c = codes + j * half;
-      float* o = out + j * grp;
-      const float s = sc[j];
+      int8_t* o = q + j * grp;
       for (int64_t b = 0; b < half; ++b) {
-        o[b] = static_cast<float>((c[b] & 15) - 8) * s;
-        o[b + half] = static_cast<float>((c[b] >> 4) - 8) * s;
+        o[b] = static_cast<int8_t>((c[b] & 15) - 8);
+        o[b + half] = static_cast<int8_t>((c[b] >> 4) - 8);
       }
     }
+    if (grp % kW == 0) {
+      pack_row(out, hd, stride, [&](int64_t d, int64_t rem) {
+        return d < hd ? P::mul(P::set1(sc[d / grp]), P::load_i8(q + d, rem)) : P::zero();
+      });
+      return;
+    }
+    for (int64_t d = 0; d < hd; ++d) out[d] = static_cast<float>(q[d]) * sc[d / grp];
     for (int64_t d = hd; d < stride; ++d) out[d] = 0.0f;
   }
 

@@ -130,7 +130,7 @@ std::string refusal_text(const MemoryPlan& p) {
       << format_bytes(p.total() - p.of(big)) << ").";
   }
   if (big == MemCategory::kKv)
-    s << " Try a smaller --ctx, --ctx auto, --kv-type q8 or fewer --max-seqs.";
+    s << " Try a smaller --ctx, --ctx auto, --kv-type q8 (or q4) or fewer --max-seqs.";
   return s.str();
 }
 
