@@ -384,22 +384,38 @@ struct Flash {
     alignas(64) float sc[kMaxHeadDim / 32 + kW];
     for (int64_t j = 0; j < ng; j += kW) P::store(sc + j, P::load_f16(scales + j, ng - j));
     alignas(64) int8_t q[kMaxHeadDim];
-    for (int64_t j = 0; j < ng; ++j) {
-      const uint8_t* c = codes + j * half;
-      int8_t* o = q + j * grp;
-      for (int64_t b = 0; b < half; ++b) {
-        o[b] = static_cast<int8_t>((c[b] & 15) - 8);
-        o[b + half] = static_cast<int8_t>((c[b] >> 4) - 8);
-      }
-    }
-    if (grp % kW == 0) {
+    if (grp == 32) {
+      // The usual case, with the group size a constant: the byte loop is a few vector ops
+      // and a chunk's scale an index by shift (a division per chunk cost as much as the rest).
+      for (int64_t j = 0; j < ng; ++j) expand_nibbles<16>(codes + j * 16, q + j * 32);
       pack_row(out, hd, stride, [&](int64_t d, int64_t rem) {
-        return d < hd ? P::mul(P::set1(sc[d / grp]), P::load_i8(q + d, rem)) : P::zero();
+        return d < hd ? P::mul(P::set1(sc[d >> 5]), P::load_i8(q + d, rem)) : P::zero();
       });
       return;
     }
-    for (int64_t d = 0; d < hd; ++d) out[d] = static_cast<float>(q[d]) * sc[d / grp];
+    for (int64_t b = 0; b < half; ++b) {  // one group: the whole head
+      q[b] = static_cast<int8_t>((codes[b] & 15) - 8);
+      q[b + half] = static_cast<int8_t>((codes[b] >> 4) - 8);
+    }
+    if (hd % kW == 0) {
+      const V vs = P::set1(sc[0]);
+      pack_row(out, hd, stride, [&](int64_t d, int64_t rem) {
+        return d < hd ? P::mul(vs, P::load_i8(q + d, rem)) : P::zero();
+      });
+      return;
+    }
+    for (int64_t d = 0; d < hd; ++d) out[d] = static_cast<float>(q[d]) * sc[0];
     for (int64_t d = hd; d < stride; ++d) out[d] = 0.0f;
+  }
+
+  // q[0, 2H) = the 4-bit codes of c[0, H) minus 8: byte b's low nibble is element b, its
+  // high nibble element b + H.
+  template <int H>
+  static void expand_nibbles(const uint8_t* __restrict c, int8_t* __restrict q) {
+    for (int b = 0; b < H; ++b) {
+      q[b] = static_cast<int8_t>((c[b] & 15) - 8);
+      q[b + H] = static_cast<int8_t>((c[b] >> 4) - 8);
+    }
   }
 
   // kv_rotate (api.h) on one row x [hd] of queries or outputs, written here again so that it
