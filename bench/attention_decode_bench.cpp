@@ -10,10 +10,12 @@
 //   ./attention_decode_bench THREADS CTX [K_TYPE V_TYPE [H HKV]]   (types: f16 q8 q4 ...)
 #include <chrono>
 #include <cstdio>
-#include <vector>
+#include <cstdlib>
 #include <random>
-#include "kernels/api.h"
+#include <vector>
+
 #include "core/thread_pool.h"
+#include "kernels/api.h"
 using namespace edge;
 int main(int argc, char** argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 2;
@@ -51,7 +53,7 @@ int main(int argc, char** argv) {
   a.pos0 = ctx - 1;
   a.n_head = H; a.n_head_kv = HKV; a.head_dim = HD; a.scale = 0.088f;
   for (int w = 0; w < 3; ++w) attention(k, a, pool);
-  const int N = 50;
+  const int N = getenv("ADB_N") ? atoi(getenv("ADB_N")) : 50;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < N; ++i) attention(k, a, pool);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / N;

@@ -63,10 +63,6 @@ const char* kv_type_name(KvType t);
 bool parse_kv_type(const std::string& s, KvType* out);
 // "f32, f16, bf16, q8, q4": for error messages and --help.
 const char* kv_type_choices();
-// Whether rows of type t are stored rotated (kQ4).
-inline bool kv_type_rotated(KvType t) {
-  return t == KvType::kQ4;
-}
 // Elements per kQ4 scale: 32 where head_dim is a multiple of 32, else the whole head.
 inline int32_t kv_q4_group(int32_t head_dim) {
   return head_dim % 32 == 0 ? 32 : head_dim;
@@ -99,6 +95,10 @@ struct KvTypes {
 Expected<KvTypes> parse_kv_types(const std::string& k, const std::string& v);
 // "q8" when K and V agree, else "q4/f16" (K, then V).
 std::string kv_types_name(KvTypes t);
+// OK if caches of types t can hold heads of head_dim (kv_type_fits for K and V), else an
+// invalid-argument error naming the type and the head size: the one check every cache
+// builder (one sequence's state, the engine's pool) runs before sizing anything.
+Status check_kv_types(KvTypes t, int32_t head_dim);
 // Bytes one position takes in one layer: its K row and its V row.
 inline int64_t kv_pos_bytes(KvTypes t, int32_t n_head_kv, int32_t head_dim) {
   return kv_row_bytes(t.k, n_head_kv, head_dim) + kv_row_bytes(t.v, n_head_kv, head_dim);

@@ -150,7 +150,10 @@ struct Flash {
   // chunk's V loads use `last` so they stay inside the head. Whole chunks use plain loads:
   // AVX2's vmaskmovps on every key stalled the loop (perf: 20% of the attention's samples
   // on the load and its FMA, pp512 on the Zen 5 VM).
-  template <int R, int NC, bool kTail, int PS>
+  // VT = kF16: vp[j] point at F16 values (cast), whole chunks only (no kTail): decode reads
+  // F16 values in place instead of through a converted copy (the copy took a fifth of a
+  // decode tile's time); the values are load_f16's, as the copy's.
+  template <int R, int NC, bool kTail, int PS, KvType VT = KvType::kF32>
   static void pv_chunks(float* const* o, const float* const* vp, const float* const* p, int j0,
                         int j1, int64_t c0, const float* alpha, Tail last) {
     V acc[R][NC];
@@ -167,7 +170,11 @@ struct Flash {
       const float* v = vp[j] + c0 * kW;
 #pragma GCC unroll 16
       for (int c = 0; c < NC; ++c) {
-        const V x = kTail && c + 1 == NC ? P::load_tail(last, v + c * kW) : P::load(v + c * kW);
+        V x;
+        if constexpr (VT == KvType::kF16)
+          x = P::load_f16(reinterpret_cast<const uint16_t*>(vp[j]) + (c0 + c) * kW, kW);
+        else
+          x = kTail && c + 1 == NC ? P::load_tail(last, v + c * kW) : P::load(v + c * kW);
 #pragma GCC unroll 2
         for (int r = 0; r < R; ++r) acc[r][c] = P::fma(pj[r], x, acc[r][c]);
       }
@@ -179,29 +186,30 @@ struct Flash {
   }
 
   // pv_chunks<R, nc, kTail, PS> for a run-time nc in [1, N].
-  template <int R, int N, bool kTail, int PS>
+  template <int R, int N, bool kTail, int PS, KvType VT = KvType::kF32>
   static void pv_dispatch(int64_t nc, float* const* o, const float* const* vp,
                           const float* const* p, int j0, int j1, int64_t c0, const float* alpha,
                           Tail last) {
     if constexpr (N > 1) {
-      if (nc < N) return pv_dispatch<R, N - 1, kTail, PS>(nc, o, vp, p, j0, j1, c0, alpha, last);
+      if (nc < N)
+        return pv_dispatch<R, N - 1, kTail, PS, VT>(nc, o, vp, p, j0, j1, c0, alpha, last);
     }
-    pv_chunks<R, N, kTail, PS>(o, vp, p, j0, j1, c0, alpha, last);
+    pv_chunks<R, N, kTail, PS, VT>(o, vp, p, j0, j1, c0, alpha, last);
   }
 
   // R rows' outputs += p.V over keys [j0, j1) of the block, after rescaling by alpha; row r's
   // p of key j is p[r][j * PS].
-  template <int R, int PS = 1>
+  template <int R, int PS = 1, KvType VT = KvType::kF32>
   static void pv_rows(float* const* o, const float* const* vp, const float* const* p, int j0,
                       int j1, int64_t hd, const float* alpha) {
     constexpr int kChunks = P::kPvChunks / R;
     const int64_t chunks = (hd + kW - 1) / kW;
     for (int64_t c0 = 0; c0 < chunks; c0 += kChunks) {
       const int64_t nc = min64(kChunks, chunks - c0);
-      if (c0 + nc == chunks && hd % kW != 0)
-        pv_dispatch<R, kChunks, true, PS>(nc, o, vp, p, j0, j1, c0, alpha, P::tail(hd % kW));
+      if (VT == KvType::kF32 && c0 + nc == chunks && hd % kW != 0)
+        pv_dispatch<R, kChunks, true, PS, VT>(nc, o, vp, p, j0, j1, c0, alpha, P::tail(hd % kW));
       else
-        pv_dispatch<R, kChunks, false, PS>(nc, o, vp, p, j0, j1, c0, alpha, P::tail(kW));
+        pv_dispatch<R, kChunks, false, PS, VT>(nc, o, vp, p, j0, j1, c0, alpha, P::tail(kW));
     }
   }
 
@@ -280,7 +288,7 @@ struct Flash {
   // p.V of the na active rows act[0..na) (indices into rows) over the key block at kb (kB
   // keys), two rows at a time: active row k's p of key j is ps[k][j * PS], its rescale
   // factor alpha[k].
-  template <int PS, int kB>
+  template <int PS, int kB, KvType VT = KvType::kF32>
   static void pv_active(const Row* rows, const int* act, int na, float* o, int64_t ostride,
                         const float* const* vp, int64_t kb, int64_t hd, const float* const* ps,
                         const float* alpha) {
@@ -291,11 +299,11 @@ struct Flash {
       float* os[2] = {o + act[k] * ostride, o + act[k + 1] * ostride};
       const int j0 = first(k) < first(k + 1) ? first(k) : first(k + 1);
       const int j1 = end(k) > end(k + 1) ? end(k) : end(k + 1);
-      pv_rows<2, PS>(os, vp, ps + k, j0, j1, hd, alpha + k);
+      pv_rows<2, PS, VT>(os, vp, ps + k, j0, j1, hd, alpha + k);
     }
     if (k < na) {
       float* os[1] = {o + act[k] * ostride};
-      pv_rows<1, PS>(os, vp, ps + k, first(k), end(k), hd, alpha + k);
+      pv_rows<1, PS, VT>(os, vp, ps + k, first(k), end(k), hd, alpha + k);
     }
   }
 
@@ -369,6 +377,13 @@ struct Flash {
     return hd % 32 == 0 ? 32 : hd;
   }
 
+  // Byte offset of kv head g's scales in a Q4 row (after every head's codes).
+  static int64_t q4_scales_at(const AttentionArgs& a, int32_t g) {
+    const int64_t hd = a.head_dim;
+    return static_cast<int64_t>(a.n_head_kv) * hd / 2 +
+           2 * static_cast<int64_t>(g) * (hd / q4_group(hd));
+  }
+
   // Kv head g's slice of a Q4 row as F32 into out [stride] (zero past hd), in the rotated
   // space: the nibbles expanded to int8 codes - 8 first (a byte loop the compiler vectorises
   // with the file's ISA), then converted kW at a time as Q8 rows are, times their group's
@@ -380,9 +395,12 @@ struct Flash {
     const auto* scales =
         reinterpret_cast<const uint16_t*>(row + static_cast<int64_t>(a.n_head_kv) * hd / 2) +
         static_cast<int64_t>(g) * ng;
-    // The group scales as F32, kW at a time (kMaxHeadDim / 32 groups at most, or one).
+    // The group scales as F32 (kMaxHeadDim / 32 at most), one by one: a head has fewer
+    // scales than a vector has lanes (4 for 128-wide heads), and load_f16's partial load
+    // (a copy through the stack, then a wide load of it) stalled on store forwarding: an
+    // eighth of a decode tile's time.
     alignas(64) float sc[kMaxHeadDim / 32 + kW];
-    for (int64_t j = 0; j < ng; j += kW) P::store(sc + j, P::load_f16(scales + j, ng - j));
+    for (int64_t j = 0; j < ng; ++j) sc[j] = f16_value(scales + j);
     alignas(64) int8_t q[kMaxHeadDim];
     if (grp == 32) {
       // The usual case, with the group size a constant: the byte loop is a few vector ops
@@ -406,6 +424,23 @@ struct Flash {
     }
     for (int64_t d = 0; d < hd; ++d) out[d] = static_cast<float>(q[d]) * sc[0];
     for (int64_t d = hd; d < stride; ++d) out[d] = 0.0f;
+  }
+
+  // The F16 at p (any alignment) as F32, exactly as the F16C conversion gives it.
+  static float f16_value(const uint16_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    const uint32_t sign = static_cast<uint32_t>(h >> 15) << 31, exp = (h >> 10) & 31u,
+                   mant = h & 1023u;
+    if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in F32
+      const float v = static_cast<float>(mant) * 0x1p-24f;
+      return sign ? -v : v;
+    }
+    const uint32_t bits =
+        sign | (exp == 31 ? 0x7F800000u | (mant << 13) : ((exp + 112u) << 23) | (mant << 13));
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
   }
 
   // q[0, 2H) = the 4-bit codes of c[0, H) minus 8: byte b's low nibble is element b, its
@@ -476,11 +511,17 @@ struct Flash {
     // hardware prefetcher does not fetch them ahead (decode reads K/V once, from L3/DRAM).
     const int64_t kb_slice = slice_bytes(a.k_type, a.head_dim);
     const int64_t vb_slice = slice_bytes(a.v_type, a.head_dim);
+    // Q4 rows keep their scales after every head's codes, in a line of their own: fetched
+    // too (unpack_q4 waited on them).
+    const int64_t k_scales = a.k_type == KvType::kQ4 ? q4_scales_at(a, g) : -1;
+    const int64_t v_scales = a.v_type == KvType::kQ4 ? q4_scales_at(a, g) : -1;
     for (int64_t key = kb + kB; key < min64(kb + 2 * kB, hi + 1); ++key) {
-      for (int64_t d = 0; d < kb_slice; d += 64)
-        __builtin_prefetch(a.k_row(key) + g * kb_slice + d, 0, 3);
-      for (int64_t d = 0; d < vb_slice; d += 64)
-        __builtin_prefetch(a.v_row(key) + g * vb_slice + d, 0, 3);
+      const uint8_t* kp = a.k_row(key);
+      const uint8_t* vp = a.v_row(key);
+      for (int64_t d = 0; d < kb_slice; d += 64) __builtin_prefetch(kp + g * kb_slice + d, 0, 3);
+      for (int64_t d = 0; d < vb_slice; d += 64) __builtin_prefetch(vp + g * vb_slice + d, 0, 3);
+      if (k_scales >= 0) __builtin_prefetch(kp + k_scales, 0, 3);
+      if (v_scales >= 0) __builtin_prefetch(vp + v_scales, 0, 3);
     }
   }
 
@@ -494,6 +535,8 @@ struct Flash {
     if constexpr (P::kRowLanes) {
       using L = RowLanes<P, Flash>;
       static_assert(kMaxRows <= 3 * kW, "rows in lanes: at most three vectors");
+      if (nrows == L::kInPlaceRows && L::reads_in_place(a))
+        return L::template run_keys<L::kInPlaceRows>(a, rows, g);
       if (nrows >= L::kMinRows) {
         if (nrows <= kW) return L::template run_lanes<1>(a, rows, nrows, g);
         if constexpr (kMaxRows > 2 * kW) {

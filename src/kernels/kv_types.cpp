@@ -50,6 +50,15 @@ bool kv_type_fits(KvType t, int32_t head_dim) {
   return head_dim > 0 && (t != KvType::kQ4 || head_dim % 2 == 0);
 }
 
+Status check_kv_types(KvTypes t, int32_t head_dim) {
+  for (KvType x : {t.k, t.v})
+    if (!kv_type_fits(x, head_dim))
+      return Status::invalid_argument(std::string("KV cache type ") + kv_type_name(x) +
+                                      " cannot hold heads of " + std::to_string(head_dim) +
+                                      " dims");
+  return Status::ok_status();
+}
+
 namespace {
 
 // The fixed sign of element i of a rotation block (D in api.h): bits of a Weyl sequence, so

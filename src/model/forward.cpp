@@ -506,10 +506,7 @@ Expected<InferenceState> InferenceState::create(const Model& model, int64_t n_ct
   if (n_ctx <= 0)
     return Status::invalid_argument(fmt::format("context size {} must be positive", n_ctx));
   const ModelConfig& c = model.config();
-  for (KvType t : {o.kv_types.k, o.kv_types.v})
-    if (!kv_type_fits(t, c.head_dim))
-      return Status::invalid_argument(fmt::format("KV cache type {} cannot hold heads of {} dims",
-                                                  kv_type_name(t), c.head_dim));
+  RETURN_IF_ERROR(check_kv_types(o.kv_types, c.head_dim));
   const KvLayout layout = KvLayout::make(c, KvSettings{o.kv_types, 16});
   const int64_t step = std::max<int64_t>(1, std::min(o.max_step, n_ctx));
   const int64_t per_pos = c.n_layer * (layout.k_row_bytes + layout.v_row_bytes);

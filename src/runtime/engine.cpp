@@ -48,11 +48,7 @@ Expected<std::unique_ptr<Engine>> build_engine(const Model& model, std::unique_p
     return Status::invalid_argument("stream_queue_limit must be positive");
   KvCacheOptions ko;
   ASSIGN_OR_RETURN(ko.settings.types, parse_kv_types(o.kv_type, o.kv_type_v));
-  for (KvType t : {ko.settings.types.k, ko.settings.types.v})
-    if (!kv_type_fits(t, model.config().head_dim))
-      return Status::invalid_argument(std::string("KV cache type ") + kv_type_name(t) +
-                                      " cannot hold heads of " +
-                                      std::to_string(model.config().head_dim) + " dims");
+  RETURN_IF_ERROR(check_kv_types(ko.settings.types, model.config().head_dim));
   ko.budget_bytes = o.kv_budget_bytes;
   ko.max_model_len = o.max_model_len;
   ko.max_step = o.max_batched_tokens;

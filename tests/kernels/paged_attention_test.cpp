@@ -247,6 +247,36 @@ TEST(PagedAttention, BatchOfSequencesEqualsOneAtATime) {
   for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(outs[i], wants[i]) << "sequence " << i;
 }
 
+// A query's output must not depend on the tile it came in: the last query of a prompt
+// chunk (a wide tile, rows in lanes) and the same query decoded alone (a tile of its GQA
+// group's four heads, which reads F16/Q8 keys and F16 values in place) give the same bits,
+// for every cache type pair; head sizes with and without a partial last vector.
+TEST(PagedAttention, DecodeTileEqualsTheSameQueryInAPromptChunk) {
+  ThreadPool pool(1);
+  uint32_t seed = 500;
+  for (int32_t hd : {64, 100})
+    for (KvTypes t : type_pairs(hd)) {
+      const int32_t n_head = 8, n_head_kv = 2;
+      const int64_t n_q = 6, pos0 = 37;
+      PagedCache cache(t, 16, pos0 + n_q, n_head_kv, hd, 0, seed++);
+      const std::vector<float> q = randn(static_cast<size_t>(n_q * n_head * hd), seed++);
+      AttentionArgs a;
+      a.q = q.data(), a.n_q = n_q, a.pos0 = pos0, a.n_head = n_head, a.n_head_kv = n_head_kv;
+      a.head_dim = hd, a.scale = 0.15f;
+      cache.attach(&a);
+      std::vector<float> chunk(q.size(), NAN);
+      a.out = chunk.data();
+      attention(select_kernels(), a, pool);
+      const int64_t row = int64_t{n_head} * hd;
+      std::vector<float> alone(static_cast<size_t>(row), NAN);
+      a.q = q.data() + (n_q - 1) * row, a.n_q = 1, a.pos0 = pos0 + n_q - 1, a.out = alone.data();
+      attention(select_kernels(), a, pool);
+      const std::vector<float> last(chunk.end() - row, chunk.end());
+      EXPECT_EQ(alone, last) << "K " << kv_type_name(t.k) << " V " << kv_type_name(t.v)
+                             << " head_dim " << hd;
+    }
+}
+
 TEST(KvRows, RoundTripWithinTheTypesPrecision) {
   const int32_t n_head_kv = 3, hd = 24;
   const std::vector<float> x = randn(static_cast<size_t>(n_head_kv * hd), 5);
@@ -280,6 +310,10 @@ TEST(KvRows, RoundTripWithinTheTypesPrecision) {
   EXPECT_EQ(kv_row_bytes(KvType::kQ4, 8, 128), 8 * 64 + 2 * 8 * 4);
   EXPECT_FALSE(kv_type_fits(KvType::kQ4, 37));
   EXPECT_TRUE(kv_type_fits(KvType::kQ8, 37));
+  EXPECT_TRUE(check_kv_types(KvTypes(KvType::kQ8, KvType::kQ4), 38).ok());
+  const Status odd = check_kv_types(KvTypes(KvType::kQ8, KvType::kQ4), 37);
+  EXPECT_FALSE(odd.ok());
+  EXPECT_NE(odd.message().find("q4 cannot hold heads of 37"), std::string::npos) << odd.message();
   KvType parsed;
   EXPECT_TRUE(parse_kv_type("q4", &parsed));
   EXPECT_EQ(parsed, KvType::kQ4);

@@ -17,6 +17,7 @@
 #include "convert/random_model.h"
 #include "edge/engine.h"
 #include "model/model_footprint.h"
+#include "model/model_test_util.h"
 #include "runtime/memory_plan.h"
 
 namespace edge {
@@ -60,13 +61,7 @@ RandomModelOptions quiet_llama(int32_t n_layer, int32_t quiet_from, float scale)
   return o;
 }
 
-std::unique_ptr<Model> load(const std::string& path) {
-  LoadOptions lo;
-  lo.n_threads = 2;
-  auto m = Model::load(path, lo);
-  EXPECT_TRUE(m.ok()) << m.status().to_string();
-  return m.ok() ? std::move(*m) : nullptr;
-}
+using testing::load_or_die;
 
 struct Pair {
   std::unique_ptr<Model> target, draft;
@@ -79,8 +74,8 @@ Pair quiet_pair() {
   p.target_path = files().write(quiet_llama(6, 1, 0.02f), "target");
   RandomModelOptions d = quiet_llama(1, 1, 0.02f);
   p.draft_path = files().write(d, "draft");
-  p.target = load(p.target_path);
-  p.draft = load(p.draft_path);
+  p.target = load_or_die(p.target_path);
+  p.draft = load_or_die(p.draft_path);
   return p;
 }
 
@@ -177,8 +172,8 @@ TEST(ModelDrafter, VerifiedDraftsGiveThePlainGreedyTokens) {
 // continuation: the quiet scale sets it (the benchmark's draft-model pairs rely on that).
 double agreement(float scale) {
   const std::string tag = std::to_string(static_cast<int>(scale * 1000));
-  auto target = load(files().write(quiet_llama(6, 1, scale), "agree_target_" + tag));
-  auto draft = load(files().write(quiet_llama(1, 1, scale), "agree_draft_" + tag));
+  auto target = load_or_die(files().write(quiet_llama(6, 1, scale), "agree_target_" + tag));
+  auto draft = load_or_die(files().write(quiet_llama(1, 1, scale), "agree_draft_" + tag));
   if (!target || !draft) return -1;
   std::vector<int32_t> h = {1, 5, 9, 300, 42, 42, 8};
   const std::vector<int32_t> want = plain_greedy(*target, h, 60);
@@ -226,14 +221,14 @@ TEST(ModelDrafter, AnotherTokenizerIsRefusedNamingTheToken) {
   ASSERT_TRUE(p.target);
   RandomModelOptions other = quiet_llama(1, -1, 1.0f);
   other.seed = 7;  // another synthetic vocabulary
-  auto o = load(files().write(other, "other_seed"));
+  auto o = load_or_die(files().write(other, "other_seed"));
   ASSERT_TRUE(o);
   const Status s = check_draft_model(*p.target, *o);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.to_string().find("tokenizer differs"), std::string::npos) << s.to_string();
   RandomModelOptions wide = quiet_llama(1, -1, 1.0f);
   wide.n_vocab = 1024;
-  auto w = load(files().write(wide, "wide_vocab"));
+  auto w = load_or_die(files().write(wide, "wide_vocab"));
   ASSERT_TRUE(w);
   const Status sw = check_draft_model(*p.target, *w);
   EXPECT_FALSE(sw.ok());

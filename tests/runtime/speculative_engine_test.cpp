@@ -18,6 +18,7 @@
 #include "edge/engine.h"
 #include "model/kv_layout.h"
 #include "model/model.h"
+#include "model/model_test_util.h"
 
 namespace edge {
 namespace {
@@ -26,13 +27,7 @@ using namespace std::chrono_literals;
 
 const std::string kStories = std::string(EDGE_TEST_DATA) + "/stories260K";
 
-std::unique_ptr<Model> load(const std::string& path) {
-  LoadOptions lo;
-  lo.n_threads = 2;
-  auto m = Model::load(path, lo);
-  EXPECT_TRUE(m.ok()) << m.status().to_string();
-  return m.ok() ? std::move(*m) : nullptr;
-}
+using testing::load_or_die;
 
 std::string random_model(RandomModelOptions o, const std::string& name) {
   const auto dir =
@@ -102,7 +97,7 @@ GenerateRequest greedy(std::vector<int32_t> prompt, int32_t max_tokens, float pe
 }
 
 TEST(SpeculativeEngine, Stories260KBatchGivesThePlainTokensAndTheGolden) {
-  auto m = load(kStories + "/stories260K.bin");
+  auto m = load_or_die(kStories + "/stories260K.bin");
   ASSERT_TRUE(m);
   std::vector<GenerateRequest> reqs;
   std::vector<std::vector<int32_t>> golden;
@@ -157,7 +152,7 @@ TEST(SpeculativeEngine, SlidingWindowModelDecodesTheSameWithDrafts) {
   o.n_embd = 64;
   o.n_vocab = 512;
   o.sliding_window = 8;
-  auto m = load(random_model(o, "gemma3"));
+  auto m = load_or_die(random_model(o, "gemma3"));
   ASSERT_TRUE(m);
   std::vector<GenerateRequest> reqs;
   for (int i = 0; i < 3; ++i) reqs.push_back(greedy({1, 5 + i, 9, 5 + i, 9, 5 + i}, 90 + 7 * i));
@@ -176,7 +171,7 @@ TEST(SpeculativeEngine, SlidingWindowModelDecodesTheSameWithDrafts) {
 }
 
 TEST(SpeculativeEngine, SampledRequestsFinishAtTheirLength) {
-  auto m = load(kStories + "/stories260K.bin");
+  auto m = load_or_die(kStories + "/stories260K.bin");
   ASSERT_TRUE(m);
   auto spec = engine(*m, "ngram");
   std::vector<GenerateRequest> reqs;
@@ -204,7 +199,7 @@ TEST(SpeculativeEngine, HybridModelGoesBackToTheStateAfterTheLastAcceptedToken) 
   o.n_embd = 64;
   o.head_dim = 32;
   o.n_vocab = 512;
-  auto m = load(random_model(o, "qwen35"));
+  auto m = load_or_die(random_model(o, "qwen35"));
   ASSERT_TRUE(m);
   std::vector<GenerateRequest> reqs;
   for (int i = 0; i < 3; ++i) {
@@ -262,7 +257,7 @@ TEST(SpeculativeEngine, HybridModelGoesBackToTheStateAfterTheLastAcceptedToken) 
 }
 
 TEST(SpeculativeEngine, UnknownDraftersAndDraftLengthsAreRefused) {
-  auto m = load(kStories + "/stories260K.bin");
+  auto m = load_or_die(kStories + "/stories260K.bin");
   ASSERT_TRUE(m);
   EngineOptions eo;
   eo.max_model_len = 128;
