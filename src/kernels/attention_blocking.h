@@ -392,9 +392,7 @@ struct Flash {
                         int64_t stride) {
     const int64_t hd = a.head_dim, grp = q4_group(hd), half = grp / 2, ng = hd / grp;
     const uint8_t* codes = row + static_cast<int64_t>(g) * hd / 2;
-    const auto* scales =
-        reinterpret_cast<const uint16_t*>(row + static_cast<int64_t>(a.n_head_kv) * hd / 2) +
-        static_cast<int64_t>(g) * ng;
+    const auto* scales = reinterpret_cast<const uint16_t*>(row + q4_scales_at(a, g));
     // The group scales as F32 (kMaxHeadDim / 32 at most), one by one: a head has fewer
     // scales than a vector has lanes (4 for 128-wide heads), and load_f16's partial load
     // (a copy through the stack, then a wide load of it) stalled on store forwarding: an

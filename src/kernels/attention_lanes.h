@@ -38,8 +38,9 @@ struct RowLanes {
   // Qwen3) go through run_keys where it reads the keys or the values in place
   // (reads_in_place): in lanes four rows fill half of AVX2's, and run_lanes converts F16
   // keys and values to a float copy first. Decode attention, 32/8 heads of 128, two
-  // threads, F16 KV: 7.4-10.1 -> 4.0-6.2 ms per layer at 8K, 31-43 -> 19-26 at 32K. With
-  // Q4 keys and values (both unpacked either way) run_lanes is the faster.
+  // threads, F16 KV: 0.59x the time per layer at 8K, 0.63x at 32K
+  // (bench/results/2026-12-07-decode-attention-in-place/). With Q4 keys and values (both
+  // unpacked either way) run_lanes is the faster.
   static constexpr int kInPlaceRows = 4;
   static bool reads_in_place(const AttentionArgs& a) {
     return a.k_type != KvType::kQ4 || v_in_place(a);
@@ -47,7 +48,7 @@ struct RowLanes {
   // F16 values of whole vectors are read in place by run_keys's p.V (pv_chunks).
   static bool v_in_place(const AttentionArgs& a) {
     return a.v_type == KvType::kF16 && a.head_dim % kW == 0;
-  }  // tiles this wide and wider go through run_lanes
+  }
 
   // The tile's (query, head) rows are the lanes of NV vectors (row r: vector r / kW, lane
   // r % kW), so the online softmax is vertical: scores, running max and sum, rescale factors
